@@ -1,0 +1,1 @@
+"""The signal path: ring buffer, player, DSP, loudness, export. Never imports Textual."""

@@ -1,0 +1,90 @@
+"""`omnistudio` entry point: parses arguments and dispatches to a command module.
+
+Each subcommand lives in ``omnistudio/commands/<name>.py`` with ``add_parser``
+and ``run``. With no subcommand the studio opens. Every user error ends as one
+line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import NoReturn
+
+from omnistudio import __version__
+from omnistudio.errors import UserError
+
+COMMANDS = ["say", "render", "voices", "prevectorize", "analyze", "bench", "studio"]
+EXIT_USER_ERROR = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USER_ERROR)
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--model/--device/--dtype, shared by every command that loads a model."""
+    parser.add_argument("--model", help="hub id, checkpoint directory, or tiny|mid|full "
+                        "(random weights: noise, not speech); default $OMNISTUDIO_MODEL or k2-fsa/OmniVoice")
+    parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
+    parser.add_argument("--dtype", help="backbone dtype: fp32, fp16 or bf16 (default: fp16 on CUDA, else fp32)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="omnistudio", description="Voice-cloning studio for a news desk's anchors.")
+    parser.add_argument("--version", action="version", version=f"omnistudio {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="more log output on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name in COMMANDS:
+        module = _command_module(name)
+        if module is not None:
+            module.add_parser(sub)
+    return parser
+
+
+def _command_module(name: str):  # noqa: ANN202
+    try:
+        return importlib.import_module(f"omnistudio.commands.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"omnistudio.commands.{name}":
+            return None
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from omnistudio.console import err_console, setup_logging
+
+    setup_logging(args.verbose)
+    command = args.command or ("studio" if _command_module("studio") else None)
+    if command is None:
+        parser.print_help()
+        return 0
+    if args.command is None:
+        args = parser.parse_args([command, *(argv if argv is not None else sys.argv[1:])])
+    try:
+        return int(_command_module(command).run(args) or 0)
+    except UserError as exc:
+        err_console.print(f"omnistudio: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        err_console.print("omnistudio: interrupted", markup=False)
+        return 130
+    except Exception as exc:  # a bug, not a user error: still one line unless asked
+        if os.environ.get("OMNISTUDIO_DEBUG"):
+            raise
+        err_console.print(f"omnistudio: internal error: {type(exc).__name__}: {exc} "
+                          "(set OMNISTUDIO_DEBUG=1 for the traceback)", markup=False, highlight=False,
+                          soft_wrap=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

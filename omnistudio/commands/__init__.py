@@ -1,0 +1,1 @@
+"""One module per `omnistudio` subcommand: ``add_parser(subparsers)`` and ``run(args)``."""

@@ -1,0 +1,62 @@
+"""Where OmniStudio keeps its files, and the environment overrides.
+
+``OMNISTUDIO_HOME`` relocates every file the program writes (config, data,
+caches, checkpoints, prompts) under one folder; without it the platform's
+user directories (platformdirs) are used. ``OMNISTUDIO_MODEL`` picks the
+default model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "omnistudio"
+DEFAULT_MODEL = "k2-fsa/OmniVoice"
+SAMPLE_RATE = 24_000
+
+
+@dataclass(frozen=True)
+class Locations:
+    """The user folders the program writes into."""
+
+    config: Path
+    data: Path
+    cache: Path
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.cache / "checkpoints"
+
+    @property
+    def prompts(self) -> Path:
+        return self.data / "prompts"
+
+    @property
+    def settings_file(self) -> Path:
+        return self.config / "settings.json"
+
+    @property
+    def autosave_file(self) -> Path:
+        return self.data / "autosave.script"
+
+
+def locations() -> Locations:
+    """Resolve the user folders now (the environment may change between calls)."""
+    home = os.environ.get("OMNISTUDIO_HOME")
+    if home:
+        root = Path(home).expanduser().resolve()
+        return Locations(config=root / "config", data=root / "data", cache=root / "cache")
+    return Locations(
+        config=Path(platformdirs.user_config_dir(APP_NAME)),
+        data=Path(platformdirs.user_data_dir(APP_NAME)),
+        cache=Path(platformdirs.user_cache_dir(APP_NAME)),
+    )
+
+
+def default_model() -> str:
+    """The model used when ``--model`` is not given."""
+    return os.environ.get("OMNISTUDIO_MODEL") or DEFAULT_MODEL

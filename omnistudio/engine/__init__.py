@@ -1,0 +1,1 @@
+"""The headless synthesis core. Never imports Textual."""

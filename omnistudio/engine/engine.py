@@ -1,0 +1,215 @@
+"""The Engine: one loaded OmniVoice model, voice prompts, and synthesis with timings.
+
+``Engine.synthesize`` goes through OmniVoice's own ``generate()`` (text
+preprocessing, duration estimate, chunking of long text, decoding, fades). The
+fast sampler, when selected, replaces only the iterative unmasking loop that
+``generate()`` calls, so everything around it stays stock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from omnistudio.engine.model import LoadedModel, Progress, load_model
+from omnistudio.engine.reference import Reference, check_transcript, read_reference
+from omnistudio.errors import UserError
+
+log = logging.getLogger(__name__)
+
+LANGUAGES = {"en": "English", "es": "Spanish"}
+NUM_STEP_RANGE = (1, 100)
+DEFAULT_NUM_STEP = 10
+MAX_TEXT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Timings:
+    """How long one synthesis took, and how much audio it made."""
+
+    wall_s: float
+    audio_s: float
+    rtf: float  # wall time / audio time; below 1 is faster than real time
+    prompt_s: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+@dataclass
+class Synthesis:
+    """Float32 mono PCM and its timings."""
+
+    pcm: np.ndarray
+    sample_rate: int
+    timings: Timings
+
+
+def check_text(text: str | None) -> str:
+    if text is None or not text.strip():
+        raise UserError("the text is empty")
+    if len(text) > MAX_TEXT_CHARS:
+        raise UserError(f"the text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
+    return text.strip()
+
+
+def check_language(lang: str | None) -> str:
+    code = (lang or "").strip().lower()
+    if code not in LANGUAGES:
+        raise UserError(f"unknown language '{lang}': use one of {', '.join(LANGUAGES)}")
+    return code
+
+
+def check_num_step(num_step: Any) -> int:
+    lo, hi = NUM_STEP_RANGE
+    try:
+        value = int(str(num_step).strip())
+    except ValueError:
+        raise UserError(f"num_step must be a whole number, got '{num_step}'") from None
+    if not lo <= value <= hi:
+        raise UserError(f"num_step {value} is out of range {lo}..{hi}")
+    return value
+
+
+def check_seed(seed: Any) -> int:
+    try:
+        value = int(str(seed).strip())
+    except ValueError:
+        raise UserError(f"seed must be a whole number, got '{seed}'") from None
+    if not 0 <= value < 2**63:
+        raise UserError(f"seed {seed} is out of range 0..2^63-1")
+    return value
+
+
+# A sampler replaces OmniVoice's ``_generate_iterative(task, gen_config)``.
+Sampler = Callable[[Any, Any], list[Any]]
+
+
+class Engine:
+    """Holds a loaded model and synthesises speech from text and a voice."""
+
+    def __init__(self, loaded: LoadedModel, sampler: Sampler | None = None) -> None:
+        self.loaded = loaded
+        self.model = loaded.model
+        self.sample_rate = loaded.sample_rate
+        self.sampler = sampler  # None: OmniVoice's stock loop
+        self._lock = threading.RLock()  # one synthesis at a time on the model
+        self._prompt_memo: dict[tuple[str, float, str], Any] = {}
+
+    @classmethod
+    def load(
+        cls,
+        model: str | None = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        progress: Progress | None = None,
+    ) -> Engine:
+        return cls(load_model(model, device=device, dtype=dtype, progress=progress))
+
+    # ---------------------------------------------------------------- prompts
+    def prompt_from_audio(self, wave: np.ndarray, sample_rate: int, text: str) -> Any:
+        """Encode a reference waveform into a VoiceClonePrompt (8-codebook tokens)."""
+        import torch
+
+        transcript = check_transcript(text)
+        with self._lock, torch.inference_mode():
+            try:
+                return self.model.create_voice_clone_prompt(
+                    ref_audio=(torch.from_numpy(np.ascontiguousarray(wave)), sample_rate),
+                    ref_text=transcript,
+                )
+            except ValueError as exc:  # e.g. empty after silence removal
+                raise UserError(f"reference audio is unusable: {exc}".splitlines()[0]) from None
+
+    def prompt_for(self, voice: Any) -> Any:
+        """A VoiceClonePrompt for ``voice`` (a :class:`Reference` or a prompt already made)."""
+        if isinstance(voice, Reference):
+            path = Path(voice.audio)
+            transcript = check_transcript(voice.text)
+            key = (str(path.resolve()), path.stat().st_mtime if path.exists() else 0.0, transcript)
+            if key not in self._prompt_memo:
+                wave, sr = read_reference(path)
+                self._prompt_memo[key] = self.prompt_from_audio(wave, sr, transcript)
+            return self._prompt_memo[key]
+        if hasattr(voice, "ref_audio_tokens") and hasattr(voice, "ref_text"):
+            return voice
+        raise UserError(f"unsupported voice {voice!r}: give a reference recording or a prompt")
+
+    # -------------------------------------------------------------- synthesis
+    @contextmanager
+    def _sampler_installed(self, sampler: Sampler | None) -> Iterator[None]:
+        """Route generate()'s unmasking loop through ``sampler`` for one call."""
+        if sampler is None:
+            yield
+            return
+        self.model._generate_iterative = sampler
+        try:
+            yield
+        finally:
+            del self.model._generate_iterative
+
+    def generation_kwargs(self, num_step: int, guidance_scale: float) -> dict[str, Any]:
+        return {
+            "num_step": num_step,
+            "guidance_scale": float(guidance_scale),
+            # Silence trimming would change lengths unpredictably; the studio's
+            # DSP stitches sentences itself. Fades and edge padding stay stock.
+            "postprocess_output": False,
+        }
+
+    def synthesize(
+        self,
+        text: str,
+        voice: Any,
+        language: str = "en",
+        num_step: int = DEFAULT_NUM_STEP,
+        seed: int = 0,
+        guidance_scale: float = 2.0,
+        speed: float | None = None,
+        sampler: Sampler | None | str = "engine",
+    ) -> Synthesis:
+        """Speak ``text`` in ``voice``: float32 PCM at 24 kHz plus timings.
+
+        Deterministic for a given seed (on the same device and sampler).
+        ``sampler="engine"`` uses the engine's configured sampler; ``None``
+        forces OmniVoice's stock loop.
+        """
+        import torch
+
+        text = check_text(text)
+        lang = check_language(language)
+        steps = check_num_step(num_step)
+        seed = check_seed(seed)
+        chosen = self.sampler if sampler == "engine" else sampler
+        started = time.perf_counter()
+        with self._lock:
+            prompt = self.prompt_for(voice)
+            prompt_s = time.perf_counter() - started
+            torch.manual_seed(seed)
+            with self._sampler_installed(chosen):  # type: ignore[arg-type]
+                audio = self.model.generate(
+                    text=text,
+                    language=lang,
+                    voice_clone_prompt=prompt,
+                    speed=speed,
+                    **self.generation_kwargs(steps, guidance_scale),
+                )[0]
+        pcm = np.ascontiguousarray(audio, dtype=np.float32)
+        wall = time.perf_counter() - started
+        audio_s = len(pcm) / self.sample_rate
+        timings = Timings(wall_s=wall, audio_s=audio_s, rtf=wall / audio_s if audio_s else float("inf"),
+                          prompt_s=prompt_s)
+        return Synthesis(pcm=pcm, sample_rate=self.sample_rate, timings=timings)
+
+    def estimate_target_frames(self, text: str, prompt: Any, speed: float = 1.0) -> int:
+        """OmniVoice's duration estimate for ``text`` in ``prompt``'s voice, in 25 Hz frames."""
+        return int(self.model._estimate_target_tokens(
+            text, prompt.ref_text, prompt.ref_audio_tokens.size(-1), speed=speed))

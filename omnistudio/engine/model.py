@@ -1,0 +1,237 @@
+"""Resolve a model name, load it, and pick the device, dtype and backend flags.
+
+``--model`` / ``OMNISTUDIO_MODEL`` accepts:
+
+- a hub id (default ``k2-fsa/OmniVoice``): taken from the local Hugging Face
+  cache, or downloaded with progress on first use;
+- a local checkpoint directory (what ``save_pretrained`` wrote, with an
+  ``audio_tokenizer/`` folder inside);
+- ``tiny``, ``mid`` or ``full``: random-weight checkpoints of the real classes,
+  built offline (see :mod:`omnistudio.engine.checkpoints`). They make noise,
+  not speech.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omnistudio.config import default_model
+from omnistudio.engine import checkpoints
+from omnistudio.errors import UserError
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+# What a loadable checkpoint directory must hold (one of each group).
+REQUIRED_FILES: list[tuple[str, ...]] = [
+    ("config.json",),
+    ("model.safetensors", "model.safetensors.index.json"),
+    ("tokenizer.json", "tokenizer_config.json"),
+    ("audio_tokenizer/config.json",),
+    ("audio_tokenizer/model.safetensors", "audio_tokenizer/model.safetensors.index.json"),
+    ("audio_tokenizer/preprocessor_config.json",),
+]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a ``--model`` value names."""
+
+    kind: str  # "random" | "dir" | "hub"
+    name: str
+    path: Path | None = None
+
+    @property
+    def is_random(self) -> bool:
+        return self.kind == "random"
+
+
+@dataclass
+class LoadedModel:
+    """An OmniVoice model on its device, with what was chosen to load it."""
+
+    model: Any  # omnivoice.models.omnivoice.OmniVoice
+    spec: ModelSpec
+    path: Path
+    device: str
+    dtype: Any  # torch.dtype
+    fingerprint: str
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.model.sampling_rate)
+
+
+def resolve_model(name: str | None = None) -> ModelSpec:
+    """Classify a ``--model`` value (no loading, no network)."""
+    value = (name or default_model()).strip()
+    if not value:
+        raise UserError("empty --model: give a hub id, a checkpoint directory, or tiny|mid|full")
+    if value in checkpoints.GEOMETRIES:
+        return ModelSpec("random", value)
+    path = Path(value).expanduser()
+    if path.exists() or value.startswith((".", "/", "~")):
+        if not path.is_dir():
+            raise UserError(f"model path {value} is not a directory")
+        return ModelSpec("dir", value, path.resolve())
+    if value.count("/") == 1 and all(value.split("/")):
+        return ModelSpec("hub", value)
+    raise UserError(
+        f"unknown model '{value}': give a hub id (owner/name), an existing checkpoint "
+        "directory, or tiny|mid|full"
+    )
+
+
+def check_model_dir(path: Path) -> None:
+    """Fail with one line naming every file a checkpoint directory lacks."""
+    missing = [" or ".join(group) for group in REQUIRED_FILES if not any((path / f).is_file() for f in group)]
+    if missing:
+        raise UserError(f"model directory {path} is missing: {', '.join(missing)}")
+
+
+def _hub_path(repo: str, progress: Progress) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo, local_files_only=True))
+    except Exception:
+        pass
+    progress(f"downloading {repo} from the model hub")
+    try:
+        return Path(snapshot_download(repo))
+    except Exception as exc:  # network, auth, missing repo: all end the same way
+        reason = type(exc).__name__
+        raise UserError(
+            f"cannot fetch model '{repo}' from the hub ({reason}); download it where the hub "
+            "is reachable and pass --model /path/to/dir, or use --model tiny for an offline "
+            "random-weight model (noise, not speech)"
+        ) from None
+
+
+def checkpoint_path(spec: ModelSpec, progress: Progress | None = None) -> Path:
+    """The local directory for ``spec``: built, found in the cache, or downloaded."""
+    say = progress or (lambda _m: None)
+    if spec.kind == "random":
+        path = checkpoints.ensure_checkpoint(spec.name, progress=say)
+    elif spec.kind == "dir":
+        assert spec.path is not None
+        path = spec.path
+    else:
+        path = _hub_path(spec.name, say)
+    check_model_dir(path)
+    return path
+
+
+def pick_device(requested: str | None = None) -> str:
+    """cuda > mps > cpu, unless ``requested`` (or ``OMNISTUDIO_DEVICE``) names one."""
+    import torch
+
+    choice = requested or os.environ.get("OMNISTUDIO_DEVICE")
+    if choice:
+        if choice.startswith("cuda") and not torch.cuda.is_available():
+            raise UserError(f"device '{choice}' requested but CUDA is not available")
+        if choice == "mps" and not torch.backends.mps.is_available():
+            raise UserError("device 'mps' requested but MPS is not available")
+        if choice.split(":")[0] not in {"cpu", "cuda", "mps"}:
+            raise UserError(f"unknown device '{choice}': use cpu, cuda, cuda:N or mps")
+        return choice
+    if torch.cuda.is_available():
+        return "cuda"
+    if torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(device: str, requested: str | None = None) -> Any:
+    """fp16 for the backbone on CUDA, fp32 elsewhere (the vocoder always stays fp32)."""
+    import torch
+
+    names = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16,
+             "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
+    if requested:
+        if requested not in names:
+            raise UserError(f"unknown dtype '{requested}': use fp32, fp16 or bf16")
+        return names[requested]
+    return torch.float16 if device.startswith("cuda") else torch.float32
+
+
+def set_backend_flags(device: str) -> None:
+    """cudnn.benchmark off (shapes vary per sentence), TF32 on for CUDA matmuls."""
+    import torch
+
+    torch.backends.cudnn.benchmark = False
+    if device.startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
+
+
+def quiet_third_party() -> None:
+    """Silence transformers' weight-loading bars and pydub's missing-ffmpeg warning."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+def fingerprint(path: Path) -> str:
+    """A short content fingerprint of a checkpoint (configs + samples of every weight file)."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors"})
+    for file in files:
+        rel = file.relative_to(path).as_posix()
+        if rel == checkpoints.COMPLETE_MARKER:
+            continue
+        digest.update(rel.encode())
+        size = file.stat().st_size
+        digest.update(str(size).encode())
+        with file.open("rb") as fh:
+            if file.suffix == ".json" or size <= 2 << 20:
+                digest.update(fh.read())
+            else:
+                digest.update(fh.read(1 << 20))
+                fh.seek(size - (1 << 20))
+                digest.update(fh.read())
+    return digest.hexdigest()[:16]
+
+
+def load_model(
+    name: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    progress: Progress | None = None,
+) -> LoadedModel:
+    """Resolve, fetch or build, and load a model onto the best device."""
+    say = progress or (lambda _m: None)
+    spec = resolve_model(name)
+    path = checkpoint_path(spec, say)
+    dev = pick_device(device)
+    torch_dtype = pick_dtype(dev, dtype)
+    set_backend_flags(dev)
+    if spec.is_random:
+        log.warning("model '%s' is a %s", spec.name, checkpoints.NOISE_WARNING)
+    say(f"loading {spec.name} on {dev}")
+    quiet_third_party()
+    from omnivoice.models.omnivoice import OmniVoice
+
+    try:
+        model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"cannot load model from {path}: {first}") from None
+    model.audio_tokenizer.float()  # fp16 underflows in the vocoder
+    model.eval()
+    log.info("model %s (%s) on %s, backbone %s, vocoder fp32, cudnn.benchmark off%s",
+             spec.name, spec.kind, dev, str(torch_dtype).removeprefix("torch."),
+             ", TF32 on" if dev.startswith("cuda") else "")
+    return LoadedModel(model, spec, path, dev, torch_dtype, fingerprint(path))

@@ -1,0 +1,33 @@
+"""Opening an engine and a voice from command-line style options (shared by CLI commands)."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from collections.abc import Callable
+from typing import Any
+
+from omnistudio.engine.engine import Engine
+from omnistudio.engine.reference import Reference
+
+
+def open_engine(args: Namespace, progress: Callable[[str], None] | None = None) -> Engine:
+    """Load the model named by ``--model/--device/--dtype`` and pick the sampler."""
+    engine = Engine.load(getattr(args, "model", None), device=getattr(args, "device", None),
+                         dtype=getattr(args, "dtype", None), progress=progress)
+    if getattr(args, "sampler", "fast") == "fast":
+        try:
+            from omnistudio.engine.sampler import FastSampler
+        except ImportError:
+            return engine
+        engine.sampler = FastSampler(engine.model)
+    return engine
+
+
+def resolve_voice(engine: Engine, args: Namespace, lang: str,
+                  progress: Callable[[str], None] | None = None) -> Any:
+    """The voice named by ``--voice`` (an anchor's prompt) or ``--ref-audio/--ref-text``."""
+    if getattr(args, "voice", None):
+        from omnistudio.engine.prompts import anchor_prompt
+
+        return anchor_prompt(engine, args.voice, lang, progress=progress)
+    return Reference(args.ref_audio, args.ref_text)
