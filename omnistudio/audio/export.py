@@ -25,10 +25,12 @@ def check_output_path(path: Path) -> str:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise UserError(f"output folder {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"output folder {parent} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise UserError(f"output file {path} is not writable")
+    try:  # really try: permission bits say little to root or on read-only mounts
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"output folder {parent} is not writable ({exc.strerror})") from None
     return suffix
 
 

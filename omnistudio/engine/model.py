@@ -71,7 +71,7 @@ class LoadedModel:
 
 def resolve_model(name: str | None = None) -> ModelSpec:
     """Classify a ``--model`` value (no loading, no network)."""
-    value = (name or default_model()).strip()
+    value = (default_model() if name is None else name).strip()
     if not value:
         raise UserError("empty --model: give a hub id, a checkpoint directory, or tiny|mid|full")
     if value in checkpoints.GEOMETRIES:
