@@ -1,0 +1,120 @@
+"""Broadcast finishing for a render: stitch sentences, normalise, add room tone, write file +
+sidecar, optionally hand the PCM to /dev/shm.
+
+Wiring into a command (e.g. ``omnistudio render``)::
+
+    from omnistudio.audio.finishing import add_finishing_options, finishing_options, finish_render
+
+    def add_parser(sub):
+        p = sub.add_parser("render", ...)
+        add_finishing_options(p)            # --target-lufs --true-peak --room-tone/--no-room-tone
+                                            # --breaths/--no-breaths --shm NAME
+    def run(args):
+        options = finishing_options(args)   # validates; UserError before any model is loaded
+        check_output_path(args.output)
+        chunks = [(pcm, pause_s), ...]      # float32 24 kHz per sentence + the pause after it
+        result = finish_render(chunks, 24000, args.output, options, timings={...})
+        # result.sidecar (dict, also written as OUTPUT.json next to the file), result.shm_path
+
+Order: sentences are stitched (zero-crossing seams, 8 ms crossfades, breaths in pauses > 280 ms)
+without room tone; the result is normalised to the target (integrated, dual-mono) under the
+true-peak ceiling; then the -52 dBFS room tone goes under it, so its level does not move with the
+normalisation gain; a last check keeps the true peak under the ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, Stitcher
+from omnistudio.audio.export import (PRESETS, TARGET_LUFS, TRUE_PEAK_DBTP, apply_ceiling, check_output_path,
+                                     check_target_lufs, check_true_peak, export_finished, normalise,
+                                     sidecar_path)
+
+
+@dataclass(frozen=True)
+class FinishingOptions:
+    target_lufs: float = TARGET_LUFS
+    true_peak_db: float = TRUE_PEAK_DBTP
+    room_tone: bool = True
+    breaths: bool = True
+    align_seams: bool = True
+    crossfade_ms: float = 8.0
+    shm_name: str | None = None
+    seed: int = 0
+
+
+@dataclass
+class FinishedRender:
+    path: Path
+    sidecar_path: Path
+    sidecar: dict[str, Any]
+    pcm: np.ndarray
+    sample_rate: int
+    shm_path: Path | None = None
+
+
+def add_finishing_options(parser: argparse.ArgumentParser) -> None:
+    """Add the finishing flags; values are checked by ``finishing_options(args)``."""
+    group = parser.add_argument_group("finishing")
+    group.add_argument("--target-lufs", default=str(TARGET_LUFS), metavar="LUFS",
+                       help=f"integrated loudness target, -70..0 or a preset "
+                            f"({', '.join(f'{k} {v:g}' for k, v in PRESETS.items())}); default {TARGET_LUFS:g}")
+    group.add_argument("--true-peak", default=str(TRUE_PEAK_DBTP), metavar="DBTP",
+                       help=f"true-peak ceiling in dBTP (default {TRUE_PEAK_DBTP:g})")
+    group.add_argument("--room-tone", action=argparse.BooleanOptionalAction, default=True,
+                       help=f"pink comfort noise at {ROOM_TONE_DB:g} dBFS under the audio (default on)")
+    group.add_argument("--breaths", action=argparse.BooleanOptionalAction, default=True,
+                       help="a soft breath in pauses longer than 280 ms (default on)")
+    group.add_argument("--shm", metavar="NAME", default=None,
+                       help="also write the PCM to /dev/shm/NAME for a downstream process (see docs/shm.md)")
+
+
+def finishing_options(args: argparse.Namespace) -> FinishingOptions:
+    """Validate the finishing flags of parsed ``args`` (UserError on a bad value)."""
+    from omnistudio.audio.shm import check_shm_name
+
+    shm = getattr(args, "shm", None)
+    return FinishingOptions(
+        target_lufs=check_target_lufs(getattr(args, "target_lufs", TARGET_LUFS)),
+        true_peak_db=check_true_peak(getattr(args, "true_peak", TRUE_PEAK_DBTP)),
+        room_tone=bool(getattr(args, "room_tone", True)), breaths=bool(getattr(args, "breaths", True)),
+        shm_name=check_shm_name(shm) if shm is not None else None)
+
+
+def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
+                  timings: dict[str, Any] | None = None, shm_root: Path | None = None) -> FinishedRender:
+    """Finish rendered sentences and write them.
+
+    ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
+    ``.pcm`` / ``.pause_s`` (/ ``.sentence_id``); pcm is mono float32 at ``sample_rate``.
+    ``timings``: render timings to store in the sidecar (e.g. wall_s, rtf, per-sentence times).
+    Writes ``output`` (.wav/.flac), ``output.json`` and, with ``options.shm_name``, /dev/shm/NAME.
+    """
+    from omnistudio.audio.shm import SHM_DIR, write_shm
+
+    output = Path(output)
+    check_output_path(output)
+    t0 = time.perf_counter()
+    stitcher = Stitcher(sample_rate, room_tone=False, breaths=options.breaths, align_seams=options.align_seams,
+                        crossfade_ms=options.crossfade_ms, seed=options.seed)
+    speech = stitcher.stitch(chunks)
+    norm = normalise(speech, sample_rate, options.target_lufs, options.true_peak_db)
+    pcm = norm.pcm
+    if options.room_tone:
+        pcm = apply_ceiling(pcm + PinkNoise(ROOM_TONE_DB, options.seed).generate(pcm.size), sample_rate,
+                            options.true_peak_db)
+    finishing_s = time.perf_counter() - t0
+    settings = {**asdict(options), "gain_db": norm.gain_db, "limited": norm.limited,
+                "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None}
+    sidecar = export_finished(output, pcm, sample_rate, sentences=[s.as_dict() for s in stitcher.spans],
+                              timings={**(timings or {}), "finishing_s": finishing_s}, settings=settings)
+    shm = write_shm(options.shm_name, pcm, sample_rate, shm_root or SHM_DIR) if options.shm_name else None
+    return FinishedRender(output, sidecar_path(output), sidecar, pcm, sample_rate, shm)
