@@ -4,14 +4,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${VENV:-.venv}/bin
-if [ -x scripts/pulse-null-sink.sh ] || [ -f scripts/pulse-null-sink.sh ]; then
-  PULSE_ENV=$(mktemp)
-  if bash scripts/pulse-null-sink.sh start "$PULSE_ENV"; then
-    set -a; . "$PULSE_ENV"; set +a
-    trap 'bash scripts/pulse-null-sink.sh stop "$PULSE_ENV"; rm -f "$PULSE_ENV"' EXIT
-  else
-    echo "test.sh: could not start the PulseAudio null sink; device tests will skip" >&2
-  fi
+# A private PulseAudio server with a null sink: sounddevice's `default` device for the device tests.
+if PULSE_EXPORTS=$(bash scripts/pulse-null-sink.sh start); then
+  eval "$PULSE_EXPORTS"
+  trap 'bash scripts/pulse-null-sink.sh stop "$OMNISTUDIO_PULSE_DIR"' EXIT
+else
+  echo "test.sh: could not start the PulseAudio null sink; device tests will skip" >&2
 fi
 "$BIN/python" -m pytest "$@"
 status=$?

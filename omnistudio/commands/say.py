@@ -17,6 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ref-audio", type=Path, help="reference recording (3-10 s works best)")
     p.add_argument("--ref-text", help="exact transcript of the reference recording")
     p.add_argument("--voice", help="anchor id from the roster (uses its saved prompt)")
+    p.add_argument("--blend", metavar="ANCHOR", help="morph --voice with this second anchor")
+    p.add_argument("--alpha", default=0.5, help="blend ratio in [0, 1]: 1 is --voice alone, 0 is --blend "
+                   "stretched to --voice's reference length (default 0.5)")
     p.add_argument("--lang", default="en", help="language: en or es (default en)")
     p.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
     p.add_argument("--seed", default=0, help="random seed (same seed, same audio)")
@@ -42,6 +45,13 @@ def run(args: argparse.Namespace) -> int:
     check_output_path(args.output)
     if args.voice and args.ref_audio:
         raise UserError("give either --voice or --ref-audio, not both")
+    if args.blend:
+        from omnistudio.engine.blend import check_alpha, check_pair
+
+        if not args.voice:
+            raise UserError("--blend needs --voice (the first anchor of the blend)")
+        check_pair(args.voice, args.blend)
+        check_alpha(args.alpha)
     if not args.voice:
         if args.ref_audio is None:
             raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")

@@ -180,36 +180,85 @@ class Engine:
 
         Deterministic for a given seed (on the same device and sampler).
         ``sampler="engine"`` uses the engine's configured sampler; ``None``
-        forces OmniVoice's stock loop.
+        forces OmniVoice's stock loop. ``voice`` may be a
+        :class:`~omnistudio.engine.blend.BlendedPrompt` (morph of two anchors).
+        """
+        return self.synthesize_batch([text], [voice], [language], num_step=num_step, seeds=[seed],
+                                     guidance_scale=guidance_scale, speed=speed, sampler=sampler)[0]
+
+    def synthesize_batch(
+        self,
+        texts: list[str],
+        voices: list[Any],
+        languages: list[str],
+        num_step: int = DEFAULT_NUM_STEP,
+        seeds: list[int] | None = None,
+        guidance_scale: float = 2.0,
+        speed: float | None = None,
+        sampler: Sampler | None | str = "engine",
+    ) -> list[Synthesis]:
+        """Several lines (speakers, blends, lengths) in one diffusion pass, one seed per item.
+
+        With the fast sampler each item's noise comes from its own generator,
+        so item ``i`` gets the tokens it would get alone with ``seeds[i]``.
+        OmniVoice's stock loop draws one stream for the whole batch, so there
+        a batch of several items is rendered one item at a time instead.
         """
         import torch
 
-        text = check_text(text)
-        lang = check_language(language)
+        from omnistudio.engine.blend import embedding_overrides
+
+        if not (len(texts) == len(voices) == len(languages)) or not texts:
+            raise UserError("a batch needs one voice and one language per text")
+        texts = [check_text(t) for t in texts]
+        langs = [check_language(lang) for lang in languages]
         steps = check_num_step(num_step)
-        seed = check_seed(seed)
+        seed_list = [check_seed(s) for s in (seeds if seeds is not None else [0] * len(texts))]
         chosen = self.sampler if sampler == "engine" else sampler
+        per_item_noise = chosen is not None and hasattr(chosen, "generators")
+        if len(texts) > 1 and not per_item_noise:
+            return [self.synthesize_batch([t], [v], [lang], steps, [sd], guidance_scale, speed, chosen)[0]
+                    for t, v, lang, sd in zip(texts, voices, langs, seed_list)]
         started = time.perf_counter()
         with self._lock:
-            prompt = self.prompt_for(voice)
+            prompts = [self.prompt_for(v) for v in voices]
             prompt_s = time.perf_counter() - started
-            torch.manual_seed(seed)
-            with self._sampler_installed(chosen):  # type: ignore[arg-type]
-                audio = self.model.generate(
-                    text=text,
-                    language=lang,
-                    voice_clone_prompt=prompt,
-                    speed=speed,
-                    **self.generation_kwargs(steps, guidance_scale),
-                )[0]
-        pcm = np.ascontiguousarray(audio, dtype=np.float32)
+            torch.manual_seed(seed_list[0])
+            if per_item_noise:
+                chosen.generators = [torch.Generator(device=self.model.device).manual_seed(sd)  # type: ignore[union-attr]
+                                     for sd in seed_list]
+            try:
+                with self._sampler_installed(chosen), embedding_overrides(  # type: ignore[arg-type]
+                        self.model, [getattr(p, "ref_embeddings", None) for p in prompts]):
+                    audios = self.model.generate(text=texts, language=langs, voice_clone_prompt=prompts,
+                                                 speed=speed, **self.generation_kwargs(steps, guidance_scale))
+            finally:
+                if per_item_noise:
+                    chosen.generators = None  # type: ignore[union-attr]
         wall = time.perf_counter() - started
-        audio_s = len(pcm) / self.sample_rate
-        timings = Timings(wall_s=wall, audio_s=audio_s, rtf=wall / audio_s if audio_s else float("inf"),
-                          prompt_s=prompt_s)
-        return Synthesis(pcm=pcm, sample_rate=self.sample_rate, timings=timings)
+        total_audio = sum(len(a) for a in audios) / self.sample_rate
+        results = []
+        for audio in audios:
+            pcm = np.ascontiguousarray(audio, dtype=np.float32)
+            audio_s = len(pcm) / self.sample_rate
+            share = wall * (audio_s / total_audio) if total_audio else wall
+            results.append(Synthesis(pcm=pcm, sample_rate=self.sample_rate, timings=Timings(
+                wall_s=share, audio_s=audio_s, rtf=share / audio_s if audio_s else float("inf"),
+                prompt_s=prompt_s)))
+        return results
 
     def estimate_target_frames(self, text: str, prompt: Any, speed: float = 1.0) -> int:
         """OmniVoice's duration estimate for ``text`` in ``prompt``'s voice, in 25 Hz frames."""
         return int(self.model._estimate_target_tokens(
             text, prompt.ref_text, prompt.ref_audio_tokens.size(-1), speed=speed))
+
+    # -------------------------------------------------------------- streaming
+    def stream(self, script: Any, voice: Any = None, **options: Any) -> Any:
+        """Render ``script`` (a Script or text) sentence by sentence, one ahead, on a worker thread.
+
+        Returns an :class:`omnistudio.engine.stream.Stream`: iterate it for chunks in order;
+        see :func:`omnistudio.engine.stream.open_stream` for the options.
+        """
+        from omnistudio.engine.stream import open_stream
+
+        return open_stream(self, script, voice, **options)

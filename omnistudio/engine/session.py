@@ -26,6 +26,10 @@ def open_engine(args: Namespace, progress: Callable[[str], None] | None = None) 
 def resolve_voice(engine: Engine, args: Namespace, lang: str,
                   progress: Callable[[str], None] | None = None) -> Any:
     """The voice named by ``--voice`` (an anchor's prompt) or ``--ref-audio/--ref-text``."""
+    if getattr(args, "blend", None):
+        from omnistudio.engine.blend import anchor_blend
+
+        return anchor_blend(engine, args.voice, args.blend, lang, args.alpha, progress=progress)
     if getattr(args, "voice", None):
         from omnistudio.engine.prompts import anchor_prompt
 

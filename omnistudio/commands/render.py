@@ -1,0 +1,215 @@
+"""`omnistudio render`: speak a whole script through the streaming path, to a file and/or the speakers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from omnistudio.errors import UserError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from omnistudio.cli import add_model_options
+
+    p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
+    p.add_argument("script", type=Path, help="UTF-8 script: one paragraph per line, optional [anchor] or "
+                   "[anchor:lang] tags at line starts")
+    p.add_argument("-o", "--output", type=Path, help="output .wav or .flac (written only if every sentence renders)")
+    p.add_argument("--voice", help="anchor id for lines without a speaker tag")
+    p.add_argument("--ref-audio", type=Path, help="reference recording for lines without a speaker tag")
+    p.add_argument("--ref-text", help="exact transcript of --ref-audio")
+    p.add_argument("--lang", default="en", help="language of untagged lines: en or es (default en)")
+    p.add_argument("--play", action="store_true", help="play while rendering")
+    p.add_argument("--json", action="store_true", help="print one JSON object: TTFA, per-sentence timings, underruns")
+    p.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
+    p.add_argument("--seed", default=0, help="random seed (sentence i uses seed + i)")
+    p.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
+    p.add_argument("--sampler", choices=["fast", "stock"], default="fast",
+                   help="fast sampler (default) or OmniVoice's stock loop")
+    p.add_argument("--audio-device", help="output device name or index for --play (default: system default)")
+    p.add_argument("--blocksize", type=int, default=0, help="audio callback block in frames (0: device's choice)")
+    p.add_argument("--latency", default="high", help="output latency: low, high or seconds (default high)")
+    add_model_options(p)
+
+
+# ------------------------------------------------------------------ stitching
+class _Concatenate:
+    """Joins sentence audio end to end (the stand-in for ``omnistudio.audio.dsp.Stitcher``)."""
+
+    def push(self, pcm: np.ndarray, pause_s: float = 0.0, sentence_id: Any = None) -> np.ndarray:
+        return np.asarray(pcm, dtype=np.float32)
+
+    def finish(self) -> np.ndarray:
+        return np.zeros(0, dtype=np.float32)
+
+
+def make_stitcher(sample_rate: int) -> Any:
+    """The one place that decides how chunks are joined: what is played is what is written."""
+    return _Concatenate()
+
+
+# --------------------------------------------------------------------- checks
+def _latency(value: str) -> float | str:
+    if value in {"low", "high"}:
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise UserError(f"latency '{value}' must be low, high or a number of seconds") from None
+
+
+def _audio_device(value: str | None) -> int | str | None:
+    if value is None:
+        return None
+    return int(value) if value.strip().isdigit() else value
+
+
+def _known_speakers() -> set[str]:
+    from omnistudio.engine.roster import load_roster
+
+    return set(load_roster().anchors)
+
+
+def _check_voice_options(args: argparse.Namespace, script: Any) -> None:
+    from omnistudio.engine.reference import check_transcript, read_reference
+
+    if args.voice and args.ref_audio:
+        raise UserError("give either --voice or --ref-audio, not both")
+    if args.voice:
+        known = _known_speakers()
+        if args.voice.strip().lower() not in known:
+            raise UserError(f"unknown anchor '{args.voice}' for --voice (see `omnistudio voices list`)")
+    elif args.ref_audio is not None:
+        check_transcript(args.ref_text)
+        read_reference(args.ref_audio)
+    else:
+        untagged = next((s for s in script.sentences if s.speaker is None), None)
+        if untagged is not None:
+            raise UserError(f"line {untagged.line} has no speaker tag: give --voice ANCHOR or "
+                            "--ref-audio FILE --ref-text TEXT")
+
+
+def _resolve_voices(engine: Any, args: argparse.Namespace, script: Any, update: Any) -> dict[Any, Any]:
+    """Every voice the script needs, made before the first sentence renders (errors come first)."""
+    from omnistudio.engine.reference import Reference
+
+    voices: dict[Any, Any] = {}
+    for speaker, lang in script.voices:
+        anchor = speaker or args.voice
+        if anchor is None:
+            voices[(speaker, lang)] = Reference(args.ref_audio, args.ref_text)
+            continue
+        from omnistudio.engine.prompts import anchor_prompt
+
+        update(f"preparing voice {anchor} ({lang})")
+        voices[(speaker, lang)] = anchor_prompt(engine, anchor, lang, progress=update)
+    return voices
+
+
+def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
+    """The player for --play, or None (with one warning) when there is no device but -o still works."""
+    from omnistudio.audio.player import Player
+    from omnistudio.console import err_console
+
+    player = Player(sample_rate, device=_audio_device(args.audio_device), blocksize=args.blocksize,
+                    latency=_latency(args.latency))
+    try:
+        return player.open()
+    except UserError as exc:
+        if args.output is None:
+            raise
+        err_console.print(f"omnistudio: warning: {exc}; writing {args.output} only", markup=False,
+                          highlight=False, soft_wrap=True)
+        return None
+
+
+# ------------------------------------------------------------------------ run
+def run(args: argparse.Namespace) -> int:
+    from omnistudio.audio.export import check_output_path, write_audio
+    from omnistudio.config import SAMPLE_RATE
+    from omnistudio.engine.engine import check_language, check_num_step, check_seed
+    from omnistudio.script import parse_script, read_script
+
+    # Every cheap check first: nothing is loaded, played or written for bad input.
+    if args.output is None and not args.play:
+        raise UserError("nothing to do: give -o OUT.wav, --play, or both")
+    if args.output is not None:
+        check_output_path(args.output)
+    lang = check_language(args.lang)
+    num_step = check_num_step(args.num_step)
+    seed = check_seed(args.seed)
+    text = read_script(args.script)
+    tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
+    script = parse_script(text, lang, speakers=_known_speakers() if tagged else None)
+    _check_voice_options(args, script)
+
+    player = _open_player(args, SAMPLE_RATE) if args.play else None
+    if player is not None:
+        sys.setswitchinterval(0.001)  # the audio callback needs the GIL promptly
+    try:
+        result = _render(args, script, num_step, seed, player)
+    finally:
+        if player is not None:
+            player.close()
+    if args.output is not None:
+        write_audio(args.output, result["pcm"], result["sample_rate"])
+    if args.json:
+        payload = {key: value for key, value in result.items() if key != "pcm"}
+        print(json.dumps({"output": str(args.output) if args.output else None, **payload}))
+    return 0
+
+
+def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, player: Any) -> dict[str, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from omnistudio.console import err_console, status
+    from omnistudio.engine.session import open_engine
+
+    with status("loading model") as update:
+        engine = open_engine(args, progress=update)
+        voices = _resolve_voices(engine, args, script, update)
+    stitcher = make_stitcher(engine.sample_rate)
+    pieces: list[np.ndarray] = []
+    sentences: list[dict[str, Any]] = []
+    failures: list[str] = []
+    columns = (TextColumn("rendering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}"))
+    stream = engine.stream(script, resolve=lambda s: voices[(s.speaker, s.lang)], num_step=num_step, seed=seed,
+                           guidance_scale=args.guidance)
+    with stream, Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=len(script))
+        for chunk in stream:
+            sentences.append(chunk.as_dict())
+            bar.update(task, advance=1, description=f"sentence {chunk.sentence_id + 1}")
+            if not chunk.ok:
+                failures.append(chunk.error or "")
+                err_console.print(f"omnistudio: {chunk.error}", markup=False, highlight=False, soft_wrap=True)
+                continue
+            if failures:
+                continue  # nothing will be written or played after a failure; keep reporting
+            piece = stitcher.push(chunk.pcm, sentence_id=chunk.sentence_id)
+            pieces.append(piece)
+            if player is not None:
+                player.write(piece)
+        stream.join()
+    if failures:
+        raise UserError(f"{len(failures)} of {len(script)} sentences failed; nothing written")
+    pieces.append(stitcher.finish())
+    if player is not None:
+        player.write(pieces[-1])
+        player.drain()
+    pcm = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+    audio_s = len(pcm) / engine.sample_rate
+    total = stream.finished_s or 0.0
+    stats = player.stats if player is not None else None
+    return {"pcm": pcm, "sample_rate": engine.sample_rate, "model": engine.loaded.spec.name,
+            "device": engine.loaded.device, "num_step": num_step, "seed": seed,
+            "ttfa_s": round(stream.ttfa_s or 0.0, 4), "total_s": round(total, 4), "audio_s": round(audio_s, 3),
+            "rtf": round(total / audio_s, 4) if audio_s else None, "played": player is not None,
+            "underruns": stats.underruns if stats else None, "xruns": stats.xruns if stats else None,
+            "sentences": sentences}

@@ -1,0 +1,187 @@
+"""Morph: a continuous blend of two anchors' voice prompts.
+
+A reference frame is embedded as the sum of its 8 codebook embeddings (as
+OmniVoice embeds every audio position). A blend of A and B at ``alpha``:
+
+    E = alpha * E_A + (1 - alpha) * resample_time(E_B, len(E_A))
+
+where ``resample_time`` interpolates linearly along the time axis (so at
+``alpha = 0`` the voice is B's timbre stretched or squeezed to A's length).
+``E`` is written into the reference positions of the input embeddings; A's
+tokens fix the positions and A's exact transcript conditions the text. At
+``alpha = 1`` nothing is overridden, so the audio is exactly A's.
+
+The override works for the stock loop and the fast sampler alike: both build
+input embeddings through ``model._prepare_embed_inputs``, where item ``i``'s
+conditional row is row ``i`` and its first audio position is its first
+reference frame.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from omnistudio.errors import UserError
+
+
+@dataclass
+class BlendedPrompt:
+    """A's prompt (tokens, transcript, RMS) with blended reference embeddings."""
+
+    ref_audio_tokens: Any  # A's tokens [8, T_A]: they fix the reference positions
+    ref_text: str
+    ref_rms: float
+    ref_embeddings: Any | None  # [T_A, H] blended embeddings; None at alpha = 1 (exactly A)
+    a: str
+    b: str
+    lang: str
+    alpha: float
+
+
+def check_alpha(alpha: Any) -> float:
+    """alpha as a float in [0, 1], or one clear line."""
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise UserError(f"blend alpha must be a number in [0, 1], got '{alpha}'") from None
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise UserError(f"blend alpha {alpha} is outside [0, 1]")
+    return value
+
+
+def reference_embeddings(model: Any, tokens: Any) -> Any:
+    """[8, T] reference tokens -> [T, H]: the sum of the codebook embeddings, as stock embeds them."""
+    import torch
+
+    with torch.inference_mode():
+        ids = tokens.to(model.device).unsqueeze(0) + model.codebook_layer_offsets.view(1, -1, 1)
+        return model.audio_embeddings(ids).sum(dim=1)[0]
+
+
+def resample_time(embeds: Any, length: int) -> Any:
+    """[T, H] -> [length, H] by linear interpolation along time (end points kept)."""
+    import torch.nn.functional as F
+
+    if embeds.size(0) == length:
+        return embeds
+    x = embeds.t().unsqueeze(0).float()  # (1, H, T)
+    out = F.interpolate(x, size=length, mode="linear", align_corners=True)
+    return out[0].t().to(embeds.dtype)
+
+
+def blend_prompts(model: Any, prompt_a: Any, prompt_b: Any, alpha: float, names: tuple[str, str] = ("a", "b"),
+                  lang: str = "") -> BlendedPrompt:
+    """Blend two prompts' reference embeddings (milliseconds: no audio is re-encoded)."""
+    value = check_alpha(alpha)
+    embeds = None
+    if value < 1.0:
+        e_a = reference_embeddings(model, prompt_a.ref_audio_tokens)
+        e_b = resample_time(reference_embeddings(model, prompt_b.ref_audio_tokens), e_a.size(0))
+        embeds = value * e_a + (1.0 - value) * e_b
+    return BlendedPrompt(prompt_a.ref_audio_tokens, prompt_a.ref_text, prompt_a.ref_rms, embeds,
+                         names[0], names[1], lang, value)
+
+
+@contextmanager
+def embedding_overrides(model: Any, per_item: Sequence[Any | None]) -> Iterator[None]:
+    """While active, item ``i``'s reference frames get ``per_item[i]`` ([T_ref, H]) as embeddings."""
+    if all(e is None for e in per_item):
+        yield
+        return
+    stock = model._prepare_embed_inputs
+
+    def with_blends(input_ids: Any, audio_mask: Any) -> Any:
+        embeds = stock(input_ids, audio_mask)
+        for row, override in enumerate(per_item):
+            if override is None or row >= audio_mask.size(0):
+                continue
+            start = int(audio_mask[row].int().argmax())  # first audio position = first reference frame
+            embeds[row, start:start + override.size(0)] = override.to(embeds.dtype)
+        return embeds
+
+    model._prepare_embed_inputs = with_blends
+    try:
+        yield
+    finally:
+        del model._prepare_embed_inputs
+
+
+# --------------------------------------------------------------- anchors
+BlendKey = tuple[str, str, str, float]
+
+
+class BlendCache:
+    """Blends kept on the device, keyed by (A, B, lang, alpha rounded to 0.01)."""
+
+    def __init__(self) -> None:
+        self._items: dict[BlendKey, BlendedPrompt] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: BlendKey) -> bool:
+        return key in self._items
+
+    def get(self, key: BlendKey) -> BlendedPrompt | None:
+        return self._items.get(key)
+
+    def put(self, key: BlendKey, blend: BlendedPrompt) -> None:
+        self._items[key] = blend
+
+
+_BLEND_CACHES: weakref.WeakKeyDictionary[Any, BlendCache] = weakref.WeakKeyDictionary()
+
+
+def blend_cache_for(engine: Any) -> BlendCache:
+    """The blend cache that belongs to ``engine`` (made on first use)."""
+    if engine not in _BLEND_CACHES:
+        _BLEND_CACHES[engine] = BlendCache()
+    return _BLEND_CACHES[engine]
+
+
+def check_pair(a: str, b: str) -> None:
+    """Two different anchors, or one clear line."""
+    if a.strip().lower() == b.strip().lower():
+        raise UserError(f"cannot blend anchor '{a}' with itself: pick two different anchors")
+
+
+def blend_key(a: str, b: str, lang: str, alpha: float) -> BlendKey:
+    return (a.strip().lower(), b.strip().lower(), lang, round(check_alpha(alpha), 2))
+
+
+def anchor_blend(engine: Any, a: str, b: str, lang: str, alpha: Any, lang_b: str | None = None,
+                 progress: Any = None) -> BlendedPrompt:
+    """The blend of anchors ``a`` and ``b`` in ``lang`` at ``alpha`` (cached; milliseconds once prompts exist)."""
+    from omnistudio.engine.engine import check_language
+    from omnistudio.engine.prompts import anchor_prompt
+
+    lang = check_language(lang)
+    other = check_language(lang_b) if lang_b else lang
+    if other != lang:
+        raise UserError(f"cannot blend {a} ({lang}) with {b} ({other}): both voices must speak the same language")
+    key = blend_key(a, b, lang, alpha)
+    check_pair(a, b)
+    cache = blend_cache_for(engine)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    prompt_a = anchor_prompt(engine, key[0], lang, progress=progress)
+    prompt_b = anchor_prompt(engine, key[1], lang, progress=progress)
+    blend = blend_prompts(engine.model, prompt_a, prompt_b, key[3], names=(key[0], key[1]), lang=lang)
+    cache.put(key, blend)
+    return blend
+
+
+def warm_duos(engine: Any, roster: Any, progress: Any = None) -> int:
+    """Build the roster's canonical duos (every language they list) into the blend cache."""
+    count = 0
+    for duo in roster.duos:
+        for lang in duo.langs:
+            anchor_blend(engine, duo.anchors[0], duo.anchors[1], lang, duo.ratio, progress=progress)
+            count += 1
+    return count

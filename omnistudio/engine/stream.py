@@ -1,0 +1,250 @@
+"""Streaming synthesis: a worker thread renders a script sentence by sentence, one ahead.
+
+``Stream`` renders sentence k+1 while the consumer holds (plays) sentence k:
+the worker takes a slot before rendering a sentence and the consumer gives it
+back when it takes the previous chunk, so at most ``lookahead`` finished
+chunks wait unconsumed. Chunks come out in script order with their sentence
+and timings. Time to first audio (TTFA) runs from the call that made the
+stream to the first chunk being ready.
+
+Cancel takes effect within one diffusion step: a forward pre-hook on the
+backbone (``model.llm``, which runs once per unmasking step in both the stock
+and the fast sampler) raises :class:`Cancelled` in the worker thread when the
+cancel event is set. A failure in one sentence becomes a chunk with ``error``
+set (naming the sentence); the worker goes on with the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from omnistudio.engine.engine import DEFAULT_NUM_STEP, Engine, Timings, check_num_step, check_seed
+from omnistudio.errors import UserError
+from omnistudio.script import Script, Sentence, parse_script
+
+log = logging.getLogger(__name__)
+
+VoiceResolver = Callable[[Sentence], Any]
+_END = object()
+
+
+class Cancelled(Exception):
+    """Raised inside the model's forward when a stream is cancelled."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One rendered sentence (or the error that stopped it)."""
+
+    sentence: Sentence
+    pcm: np.ndarray  # float32 mono; empty when ``error`` is set
+    sample_rate: int
+    timings: Timings | None
+    steps: int  # diffusion steps (backbone forwards) this sentence ran
+    started_s: float  # since the stream was made
+    ready_s: float
+    error: str | None = None
+
+    @property
+    def sentence_id(self) -> int:
+        return self.sentence.id
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def as_dict(self) -> dict[str, Any]:
+        t = self.timings
+        return {"id": self.sentence.id, "line": self.sentence.line, "speaker": self.sentence.speaker,
+                "lang": self.sentence.lang, "text": self.sentence.text, "steps": self.steps,
+                "render_s": round(t.wall_s, 4) if t else None, "audio_s": round(t.audio_s, 4) if t else None,
+                "rtf": round(t.rtf, 4) if t else None, "ready_s": round(self.ready_s, 4), "error": self.error}
+
+
+class Stream:
+    """Iterate to get chunks in order; ``cancel()`` to stop; use as a context manager."""
+
+    def __init__(self, engine: Engine, script: Script, voice: Any = None, resolve: VoiceResolver | None = None,
+                 num_step: int = DEFAULT_NUM_STEP, seed: int = 0, guidance_scale: float = 2.0,
+                 lookahead: int = 1, sampler: Any = "engine") -> None:
+        self.created = time.perf_counter()
+        if voice is None and resolve is None:
+            raise UserError("a stream needs a voice (or a voice resolver)")
+        if lookahead < 1:
+            raise ValueError("lookahead must be at least 1")
+        self.engine, self.script = engine, script
+        self._resolve = resolve or (lambda _s: voice)
+        self.options = {"num_step": check_num_step(num_step), "guidance_scale": float(guidance_scale),
+                        "sampler": sampler}
+        self.seed = check_seed(seed)
+        self._cancel = threading.Event()
+        self._slots = threading.Semaphore(lookahead)
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._worker_ident: int | None = None
+        self.steps = 0  # backbone forwards run by this stream's worker
+        self.ttfa_s: float | None = None
+        self.finished_s: float | None = None
+        self.chunks_taken = 0
+        self.cancelled = False
+        self._thread = threading.Thread(target=self._run, name="omnistudio-stream", daemon=True)
+        self._thread.start()
+
+    # ----------------------------------------------------------------- worker
+    def _pre_hook(self, _module: Any, _args: Any) -> None:
+        if threading.get_ident() != self._worker_ident:
+            return  # another thread using the model: not ours to stop
+        if self._cancel.is_set():
+            raise Cancelled
+        self.steps += 1
+
+    def _run(self) -> None:
+        self._worker_ident = threading.get_ident()
+        handle = self.engine.model.llm.register_forward_pre_hook(self._pre_hook)
+        try:
+            for sentence in self.script.sentences:
+                while not self._slots.acquire(timeout=0.05):
+                    if self._cancel.is_set():
+                        return
+                if self._cancel.is_set():
+                    return
+                chunk = self._render(sentence)
+                if chunk is None:
+                    return
+                if self.ttfa_s is None:
+                    self.ttfa_s = chunk.ready_s
+                self._queue.put(chunk)
+        except BaseException as exc:  # noqa: BLE001 - a bug here must not hang the consumer
+            log.exception("stream worker failed")
+            self._queue.put(exc)
+        finally:
+            handle.remove()
+            self.cancelled = self._cancel.is_set()
+            self.finished_s = time.perf_counter() - self.created
+            self._queue.put(_END)
+
+    def _render(self, sentence: Sentence) -> Chunk | None:
+        started = time.perf_counter() - self.created
+        steps_before = self.steps
+        error, pcm, timings = None, np.zeros(0, dtype=np.float32), None
+        try:
+            voice = self._resolve(sentence)
+            result = self.engine.synthesize(sentence.text, voice, language=sentence.lang,
+                                            seed=self.seed + sentence.id, **self.options)
+            pcm, timings = result.pcm, result.timings
+        except Cancelled:
+            return None
+        except UserError as exc:
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - reported with its sentence; the worker goes on
+            log.debug("sentence %d failed", sentence.id, exc_info=True)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            error = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        if self._cancel.is_set():
+            return None
+        if error is not None:
+            error = f"sentence {sentence.id + 1} (line {sentence.line}, \"{_short(sentence.text)}\"): {error}"
+        return Chunk(sentence, pcm, self.engine.sample_rate, timings, self.steps - steps_before, started,
+                     time.perf_counter() - self.created, error)
+
+    # --------------------------------------------------------------- consumer
+    def __iter__(self) -> Iterator[Chunk]:
+        while True:
+            if self._cancel.is_set():
+                return
+            try:
+                item = self._queue.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            self.chunks_taken += 1
+            self._slots.release()  # the worker may render the next sentence while this one plays
+            yield item
+
+    def cancel(self) -> None:
+        """Stop: the model's next diffusion step raises in the worker; iteration ends."""
+        self._cancel.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def close(self) -> None:
+        self.cancel()
+        self.join()
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def open_stream(engine: Engine, script: Script | str, voice: Any = None, lang: str = "en",
+                **options: Any) -> Stream:
+    """What ``Engine.stream`` does: parse ``script`` if it is text, and start the worker."""
+    if isinstance(script, str):
+        script = parse_script(script, lang)
+    return Stream(engine, script, voice, **options)
+
+
+# ------------------------------------------------------------------ bench
+BENCH_SENTENCES = [
+    "Good evening, and welcome to the late news.",
+    "The city council voted on the new budget this afternoon.",
+    "Rain is expected across the north by Thursday morning.",
+    "Officials said the bridge will reopen next week.",
+    "Markets closed slightly higher after a quiet session.",
+    "The home team won three to one in extra time.",
+    "Researchers announced a new treatment for a rare disease.",
+    "Traffic on the ring road is moving slowly tonight.",
+]
+
+
+def bench_voice(engine: Engine, seconds: float = 3.0) -> Any:
+    """A voiced synthetic reference (harmonics with a syllable envelope) encoded as a prompt."""
+    sr = engine.sample_rate
+    t = np.arange(int(seconds * sr)) / sr
+    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 0.7 * t)) / sr
+    voiced = sum(np.sin(k * phase) / k for k in range(1, 8))
+    wave = (0.15 * voiced * 0.5 * (1 + np.sin(2 * np.pi * 4 * t)) ** 2).astype(np.float32)
+    return engine.prompt_from_audio(wave, sr, "This is the reference voice for our test.")
+
+
+def stream_benchmark(engine: Engine, n_sentences: int = 40, voice: Any = None,
+                     num_step: int = DEFAULT_NUM_STEP, seed: int = 0) -> dict[str, Any]:
+    """Stream an ``n_sentences`` script as fast as it renders: TTFA, whole-script time, their ratio."""
+    if n_sentences < 1:
+        raise UserError("the stream benchmark needs at least one sentence")
+    prompt = voice if voice is not None else bench_voice(engine)
+    text = "\n".join(BENCH_SENTENCES[i % len(BENCH_SENTENCES)] for i in range(n_sentences))
+    script = parse_script(text, "en")
+    audio_s, render_s, failed = 0.0, 0.0, 0
+    with Stream(engine, script, prompt, num_step=num_step, seed=seed) as stream:
+        for chunk in stream:
+            failed += not chunk.ok
+            if chunk.timings is not None:
+                audio_s += chunk.timings.audio_s
+                render_s += chunk.timings.wall_s
+        stream.join()
+    total = stream.finished_s or 0.0
+    ttfa = stream.ttfa_s if stream.ttfa_s is not None else float("nan")
+    return {"model": engine.loaded.spec.name, "device": engine.loaded.device, "num_step": num_step,
+            "sentences": len(script), "failed": failed, "steps": stream.steps,
+            "ttfa_s": round(ttfa, 4), "total_s": round(total, 4), "ttfa_ratio": round(ttfa / total, 4) if total else None,
+            "audio_s": round(audio_s, 3), "render_s": round(render_s, 4),
+            "rtf": round(total / audio_s, 4) if audio_s else None}

@@ -1,0 +1,264 @@
+"""The script model: lines with optional speaker tags, a language each, split into sentences.
+
+Syntax (one paragraph per line; blank lines are ignored)::
+
+    [ruby] Good evening. Here are the headlines.
+    The speaker stays until the next tag.
+    [valentina:es] Buenas noches, Sr. García.
+    [:en] Back to the default voice, in English.
+
+A tag at the start of a line sets the speaker (and optionally the language)
+for that line and the lines after it. ``[name]`` keeps the current language,
+``[name:xx]`` sets it, ``[:xx]`` returns to the default voice in language
+``xx``. OmniVoice's own inline non-verbal tags (``[laughter]``, ``[sigh]``,
+...) are text, not speaker tags. All tag syntax is parsed by :func:`parse_tag`.
+
+Sentences are split with pysbd (rule-based, offline) and then repaired by
+source offsets where it is known to fail in English and Spanish: fragments
+that end in an abbreviation or an initial (``Sr.``, ``Dra.``, ``p.``,
+``EE.``), fragments that continue in lower case (``m. del lunes``), and
+fragments with no letters are glued back; a closing quote after a full stop
+(``«No lo sé.» Luego``) is split.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from omnistudio.engine.engine import LANGUAGES, check_language
+from omnistudio.errors import UserError
+
+MAX_SCRIPT_BYTES = 64 * 1024  # about an hour of speech; bounds render memory (the whole take is stitched)
+MAX_SENTENCE_CHARS = 400  # longer sentences are cut at a comma or space (the model prefers short inputs)
+
+# OmniVoice's inline non-verbal tags (omnivoice.models.omnivoice._NONVERBAL_PATTERN): text, not speakers.
+NONVERBAL_TAGS = frozenset({
+    "laughter", "sigh", "confirmation-en", "question-en", "question-ah", "question-oh", "question-ei",
+    "question-yi", "surprise-ah", "surprise-oh", "surprise-wa", "surprise-yo", "dissatisfaction-hnn",
+})
+
+TAG_RE = re.compile(r"^\s*\[([^\[\]\n]*)\]")
+SPEAKER_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+# Words that do not end a sentence when followed by a full stop (lower case, without the dot).
+ABBREVIATIONS = {
+    "en": {"mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "e.g", "i.e", "approx",
+           "dept", "gen", "gov", "sen", "rep", "lt", "col", "sgt", "capt", "fig", "vol",
+           "jan", "feb", "apr", "aug", "sept", "oct", "nov", "dec", "cf", "ca"},
+    "es": {"sr", "sra", "srta", "sres", "dr", "dra", "dres", "ud", "uds", "vd", "vds", "d", "dña", "excmo",
+           "excma", "ilmo", "ilma", "lic", "ing", "arq", "prof", "profa", "gral", "cnel", "tte", "cap",
+           "pág", "págs", "núm", "nro", "n.º", "nº", "art", "cap", "av", "avda", "c", "aprox", "tel",
+           "dpto", "depto", "admón", "cía", "ee",
+           "vol", "fig", "ej", "p.ej", "pza", "sta", "sto", "fdo", "atte", "izq", "dcha"},
+}
+CONTINUATION_RE = re.compile(r"^[\s\"'«“‘(]*[a-zà-ÿº°ª%,;:)\]]")
+QUOTE_SPLIT_RE = re.compile(r"(?<=[.!?…][»”\"’)])\s+(?=[¿¡«\"“(]?[A-ZÁÉÍÓÚÑÜ])")
+INITIAL_RE = re.compile(r"(?:^|[\s(])[A-ZÁÉÍÓÚÑ]\.$")  # "J. Smith", "George W. Bush"
+# Abbreviations that often end a sentence: only the next fragment's case decides ("p. m. del lunes").
+AMBIGUOUS_END_RE = re.compile(r"(?:\b[ap]\.\s?m|\bEE\.\s?UU|\betc)\.$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Tag:
+    """What a speaker tag says. ``speaker`` None: the default voice."""
+
+    speaker: str | None
+    lang: str | None
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One unit of synthesis."""
+
+    id: int
+    text: str
+    speaker: str | None  # None: the voice given on the command line / in the UI
+    lang: str
+    line: int  # 1-based line in the script source
+
+
+@dataclass(frozen=True)
+class Script:
+    sentences: tuple[Sentence, ...]
+    default_lang: str
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def voices(self) -> list[tuple[str | None, str]]:
+        """Every (speaker, language) pair the script needs, in order of first use."""
+        return list(dict.fromkeys((s.speaker, s.lang) for s in self.sentences))
+
+    @classmethod
+    def parse(cls, text: str, lang: str = "en", speakers: Collection[str] | None = None) -> Script:
+        """Parse script text; ``speakers`` (when given) are the only speaker tags allowed."""
+        return parse_script(text, lang, speakers)
+
+
+# --------------------------------------------------------------------- tags
+def parse_tag(body: str, line: int) -> Tag:
+    """Parse the inside of ``[...]``: ``name``, ``name:lang`` or ``:lang``.
+
+    The one place tag syntax lives; the morph syntax (``a+b@0.7``) extends it here.
+    """
+    raw = body.strip().lower()
+    name, sep, code = raw.partition(":")
+    name = name.strip()
+    lang = check_line_language(code, line) if sep else None
+    if not name:
+        if lang is None:
+            raise UserError(f"line {line}: empty speaker tag '[{body}]'")
+        return Tag(None, lang)
+    if not SPEAKER_RE.match(name):
+        raise UserError(f"line {line}: bad speaker tag '[{body}]': use [name] or [name:lang]")
+    return Tag(name, lang)
+
+
+def check_line_language(code: str, line: int) -> str:
+    try:
+        return check_language(code)
+    except UserError as exc:
+        raise UserError(f"line {line}: {exc}") from None
+
+
+def split_tag(line_text: str, line: int) -> tuple[Tag | None, str]:
+    """A leading speaker tag of a line (if any) and the rest of the line."""
+    match = TAG_RE.match(line_text)
+    if not match or match.group(1).strip().lower() in NONVERBAL_TAGS:
+        return None, line_text.strip()
+    return parse_tag(match.group(1), line), line_text[match.end():].strip()
+
+
+# ---------------------------------------------------------------- sentences
+@lru_cache(maxsize=4)
+def _segmenter(lang: str):  # noqa: ANN202
+    import pysbd
+
+    return pysbd.Segmenter(language=lang, clean=False, char_span=True)
+
+
+def _ends_in_abbreviation(fragment: str, lang: str) -> bool:
+    stripped = fragment.rstrip()
+    if not stripped.endswith("."):
+        return False
+    if AMBIGUOUS_END_RE.search(stripped):
+        return False
+    if INITIAL_RE.search(stripped):
+        return True
+    word = stripped.rsplit(None, 1)[-1].lstrip("(\"'«“¿¡").lower()
+    return word[:-1] in ABBREVIATIONS.get(lang, set())
+
+
+def _pysbd_spans(text: str, lang: str) -> list[tuple[int, int]]:
+    spans = []
+    for seg in _segmenter(lang).segment(text):
+        start, end = seg.start, seg.end
+        if end > start:
+            spans.append((start, end))
+    if not spans:
+        return [(0, len(text))]
+    # pysbd's spans can leave gaps (whitespace) or overlap by a character: make them tile the text
+    tiled, pos = [], 0
+    for i, (_, end) in enumerate(spans):
+        end = len(text) if i == len(spans) - 1 else max(end, pos)
+        tiled.append((pos, end))
+        pos = end
+    return [(s, e) for s, e in tiled if e > s]
+
+
+def _glue(text: str, spans: list[tuple[int, int]], lang: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        piece = text[start:end]
+        if out:
+            prev = text[out[-1][0]:out[-1][1]]
+            if (_ends_in_abbreviation(prev, lang) or CONTINUATION_RE.match(piece)
+                    or not re.search(r"\w", piece) or not re.search(r"[^\W\d_]", prev)):
+                out[-1] = (out[-1][0], end)
+                continue
+        out.append((start, end))
+    return out
+
+
+def _cut_long(sentence: str) -> list[str]:
+    parts = []
+    while len(sentence) > MAX_SENTENCE_CHARS:
+        window = sentence[:MAX_SENTENCE_CHARS]
+        cut = max(window.rfind(", "), window.rfind("; "), window.rfind(": "))
+        cut = cut + 1 if cut > MAX_SENTENCE_CHARS // 3 else window.rfind(" ")
+        if cut <= 0:
+            cut = MAX_SENTENCE_CHARS
+        parts.append(sentence[:cut].strip())
+        sentence = sentence[cut:].strip()
+    return [*parts, sentence] if sentence else parts
+
+
+def split_sentences(text: str, lang: str = "en") -> list[str]:
+    """Split one paragraph into sentences (English or Spanish)."""
+    lang = check_language(lang)
+    text = " ".join(text.split())
+    if not text:
+        return []
+    spans = _glue(text, _pysbd_spans(text, lang), lang)
+    sentences = []
+    for start, end in spans:
+        for part in QUOTE_SPLIT_RE.split(text[start:end].strip()):
+            sentences.extend(_cut_long(part.strip()) if part.strip() else [])
+    return sentences
+
+
+# ------------------------------------------------------------------ scripts
+def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None = None) -> Script:
+    default_lang = check_language(lang)
+    if not text.strip():
+        raise UserError("the script is empty")
+    known = {s.lower() for s in speakers} if speakers is not None else None
+    speaker: str | None = None
+    current = default_lang
+    sentences: list[Sentence] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        tag, body = split_tag(raw, number)
+        if tag is not None:
+            if tag.speaker is not None and known is not None and tag.speaker not in known:
+                hint = f" (known: {', '.join(sorted(known)[:8])}{', ...' if len(known) > 8 else ''})" if known else ""
+                raise UserError(f"line {number}: unknown speaker '{tag.speaker}'{hint}")
+            speaker = tag.speaker
+            current = tag.lang or (current if tag.speaker is not None else default_lang)
+        for sentence in split_sentences(body, current):
+            sentences.append(Sentence(len(sentences), sentence, speaker, current, number))
+    if not sentences:
+        raise UserError("the script has only speaker tags and no text to speak")
+    return Script(tuple(sentences), default_lang)
+
+
+def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
+    """Read a script file as UTF-8 text, or fail with one line saying what is wrong."""
+    if not path.exists():
+        raise UserError(f"script {path} does not exist")
+    if not path.is_file():
+        raise UserError(f"script {path} is not a file")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise UserError(f"script {path} is {size / 1024:.0f} KB; the limit is {max_bytes // 1024} KB "
+                        "(about an hour of speech): split it into parts")
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise UserError(f"script {path} looks like a binary file, not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise UserError(f"script {path} is not UTF-8 text (bad byte 0x{data[exc.start]:02x} on line {line})") from None
+    controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t")
+    if controls:
+        raise UserError(f"script {path} contains {controls} control characters; is it a text file?")
+    return text
+
+
+__all__ = ["LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "parse_script", "parse_tag",
+           "read_script", "split_sentences", "split_tag"]

@@ -1,0 +1,129 @@
+"""`omnistudio render`: a script to a file through the streaming path; every bad input is one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import soundfile as sf
+
+from omnistudio.cli import main
+
+REF_TEXT = "This is the reference voice for our test."
+
+
+def render(args: list[str], ref_wav: Path) -> list[str]:
+    return ["render", *args, "--model", "tiny", "--device", "cpu", "--num-step", "2",
+            "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT]
+
+
+def test_render_writes_the_stitched_script(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.txt"
+    script.write_text("Good evening. Here is the news.\n[:es] Buenas noches, Sr. García.\n", encoding="utf-8")
+    out = tmp_path / "out.wav"
+    assert main(render([str(script), "-o", str(out), "--json"], ref_wav)) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [s["text"] for s in result["sentences"]] == ["Good evening.", "Here is the news.",
+                                                         "Buenas noches, Sr. García."]
+    assert [s["lang"] for s in result["sentences"]] == ["en", "en", "es"]
+    data, sr = sf.read(str(out), dtype="float32")
+    assert sr == 24_000
+    assert len(data) / sr == pytest.approx(sum(s["audio_s"] for s in result["sentences"]), abs=1e-3)
+    assert result["audio_s"] == pytest.approx(len(data) / sr, abs=1e-3)
+    assert 0 < result["ttfa_s"] <= result["total_s"]
+    assert result["played"] is False and result["underruns"] is None
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
+
+
+def test_failed_sentence_writes_nothing(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.engine.engine import Engine
+
+    real = Engine.synthesize
+
+    def flaky(self: Any, text: str, *a: Any, **k: Any) -> Any:
+        if text == "Bad one.":
+            raise RuntimeError("kaboom")
+        return real(self, text, *a, **k)
+
+    monkeypatch.setattr(Engine, "synthesize", flaky)
+    script = tmp_path / "s.txt"
+    script.write_text("Fine one. Bad one. Fine two.")
+    out = tmp_path / "out.wav"
+    assert main(render([str(script), "-o", str(out)], ref_wav)) == 2
+    err = capsys.readouterr().err
+    assert 'sentence 2 (line 1, "Bad one."): RuntimeError: kaboom' in err
+    assert "1 of 3 sentences failed; nothing written" in err
+    assert list(tmp_path.iterdir()) == [script]
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+BAD_SCRIPTS = [
+    ("empty", "", "the script is empty"),
+    ("only-tags", "[ruby]\n[valentina:es]\n", "only speaker tags"),
+    ("unknown-speaker", "Hello.\n[nobody_here] Hi.", "line 2: unknown speaker 'nobody_here'"),
+    ("unknown-tag-language", "[:fr] Bonjour.", "line 1: unknown language 'fr'"),
+    ("binary", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, "looks like a binary file"),
+    ("non-utf8", "Hola.\nEl niño.".encode("latin-1"), "not UTF-8 text"),
+    ("one-megabyte", "This is a sentence. " * 52_429, "the limit is 64 KB"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "message"), BAD_SCRIPTS, ids=[b[0] for b in BAD_SCRIPTS])
+def test_bad_scripts_are_one_clear_error(name: str, content: str | bytes, message: str, tmp_path: Path,
+                                         ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = _write(tmp_path / f"{name}.txt", content)
+    out = tmp_path / "out.wav"
+    assert main(render([str(script), "-o", str(out)], ref_wav)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("omnistudio: error: ") and message in err
+    assert len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == [script]  # nothing written, not even a temp file
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["-o", "{tmp}/out.wav", "--lang", "xx"], "unknown language 'xx'"),
+    (["-o", "{tmp}/missing-dir/out.wav"], "does not exist"),
+    (["-o", "{tmp}/script.txt/out.wav"], "does not exist"),
+    (["-o", "{tmp}"], "unknown output extension"),
+    (["-o", "{tmp}/out.mp3"], "unknown output extension"),
+    ([], "nothing to do"),
+    (["-o", "{tmp}/out.wav", "--voice", "ruby"], "either --voice or --ref-audio"),
+])
+def test_bad_options_are_one_clear_error(extra: list[str], message: str, tmp_path: Path, ref_wav: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    script = _write(tmp_path / "script.txt", "Hello there.")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in extra]
+    assert main(render([str(script), *args], ref_wav)) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == [script]
+
+
+def test_missing_script_and_missing_voice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", str(tmp_path / "none.txt"), "-o", str(tmp_path / "o.wav"), "--model", "tiny"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    script = _write(tmp_path / "s.txt", "No tag here.")
+    assert main(["render", str(script), "-o", str(tmp_path / "o.wav"), "--model", "tiny"]) == 2
+    assert "line 1 has no speaker tag: give --voice ANCHOR" in capsys.readouterr().err
+
+
+def test_play_without_a_device_still_writes_the_file(tmp_path: Path, ref_wav: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    script = _write(tmp_path / "s.txt", "Hello there.")
+    out = tmp_path / "out.wav"
+    rc = main(render([str(script), "-o", str(out), "--play", "--audio-device", "no-such-device-xyz"], ref_wav))
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "warning: no audio output device" in err and out.exists()
+    assert main(render([str(script), "--play", "--audio-device", "no-such-device-xyz"], ref_wav)) == 2
+    assert "error: no audio output device" in capsys.readouterr().err

@@ -1,0 +1,139 @@
+"""Engine.stream: order, 1-ahead, TTFA, cancel within one diffusion step, per-sentence errors."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from omnistudio.engine.reference import Reference
+from omnistudio.engine.stream import Stream, stream_benchmark
+from omnistudio.script import parse_script
+
+REF_TEXT = "This is the reference voice for our test."
+SCRIPT = "One two. Three four.\nFive six. Seven eight."
+STEPS = 4
+
+
+@pytest.fixture(scope="module")
+def voice(tiny_engine: Any, ref_wav: Path) -> Any:
+    return tiny_engine.prompt_for(Reference(ref_wav, REF_TEXT))
+
+
+def test_chunks_in_order_match_single_synthesis(tiny_engine: Any, voice: Any) -> None:
+    stream = tiny_engine.stream(SCRIPT, voice, num_step=STEPS, seed=7)
+    chunks = list(stream)
+    assert stream.join(timeout=60)
+    assert [c.sentence_id for c in chunks] == [0, 1, 2, 3]
+    assert [c.sentence.text for c in chunks] == ["One two.", "Three four.", "Five six.", "Seven eight."]
+    assert all(c.ok and c.steps == STEPS and c.pcm.dtype == np.float32 for c in chunks)
+    assert stream.steps == 4 * STEPS
+    assert stream.ttfa_s == chunks[0].ready_s
+    assert 0 < stream.ttfa_s <= chunks[-1].ready_s <= stream.finished_s
+    # sentence i is rendered with seed + i: the same audio as a one-off synthesis
+    again = tiny_engine.synthesize("Five six.", voice, num_step=STEPS, seed=7 + 2)
+    np.testing.assert_array_equal(chunks[2].pcm, again.pcm)
+
+
+def test_renders_one_ahead_of_the_consumer(tiny_engine: Any, voice: Any) -> None:
+    started = {i: threading.Event() for i in range(4)}
+    taken_when_started: dict[int, int] = {}
+    holder: dict[str, Stream] = {}
+
+    def resolve(sentence: Any) -> Any:
+        taken_when_started[sentence.id] = holder["s"].chunks_taken if "s" in holder else 0
+        started[sentence.id].set()
+        return voice
+
+    script = parse_script(SCRIPT, "en")
+    stream = Stream(tiny_engine, script, resolve=resolve, num_step=STEPS)
+    holder["s"] = stream
+    it = iter(stream)
+    first = next(it)
+    assert first.sentence_id == 0
+    # while the consumer holds chunk 0, sentence 1 renders ...
+    assert started[1].wait(timeout=60)
+    second = next(it)
+    # ... and sentence 2 only starts once chunk 1 was taken
+    assert started[2].wait(timeout=60)
+    rest = list(it)
+    assert [second.sentence_id, *[c.sentence_id for c in rest]] == [1, 2, 3]
+    assert all(taken_when_started[i] >= i for i in range(4)), taken_when_started
+
+
+def test_cancel_takes_effect_within_one_diffusion_step(tiny_engine: Any, voice: Any) -> None:
+    script = parse_script(SCRIPT, "en")
+    stream = Stream(tiny_engine, script, voice, num_step=8)
+    events: list[str] = []
+    calls = {"n": 0}
+    worker = threading.current_thread
+
+    def pre(_m: Any, _a: Any) -> None:
+        if worker().name != "omnistudio-stream":
+            return
+        calls["n"] += 1
+        events.append(f"start {calls['n']}")
+        if calls["n"] == 11:  # third step of the second sentence
+            stream.cancel()
+            events.append("cancel")
+
+    def post(_m: Any, _a: Any, _o: Any) -> None:
+        if worker().name == "omnistudio-stream":
+            events.append(f"end {calls['n']}")
+
+    llm = tiny_engine.model.llm
+    handles = [llm.register_forward_pre_hook(pre), llm.register_forward_hook(post)]
+    try:
+        chunks = list(stream)
+        assert stream.join(timeout=60)
+    finally:
+        for h in handles:
+            h.remove()
+    after_cancel = events[events.index("cancel") + 1:]
+    assert after_cancel == ["end 11"], events  # the step in flight finishes; no further step starts
+    assert stream.cancelled and stream.steps == 11
+    assert [c.sentence_id for c in chunks] in ([], [0])  # the cancelled sentence is never delivered
+    # the engine is usable afterwards (the hook is gone, the lock released)
+    assert tiny_engine.synthesize("After.", voice, num_step=2).pcm.size > 0
+
+
+def test_cancel_from_the_consumer_ends_iteration(tiny_engine: Any, voice: Any) -> None:
+    stream = tiny_engine.stream(SCRIPT, voice, num_step=STEPS)
+    got = []
+    for chunk in stream:
+        got.append(chunk.sentence_id)
+        stream.cancel()
+    assert stream.join(timeout=60)
+    assert got == [0]
+    assert stream.steps <= 2 * STEPS  # at most the sentence being rendered when cancel came
+
+
+def test_error_in_one_sentence_is_reported_and_the_worker_goes_on(tiny_engine: Any, voice: Any) -> None:
+    def resolve(sentence: Any) -> Any:
+        if sentence.id == 1:
+            raise RuntimeError("voice exploded\nsecond line")
+        return voice
+
+    with Stream(tiny_engine, parse_script(SCRIPT, "en"), resolve=resolve, num_step=STEPS) as stream:
+        chunks = list(stream)
+    assert [c.ok for c in chunks] == [True, False, True, True]
+    assert chunks[1].error == 'sentence 2 (line 1, "Three four."): RuntimeError: voice exploded'
+    assert chunks[1].pcm.size == 0 and chunks[2].pcm.size > 0
+
+
+def test_stream_needs_a_voice(tiny_engine: Any) -> None:
+    from omnistudio.errors import UserError
+
+    with pytest.raises(UserError, match="needs a voice"):
+        tiny_engine.stream("Hello.")
+
+
+def test_stream_benchmark(tiny_engine: Any, voice: Any) -> None:
+    result = stream_benchmark(tiny_engine, n_sentences=3, voice=voice, num_step=2)
+    assert result["sentences"] == 3 and result["failed"] == 0 and result["steps"] == 6
+    assert 0 < result["ttfa_s"] <= result["total_s"]
+    assert result["ttfa_ratio"] == pytest.approx(result["ttfa_s"] / result["total_s"], abs=2e-3)
+    assert result["audio_s"] > 0
