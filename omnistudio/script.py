@@ -102,9 +102,10 @@ class Script:
 
 # --------------------------------------------------------------------- tags
 def parse_tag(body: str, line: int) -> Tag:
-    """Parse the inside of ``[...]``: ``name``, ``name:lang`` or ``:lang``.
+    """Parse the inside of ``[...]``: ``name``, ``name:lang``, ``:lang``, or a blend ``a+b@0.7[:lang]``.
 
-    The one place tag syntax lives; the morph syntax (``a+b@0.7``) extends it here.
+    The one place tag syntax lives. A blend's speaker is kept as ``a+b@0.70``
+    (alpha rounded to 0.01); :func:`blend_parts` splits it again.
     """
     raw = body.strip().lower()
     name, sep, code = raw.partition(":")
@@ -114,9 +115,41 @@ def parse_tag(body: str, line: int) -> Tag:
         if lang is None:
             raise UserError(f"line {line}: empty speaker tag '[{body}]'")
         return Tag(None, lang)
+    if "+" in name:
+        return Tag(_blend_speaker(name, body, line), lang)
     if not SPEAKER_RE.match(name):
-        raise UserError(f"line {line}: bad speaker tag '[{body}]': use [name] or [name:lang]")
+        raise UserError(f"line {line}: bad speaker tag '[{body}]': use [name], [name:lang] or [a+b@0.7]")
     return Tag(name, lang)
+
+
+def _blend_speaker(name: str, body: str, line: int) -> str:
+    from omnistudio.engine.blend import check_alpha, check_pair
+
+    pair, _at, alpha = name.partition("@")
+    a, _plus, b = pair.partition("+")
+    if not (SPEAKER_RE.match(a) and SPEAKER_RE.match(b)):
+        raise UserError(f"line {line}: bad blend tag '[{body}]': use [a+b@0.7] with two anchor ids")
+    try:
+        check_pair(a, b)
+        value = check_alpha(alpha if alpha else 0.5)
+    except UserError as exc:
+        raise UserError(f"line {line}: {exc}") from None
+    return f"{a}+{b}@{value:.2f}"
+
+
+def blend_parts(speaker: str | None) -> tuple[str, str, float] | None:
+    """``("ruby", "storm", 0.7)`` for a blend speaker ``ruby+storm@0.70``; None for a plain one."""
+    if not speaker or "+" not in speaker:
+        return None
+    pair, _at, alpha = speaker.partition("@")
+    a, _plus, b = pair.partition("+")
+    return a, b, float(alpha)
+
+
+def speaker_anchors(speaker: str) -> list[str]:
+    """The anchor ids a speaker tag uses (two for a blend)."""
+    parts = blend_parts(speaker)
+    return [parts[0], parts[1]] if parts else [speaker]
 
 
 def check_line_language(code: str, line: int) -> str:
@@ -224,9 +257,11 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
     for number, raw in enumerate(text.splitlines(), start=1):
         tag, body = split_tag(raw, number)
         if tag is not None:
-            if tag.speaker is not None and known is not None and tag.speaker not in known:
+            unknown = [a for a in speaker_anchors(tag.speaker) if a not in known] if (
+                tag.speaker is not None and known is not None) else []
+            if unknown:
                 hint = f" (known: {', '.join(sorted(known)[:8])}{', ...' if len(known) > 8 else ''})" if known else ""
-                raise UserError(f"line {number}: unknown speaker '{tag.speaker}'{hint}")
+                raise UserError(f"line {number}: unknown speaker '{unknown[0]}'{hint}")
             speaker = tag.speaker
             current = tag.lang or (current if tag.speaker is not None else default_lang)
         for sentence in split_sentences(body, current):
@@ -260,5 +295,5 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
     return text
 
 
-__all__ = ["LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "parse_script", "parse_tag",
+__all__ = ["LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts", "parse_script", "parse_tag",
            "read_script", "split_sentences", "split_tag"]

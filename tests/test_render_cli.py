@@ -30,11 +30,18 @@ def test_render_writes_the_stitched_script(tmp_path: Path, ref_wav: Path, capsys
     assert [s["lang"] for s in result["sentences"]] == ["en", "en", "es"]
     data, sr = sf.read(str(out), dtype="float32")
     assert sr == 24_000
-    assert len(data) / sr == pytest.approx(sum(s["audio_s"] for s in result["sentences"]), abs=1e-3)
-    assert result["audio_s"] == pytest.approx(len(data) / sr, abs=1e-3)
+    # Sentences plus the pauses between them (0.15 s inside a line, 0.45 s at a line break), less at
+    # most 1.5 ms of zero-crossing trim per sentence edge.
+    expected = sum(s["audio_s"] for s in result["sentences"]) + 0.15 + 0.45
+    assert len(data) / sr == pytest.approx(expected, abs=3 * 2 * 0.0015)
+    assert result["audio_s"] == pytest.approx(len(data) / sr, abs=1e-3)  # what played is what was written
+    assert result["loudness"]["integrated_lufs"] == pytest.approx(-23.0, abs=0.5)
+    sidecar = json.loads(Path(result["sidecar"]).read_text())
+    assert [s["id"] for s in sidecar["sentences"]] == [0, 1, 2]
     assert 0 < result["ttfa_s"] <= result["total_s"]
     assert result["played"] is False and result["underruns"] is None
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.wav", "out.wav.json", "s.txt"]
 
 
 def test_failed_sentence_writes_nothing(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch,

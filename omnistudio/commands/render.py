@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from omnistudio.audio.finishing import add_finishing_options
 from omnistudio.errors import UserError
 
 
@@ -31,26 +32,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
     p.add_argument("--sampler", choices=["fast", "stock"], default="fast",
                    help="fast sampler (default) or OmniVoice's stock loop")
+    p.add_argument("--batch", type=int, default=1, help="render consecutive lines N at a time in one "
+                   "diffusion pass (dialogue; fast sampler; default 1)")
     p.add_argument("--audio-device", help="output device name or index for --play (default: system default)")
     p.add_argument("--blocksize", type=int, default=0, help="audio callback block in frames (0: device's choice)")
     p.add_argument("--latency", default="high", help="output latency: low, high or seconds (default high)")
     add_model_options(p)
+    add_finishing_options(p)
 
 
 # ------------------------------------------------------------------ stitching
-class _Concatenate:
-    """Joins sentence audio end to end (the stand-in for ``omnistudio.audio.dsp.Stitcher``)."""
-
-    def push(self, pcm: np.ndarray, pause_s: float = 0.0, sentence_id: Any = None) -> np.ndarray:
-        return np.asarray(pcm, dtype=np.float32)
-
-    def finish(self) -> np.ndarray:
-        return np.zeros(0, dtype=np.float32)
+PAUSE_IN_LINE_S = 0.15  # between sentences of one line (OmniVoice already pads 0.1 s each side)
+PAUSE_NEW_LINE_S = 0.45  # between lines (paragraphs, speaker changes): long enough for a breath
 
 
-def make_stitcher(sample_rate: int) -> Any:
-    """The one place that decides how chunks are joined: what is played is what is written."""
-    return _Concatenate()
+def pauses(script: Any) -> list[float]:
+    """The pause after each sentence: short inside a line, longer at a line break, none at the end."""
+    sentences = script.sentences
+    return [0.0 if i + 1 == len(sentences) else
+            (PAUSE_NEW_LINE_S if sentences[i + 1].line != s.line else PAUSE_IN_LINE_S)
+            for i, s in enumerate(sentences)]
+
+
+def make_stitcher(sample_rate: int, options: Any) -> Any:
+    """The live stitcher for playback (seams, crossfades, breaths, room tone); the file is finished
+    from the same chunks by :func:`omnistudio.audio.finishing.finish_render` (plus normalisation)."""
+    from omnistudio.audio.dsp import Stitcher
+
+    return Stitcher(sample_rate, room_tone=options.room_tone, breaths=options.breaths, seed=options.seed)
 
 
 # --------------------------------------------------------------------- checks
@@ -104,10 +113,14 @@ def _resolve_voices(engine: Any, args: argparse.Namespace, script: Any, update: 
         if anchor is None:
             voices[(speaker, lang)] = Reference(args.ref_audio, args.ref_text)
             continue
+        from omnistudio.engine.blend import anchor_blend
         from omnistudio.engine.prompts import anchor_prompt
+        from omnistudio.script import blend_parts
 
         update(f"preparing voice {anchor} ({lang})")
-        voices[(speaker, lang)] = anchor_prompt(engine, anchor, lang, progress=update)
+        parts = blend_parts(anchor)
+        voices[(speaker, lang)] = (anchor_blend(engine, parts[0], parts[1], lang, parts[2], progress=update)
+                                   if parts else anchor_prompt(engine, anchor, lang, progress=update))
     return voices
 
 
@@ -130,7 +143,8 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_output_path, write_audio
+    from omnistudio.audio.export import check_output_path
+    from omnistudio.audio.finishing import finish_render, finishing_options
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.engine.engine import check_language, check_num_step, check_seed
     from omnistudio.script import parse_script, read_script
@@ -140,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
     if args.output is not None:
         check_output_path(args.output)
+    options = finishing_options(args)
+    if not 1 <= args.batch <= 16:
+        raise UserError(f"--batch {args.batch} is out of range 1..16")
     lang = check_language(args.lang)
     num_step = check_num_step(args.num_step)
     seed = check_seed(args.seed)
@@ -152,19 +169,25 @@ def run(args: argparse.Namespace) -> int:
     if player is not None:
         sys.setswitchinterval(0.001)  # the audio callback needs the GIL promptly
     try:
-        result = _render(args, script, num_step, seed, player)
+        result = _render(args, script, num_step, seed, player, options)
     finally:
         if player is not None:
             player.close()
     if args.output is not None:
-        write_audio(args.output, result["pcm"], result["sample_rate"])
+        timings = {k: result[k] for k in ("ttfa_s", "total_s", "rtf", "audio_s")}
+        timings["sentences"] = result["sentences"]
+        finished = finish_render(result["chunks"], result["sample_rate"], args.output, options, timings=timings)
+        result["loudness"] = finished.sidecar.get("loudness")
+        result["sidecar"] = str(finished.sidecar_path)
+        result["shm"] = str(finished.shm_path) if finished.shm_path else None
     if args.json:
-        payload = {key: value for key, value in result.items() if key != "pcm"}
+        payload = {key: value for key, value in result.items() if key not in {"pcm", "chunks"}}
         print(json.dumps({"output": str(args.output) if args.output else None, **payload}))
     return 0
 
 
-def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, player: Any) -> dict[str, Any]:
+def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, player: Any,
+            options: Any) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from omnistudio.console import err_console, status
@@ -173,14 +196,16 @@ def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, pla
     with status("loading model") as update:
         engine = open_engine(args, progress=update)
         voices = _resolve_voices(engine, args, script, update)
-    stitcher = make_stitcher(engine.sample_rate)
+    stitcher = make_stitcher(engine.sample_rate, options)
+    gaps = pauses(script)
+    chunks: list[tuple[np.ndarray, float, int]] = []
     pieces: list[np.ndarray] = []
     sentences: list[dict[str, Any]] = []
     failures: list[str] = []
     columns = (TextColumn("rendering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.description}"))
     stream = engine.stream(script, resolve=lambda s: voices[(s.speaker, s.lang)], num_step=num_step, seed=seed,
-                           guidance_scale=args.guidance)
+                           guidance_scale=args.guidance, batch=args.batch)
     with stream, Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("", total=len(script))
         for chunk in stream:
@@ -192,7 +217,8 @@ def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, pla
                 continue
             if failures:
                 continue  # nothing will be written or played after a failure; keep reporting
-            piece = stitcher.push(chunk.pcm, sentence_id=chunk.sentence_id)
+            chunks.append((chunk.pcm, gaps[chunk.sentence_id], chunk.sentence_id))
+            piece = stitcher.push(chunk.pcm, gaps[chunk.sentence_id], sentence_id=chunk.sentence_id)
             pieces.append(piece)
             if player is not None:
                 player.write(piece)
@@ -207,7 +233,7 @@ def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, pla
     audio_s = len(pcm) / engine.sample_rate
     total = stream.finished_s or 0.0
     stats = player.stats if player is not None else None
-    return {"pcm": pcm, "sample_rate": engine.sample_rate, "model": engine.loaded.spec.name,
+    return {"pcm": pcm, "chunks": chunks, "sample_rate": engine.sample_rate, "model": engine.loaded.spec.name,
             "device": engine.loaded.device, "num_step": num_step, "seed": seed,
             "ttfa_s": round(stream.ttfa_s or 0.0, 4), "total_s": round(total, 4), "audio_s": round(audio_s, 3),
             "rtf": round(total / audio_s, 4) if audio_s else None, "played": player is not None,

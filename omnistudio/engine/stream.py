@@ -74,12 +74,15 @@ class Stream:
 
     def __init__(self, engine: Engine, script: Script, voice: Any = None, resolve: VoiceResolver | None = None,
                  num_step: int = DEFAULT_NUM_STEP, seed: int = 0, guidance_scale: float = 2.0,
-                 lookahead: int = 1, sampler: Any = "engine") -> None:
+                 lookahead: int = 1, sampler: Any = "engine", batch: int = 1) -> None:
         self.created = time.perf_counter()
         if voice is None and resolve is None:
             raise UserError("a stream needs a voice (or a voice resolver)")
         if lookahead < 1:
             raise ValueError("lookahead must be at least 1")
+        if not 1 <= int(batch) <= 16:
+            raise UserError(f"batch size {batch} is out of range 1..16")
+        self.batch = int(batch)
         self.engine, self.script = engine, script
         self._resolve = resolve or (lambda _s: voice)
         self.options = {"num_step": check_num_step(num_step), "guidance_scale": float(guidance_scale),
@@ -89,6 +92,8 @@ class Stream:
         self._slots = threading.Semaphore(lookahead)
         self._queue: queue.Queue[Any] = queue.Queue()
         self._worker_ident: int | None = None
+        self._plan = self._groups()
+        self._group_ends = {group[-1].id for group in self._plan}  # a slot frees when a group is taken
         self.steps = 0  # backbone forwards run by this stream's worker
         self.ttfa_s: float | None = None
         self.finished_s: float | None = None
@@ -109,18 +114,20 @@ class Stream:
         self._worker_ident = threading.get_ident()
         handle = self.engine.model.llm.register_forward_pre_hook(self._pre_hook)
         try:
-            for sentence in self.script.sentences:
+            for group in self._plan:
                 while not self._slots.acquire(timeout=0.05):
                     if self._cancel.is_set():
                         return
                 if self._cancel.is_set():
                     return
-                chunk = self._render(sentence)
-                if chunk is None:
+                chunks = self._render(group[0]) if len(group) == 1 else self._render_batch(group)
+                if chunks is None:
                     return
-                if self.ttfa_s is None:
-                    self.ttfa_s = chunk.ready_s
-                self._queue.put(chunk)
+                for chunk in [chunks] if isinstance(chunks, Chunk) else chunks:
+                    if self.ttfa_s is None:
+                        self.ttfa_s = chunk.ready_s
+                    self._queue.put(chunk)
+
         except BaseException as exc:  # noqa: BLE001 - a bug here must not hang the consumer
             log.exception("stream worker failed")
             self._queue.put(exc)
@@ -129,6 +136,40 @@ class Stream:
             self.cancelled = self._cancel.is_set()
             self.finished_s = time.perf_counter() - self.created
             self._queue.put(_END)
+
+    def _groups(self) -> list[list[Sentence]]:
+        """The first sentence alone (time to first audio), then consecutive lines ``batch`` at a time."""
+        sentences = list(self.script.sentences)
+        if self.batch == 1 or len(sentences) < 2:
+            return [[s] for s in sentences]
+        rest = sentences[1:]
+        return [[sentences[0]]] + [rest[i:i + self.batch] for i in range(0, len(rest), self.batch)]
+
+    def _render_batch(self, group: list[Sentence]) -> list[Chunk] | None:
+        """Several lines (speakers, blends) in one diffusion pass; per-sentence seeds as when rendered alone."""
+        started = time.perf_counter() - self.created
+        steps_before = self.steps
+        try:
+            voices = [self._resolve(s) for s in group]
+            results = self.engine.synthesize_batch([s.text for s in group], voices, [s.lang for s in group],
+                                                   seeds=[self.seed + s.id for s in group], **self.options)
+        except Cancelled:
+            return None
+        except Exception:  # noqa: BLE001 - render one at a time so the error names its sentence
+            log.debug("batch failed; rendering its sentences one at a time", exc_info=True)
+            chunks = []
+            for sentence in group:
+                chunk = self._render(sentence)
+                if chunk is None:
+                    return None
+                chunks.append(chunk)
+            return chunks
+        if self._cancel.is_set():
+            return None
+        ready = time.perf_counter() - self.created
+        steps = self.steps - steps_before
+        return [Chunk(s, r.pcm, self.engine.sample_rate, r.timings, steps, started, ready, None)
+                for s, r in zip(group, results)]
 
     def _render(self, sentence: Sentence) -> Chunk | None:
         started = time.perf_counter() - self.created
@@ -168,7 +209,8 @@ class Stream:
             if isinstance(item, BaseException):
                 raise item
             self.chunks_taken += 1
-            self._slots.release()  # the worker may render the next sentence while this one plays
+            if item.sentence.id in self._group_ends:
+                self._slots.release()  # the worker may render the next group while this one plays
             yield item
 
     def cancel(self) -> None:

@@ -1,0 +1,155 @@
+"""Morph: alpha = 1 is exactly A, the distance to A grows as alpha falls; batched dialogue equals one at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from omnistudio.engine.blend import anchor_blend, blend_cache_for, blend_prompts, check_alpha, resample_time
+from omnistudio.engine.engine import Engine
+from omnistudio.engine.reference import Reference
+from omnistudio.engine.sampler import FastSampler
+from omnistudio.errors import UserError
+from tests.conftest import REF_TEXT, make_reference
+
+TEXT = "Good evening, this is the late edition."
+
+
+@pytest.fixture(scope="module")
+def fast_engine(tiny_engine):  # noqa: ANN001, ANN201
+    """The session's tiny model behind an engine with the fast sampler."""
+    return Engine(tiny_engine.loaded, sampler=FastSampler(tiny_engine.model))
+
+
+@pytest.fixture(scope="module")
+def two_prompts(fast_engine, tmp_path_factory):  # noqa: ANN001, ANN201
+    folder = tmp_path_factory.mktemp("voices")
+    a = fast_engine.prompt_for(Reference(make_reference(folder / "a.wav", 3.0, seed=1), REF_TEXT))
+    b = fast_engine.prompt_for(Reference(make_reference(folder / "b.wav", 4.2, seed=2),
+                                         "Another voice reads this sentence."))
+    assert a.ref_audio_tokens.size(-1) != b.ref_audio_tokens.size(-1)
+    return a, b
+
+
+def test_alpha_one_is_exactly_a(fast_engine, two_prompts) -> None:  # noqa: ANN001
+    a, b = two_prompts
+    alone = fast_engine.synthesize(TEXT, a, seed=11).pcm
+    blended = fast_engine.synthesize(TEXT, blend_prompts(fast_engine.model, a, b, 1.0), seed=11).pcm
+    assert np.abs(alone - blended).max() == 0.0
+
+
+def test_alpha_zero_is_b_stretched_to_a(fast_engine, two_prompts) -> None:  # noqa: ANN001
+    from omnistudio.engine.blend import reference_embeddings
+
+    a, b = two_prompts
+    blend = blend_prompts(fast_engine.model, a, b, 0.0)
+    e_b = reference_embeddings(fast_engine.model, b.ref_audio_tokens)
+    assert blend.ref_embeddings.shape[0] == a.ref_audio_tokens.size(-1)
+    torch.testing.assert_close(blend.ref_embeddings, resample_time(e_b, a.ref_audio_tokens.size(-1)))
+    assert blend.ref_text == a.ref_text  # A's transcript conditions the text
+
+
+def test_distance_to_a_grows_as_alpha_falls(fast_engine, two_prompts) -> None:  # noqa: ANN001
+    """Measured on the first step's conditional logits (the blend's direct effect) and on the audio.
+
+    On random tiny weights the L2 distance grows steadily from alpha = 1 down to
+    about 0.3 and then falls again towards alpha = 0: a linear mix of two
+    unrelated embedding sequences has a smaller norm than either, so mid blends
+    sit further from A than B itself does. The test covers 1.0 .. 0.4, the
+    range where it is monotone (see docs/DESIGN.md, Morph).
+    """
+    a, b = two_prompts
+    sampler = fast_engine.sampler
+    first: list[torch.Tensor] = []
+
+    def keep(step: int, cond: torch.Tensor, _uncond) -> None:  # noqa: ANN001
+        if step == 0:
+            first.append(cond.detach().clone())
+
+    sampler.on_logits = keep
+    try:
+        outputs = {}
+        for alpha in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4):
+            outputs[alpha] = fast_engine.synthesize(TEXT, blend_prompts(fast_engine.model, a, b, alpha),
+                                                    seed=5).pcm
+    finally:
+        sampler.on_logits = None
+    base = first[0]
+    logit_dist = [float((f - base).norm()) for f in first]
+    assert logit_dist[0] == 0.0
+    assert all(x < y for x, y in zip(logit_dist, logit_dist[1:])), logit_dist
+    audio_dist = [float(np.sqrt(np.mean((outputs[al] - outputs[1.0]) ** 2))) for al in outputs]
+    assert audio_dist[0] == 0.0 and all(d > 0 for d in audio_dist[1:]), audio_dist
+
+
+def test_resample_time_keeps_end_points() -> None:
+    e = torch.arange(10, dtype=torch.float32).view(5, 2)
+    out = resample_time(e, 9)
+    assert out.shape == (9, 2)
+    torch.testing.assert_close(out[0], e[0])
+    torch.testing.assert_close(out[-1], e[-1])
+    torch.testing.assert_close(out[1], (e[0] + e[1]) / 2)
+    torch.testing.assert_close(out[2], e[1])
+
+
+def test_batched_dialogue_equals_one_at_a_time(fast_engine, two_prompts) -> None:  # noqa: ANN001
+    a, b = two_prompts
+    lines = ["Good evening.", "Markets fell sharply tonight after the central bank's announcement.",
+             "Back to you."]
+    voices = [a, blend_prompts(fast_engine.model, a, b, 0.5), b]
+    seeds = [3, 4, 5]
+    alone = [fast_engine.synthesize(t, v, seed=s).pcm for t, v, s in zip(lines, voices, seeds)]
+    batched = fast_engine.synthesize_batch(lines, voices, ["en"] * 3, seeds=seeds)
+    for one, many in zip(alone, batched):
+        assert len(one) == len(many.pcm)
+        assert np.abs(one - many.pcm).max() == 0.0
+
+
+@pytest.mark.parametrize("alpha", [-0.1, 1.5, "x", float("nan"), None])
+def test_bad_alpha(alpha) -> None:  # noqa: ANN001
+    with pytest.raises(UserError, match="alpha"):
+        check_alpha(alpha)
+
+
+def test_anchor_blends_are_cached_and_checked(fast_engine) -> None:  # noqa: ANN001
+    blend = anchor_blend(fast_engine, "ruby", "storm", "en", 0.7)
+    assert anchor_blend(fast_engine, "Ruby", "storm", "en", 0.701) is blend  # rounded to 0.01
+    assert len(blend_cache_for(fast_engine)) >= 1
+    with pytest.raises(UserError, match="itself"):
+        anchor_blend(fast_engine, "ruby", "ruby", "en", 0.5)
+    with pytest.raises(UserError, match="same language"):
+        anchor_blend(fast_engine, "ruby", "valentina", "en", 0.5, lang_b="es")
+    with pytest.raises(UserError, match="unknown anchor"):
+        anchor_blend(fast_engine, "ruby", "nobody-here", "en", 0.5)
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--voice", "ruby", "--blend", "ruby"], "itself"),
+    (["--voice", "ruby", "--blend", "storm", "--alpha", "1.5"], "alpha"),
+    (["--voice", "ruby", "--blend", "storm", "--alpha", "abc"], "alpha"),
+    (["--blend", "storm"], "--voice"),
+])
+def test_say_blend_bad_input(extra: list[str], needle: str, tmp_path: Path,
+                             capsys: pytest.CaptureFixture) -> None:
+    from omnistudio.cli import main
+
+    out = tmp_path / "o.wav"
+    rc = main(["say", "--model", "tiny", "Hello.", "-o", str(out), *extra])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and needle in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_say_with_a_blend_writes_audio(tmp_path: Path) -> None:
+    import soundfile as sf
+
+    from omnistudio.cli import main
+
+    out = tmp_path / "blend.wav"
+    assert main(["say", "--model", "tiny", "--device", "cpu", "--voice", "ruby", "--blend", "storm",
+                 "--alpha", "0.7", "Good evening.", "-o", str(out)]) == 0
+    data, sr = sf.read(str(out))
+    assert sr == 24_000 and len(data) > 0 and np.all(np.isfinite(data))
