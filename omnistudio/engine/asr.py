@@ -1,0 +1,130 @@
+"""Reference-transcript calibration with faster-whisper from a local model directory.
+
+A voice prompt conditions on the reference's exact transcript, so each
+reference (a recording, or a voice-design render) is transcribed and the
+transcript stored; the report gives its agreement (1 - WER) with the
+transcript the roster gave. Without an ASR model the roster's transcript is
+used, and the calibration says so. Nothing is downloaded: ``--asr-model`` (or
+``OMNISTUDIO_ASR_MODEL``) names a CTranslate2 Whisper directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from omnistudio.errors import UserError
+
+ASR_ENV = "OMNISTUDIO_ASR_MODEL"
+ASR_RATE = 16_000
+MODEL_FILES = ("model.bin", "config.json")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The transcript a prompt stores, where it came from, and how it agrees with the roster's."""
+
+    transcript: str
+    source: str  # "asr" | "roster"
+    asr_text: str | None = None
+    roster_text: str | None = None
+    agreement: float | None = None  # 1 - WER of the ASR text against the roster text
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def words(text: str) -> list[str]:
+    """Lowercase words without punctuation or accents, for comparing transcripts."""
+    plain = unicodedata.normalize("NFKD", text.lower())
+    plain = "".join(c for c in plain if not unicodedata.combining(c))
+    return re.findall(r"[a-z0-9']+", plain.replace("-", " "))
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Word-level edit distance over the reference length (normalised as :func:`words`)."""
+    ref, hyp = words(reference), words(hypothesis)
+    if not ref:
+        return 0.0 if not hyp else 1.0
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[-1] / len(ref)
+
+
+class Transcriber:
+    """A faster-whisper model loaded from ``model_dir`` (CPU, int8)."""
+
+    def __init__(self, model_dir: Path, threads: int = 0) -> None:
+        path = Path(model_dir).expanduser()
+        if not path.is_dir():
+            raise UserError(f"ASR model directory {model_dir} does not exist")
+        missing = [f for f in MODEL_FILES if not (path / f).is_file()]
+        if missing:
+            raise UserError(f"ASR model directory {path} is missing {', '.join(missing)} "
+                            "(a CTranslate2 Whisper model, e.g. from faster-whisper)")
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError:
+            raise UserError("ASR needs faster-whisper: pip install 'omnistudio[asr]'") from None
+        try:
+            self.model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=threads)
+        except Exception as exc:  # a corrupt model.bin, an unsupported layout
+            raise UserError(f"cannot load ASR model from {path}: {str(exc).splitlines()[0]}") from None
+        self.path = path
+
+    @property
+    def multilingual(self) -> bool:
+        return bool(self.model.model.is_multilingual)
+
+    def can_hear(self, lang: str) -> bool:
+        return self.multilingual or lang == "en"
+
+    def transcribe(self, wave: np.ndarray, sample_rate: int, lang: str, beam_size: int = 5) -> str:
+        """The text spoken in mono float32 ``wave`` (beam search at temperature 0, no VAD: deterministic)."""
+        from scipy.signal import resample_poly
+
+        audio = np.asarray(wave, dtype=np.float32).reshape(-1)
+        if sample_rate != ASR_RATE:
+            g = np.gcd(int(sample_rate), ASR_RATE)
+            audio = resample_poly(audio, ASR_RATE // g, int(sample_rate) // g).astype(np.float32)
+        segments, _info = self.model.transcribe(
+            audio, language=lang if self.multilingual else None, beam_size=beam_size, temperature=0.0,
+            condition_on_previous_text=False, vad_filter=False, without_timestamps=True)
+        return " ".join(" ".join(s.text for s in segments).split())
+
+
+def open_transcriber(model_dir: Path | str | None) -> Transcriber | None:
+    """``model_dir``, else ``OMNISTUDIO_ASR_MODEL``, else None (the roster's transcripts are used)."""
+    chosen = model_dir or os.environ.get(ASR_ENV)
+    return Transcriber(Path(chosen)) if chosen else None
+
+
+def calibrate(transcriber: Transcriber | None, wave: np.ndarray, sample_rate: int, lang: str,
+              roster_text: str | None) -> Calibration:
+    """Pick the transcript to store for a reference, and report how it agrees with the roster's."""
+    if transcriber is None or not transcriber.can_hear(lang):
+        if not roster_text:
+            why = "no ASR model given" if transcriber is None else f"the ASR model is English-only ({lang})"
+            raise UserError(f"the reference needs a transcript: {why}; give --ref-text or a "
+                            "multilingual --asr-model")
+        note = ("no ASR model: roster transcript used" if transcriber is None
+                else f"ASR model is English-only: roster transcript used for {lang}")
+        return Calibration(roster_text, "roster", roster_text=roster_text, note=note)
+    heard = transcriber.transcribe(wave, sample_rate, lang)
+    agreement = None if not roster_text else max(0.0, 1.0 - word_error_rate(roster_text, heard))
+    if not words(heard):
+        if not roster_text:
+            raise UserError("ASR heard no words in the reference; give its transcript with --ref-text")
+        return Calibration(roster_text, "roster", heard, roster_text, agreement,
+                           "ASR heard no words: roster transcript used")
+    return Calibration(heard, "asr", heard, roster_text, agreement, "ASR transcript stored")

@@ -1,0 +1,379 @@
+"""Voice prompts for the anchors: make, save/load (safetensors), staleness, the device cache.
+
+A prompt file ``{anchor}_{lang}.omni_prompt.safetensors`` holds the reference's
+8-codebook tokens as a tensor and, as string metadata, the anchor, language,
+exact ref_text, ref_rms, the model fingerprint, the sha256 of the source (the
+recording and its transcript, or the voice-design recipe) and a format version.
+Nothing is pickled. A prompt whose model fingerprint or source hash differs
+from now is stale and gets rebuilt; a damaged or foreign file fails with an
+error naming that file, and the other prompts still load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnistudio.config import locations
+from omnistudio.engine.asr import Calibration, Transcriber, calibrate
+from omnistudio.engine.roster import Roster, load_roster
+from omnistudio.errors import UserError
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".omni_prompt.safetensors"
+FORMAT = "omnistudio.voice_prompt"
+FORMAT_VERSION = "1"
+DESIGN_VERSION = 1  # bump when the design render changes (makes every designed prompt stale)
+NUM_CODEBOOKS = 8
+CODEBOOK_SIZE = 1024
+Progress = Callable[[str], None]
+
+
+class PromptError(UserError):
+    """A prompt file that cannot be used (damaged, foreign, or another anchor's)."""
+
+
+@dataclass
+class AnchorPrompt:
+    """What OmniVoice conditions on (VoiceClonePrompt's fields) plus where it came from."""
+
+    ref_audio_tokens: Any  # torch.LongTensor [8, T]
+    ref_text: str
+    ref_rms: float
+    anchor: str
+    lang: str
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.meta.get("model_fingerprint", "")
+
+    @property
+    def source_sha256(self) -> str:
+        return self.meta.get("source_sha256", "")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an anchor's reference in one language comes from, and its content hash."""
+
+    kind: str  # "recording" | "design"
+    voice: str  # the anchor whose voice it is (differs from the anchor when matched)
+    lang: str
+    sha256: str
+    text: str  # the roster's transcript, or the calibration sentence for design
+    recording: Path | None = None
+    instruct: str = ""
+    seed: int = 0
+    num_step: int = 0
+    guidance: float = 0.0
+
+
+def prompt_dir() -> Path:
+    return locations().prompts
+
+
+def prompt_path(anchor: str, lang: str, folder: Path | None = None) -> Path:
+    return (folder or prompt_dir()) / f"{anchor}_{lang}{SUFFIX}"
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def source_for(roster: Roster, anchor_id: str, lang: str) -> Source:
+    """The reference recipe for ``anchor_id`` in ``lang`` (fails if its recording is missing)."""
+    owner, voice = roster.source_of(anchor_id, lang)
+    if voice.recording is not None:
+        if not voice.recording.is_file():
+            raise UserError(f"anchor '{anchor_id}' ({lang}): recording {voice.recording} does not exist")
+        recipe = {"kind": "recording", "audio_sha256": _sha256_file(voice.recording),
+                  "transcript": voice.transcript}
+        sha = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+        return Source("recording", owner.id, lang, sha, voice.transcript or "", recording=voice.recording)
+    recipe = {"kind": "design", "version": DESIGN_VERSION, "instruct": owner.instruct(lang), "seed": owner.seed,
+              "text": roster.calibration[lang], "lang": lang, **roster.design}
+    sha = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return Source("design", owner.id, lang, sha, roster.calibration[lang], instruct=owner.instruct(lang),
+                  seed=owner.seed, num_step=int(roster.design["num_step"]),
+                  guidance=float(roster.design["guidance"]))
+
+
+# ------------------------------------------------------------------------ files
+def save_prompt(path: Path, prompt: AnchorPrompt) -> None:
+    """Write ``prompt`` as safetensors (tokens + string metadata), atomically."""
+    from safetensors.torch import save_file
+
+    from omnistudio.audio.export import atomic_write_bytes
+
+    meta = {**prompt.meta, "format": FORMAT, "format_version": FORMAT_VERSION, "anchor": prompt.anchor,
+            "lang": prompt.lang, "ref_text": prompt.ref_text, "ref_rms": repr(float(prompt.ref_rms))}
+    tokens = prompt.ref_audio_tokens.detach().to("cpu").contiguous()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, lambda tmp: save_file({"ref_audio_tokens": tokens}, str(tmp), metadata=meta),
+                       suffix=".safetensors")
+
+
+def load_prompt(path: Path, anchor: str | None = None, lang: str | None = None,
+                device: str | None = None) -> AnchorPrompt:
+    """Read and check one prompt file; ``anchor``/``lang`` must match its metadata when given."""
+    from safetensors import safe_open
+
+    name = path.name
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = dict(fh.metadata() or {})
+            keys = set(fh.keys())
+            tokens = fh.get_tensor("ref_audio_tokens") if "ref_audio_tokens" in keys else None
+    except FileNotFoundError:
+        raise PromptError(f"prompt file {path} does not exist") from None
+    except Exception as exc:  # truncated, pickled, random bytes: safetensors refuses them all
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PromptError(f"prompt file {name} is damaged or not a safetensors prompt ({reason})") from None
+    if meta.get("format") != FORMAT:
+        raise PromptError(f"prompt file {name} is not an OmniStudio voice prompt (no '{FORMAT}' metadata)")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise PromptError(f"prompt file {name} has format version {meta.get('format_version')!r}; "
+                          f"this version reads {FORMAT_VERSION}")
+    if anchor is not None and (meta.get("anchor"), meta.get("lang")) != (anchor, lang):
+        raise PromptError(f"prompt file {name} holds anchor '{meta.get('anchor')}' ({meta.get('lang')}), "
+                          f"not '{anchor}' ({lang})")
+    if tokens is None or tokens.dim() != 2 or tokens.shape[0] != NUM_CODEBOOKS or tokens.shape[1] == 0:
+        shape = None if tokens is None else list(tokens.shape)
+        raise PromptError(f"prompt file {name} has reference tokens of shape {shape}; expected [8, T>0]")
+    if tokens.is_floating_point() or int(tokens.min()) < 0 or int(tokens.max()) >= CODEBOOK_SIZE:
+        raise PromptError(f"prompt file {name} has reference tokens outside the codebook (0..1023)")
+    try:
+        rms = float(meta["ref_rms"])
+        text = meta["ref_text"]
+    except (KeyError, ValueError):
+        raise PromptError(f"prompt file {name} lacks a valid ref_text/ref_rms") from None
+    if not text.strip() or not rms > 0 or rms == float("inf"):
+        raise PromptError(f"prompt file {name} has an empty ref_text or a bad ref_rms ({rms})")
+    return AnchorPrompt(tokens.long().to(device or "cpu"), text, rms, meta["anchor"], meta["lang"], meta)
+
+
+def prompt_state(roster: Roster, anchor_id: str, lang: str, fingerprint: str | None,
+                 folder: Path | None = None) -> tuple[str, str]:
+    """("missing" | "ready" | "stale" | "invalid" | "error" | "unchecked", why)."""
+    path = prompt_path(anchor_id, lang, folder)
+    if not path.exists():
+        return "missing", "no prompt file"
+    try:
+        prompt = load_prompt(path, anchor_id, lang)
+        source = source_for(roster, anchor_id, lang)
+    except PromptError as exc:
+        return "invalid", str(exc)
+    except UserError as exc:
+        return "error", str(exc)
+    return _freshness(prompt, source, fingerprint)
+
+
+def _freshness(prompt: AnchorPrompt, source: Source, fingerprint: str | None) -> tuple[str, str]:
+    if prompt.source_sha256 != source.sha256:
+        return "stale", f"its {source.kind} source changed"
+    if fingerprint is None:
+        return "unchecked", "model not available locally"
+    if prompt.fingerprint != fingerprint:
+        return "stale", f"made with model {prompt.fingerprint or '?'}, now {fingerprint}"
+    return "ready", ""
+
+
+# ------------------------------------------------------------------------ build
+def reference_audio(engine: Any, source: Source) -> tuple[Any, int]:
+    """The reference waveform: the recording, or a voice-design render with the anchor's seed."""
+    import numpy as np
+    import torch
+
+    from omnistudio.engine.reference import read_reference
+
+    if source.recording is not None:
+        return read_reference(source.recording)
+    with engine._lock, torch.inference_mode():
+        torch.manual_seed(source.seed)
+        # postprocess_output=False: upstream trims random-weight design output to nothing and raises.
+        wave = engine.model.generate(text=source.text, language=source.lang, instruct=source.instruct,
+                                     num_step=source.num_step, guidance_scale=source.guidance,
+                                     postprocess_output=False)[0]
+    return np.ascontiguousarray(wave, dtype=np.float32), int(engine.sample_rate)
+
+
+def build_prompt(engine: Any, roster: Roster, anchor_id: str, lang: str,
+                 transcriber: Transcriber | None = None) -> tuple[AnchorPrompt, Calibration]:
+    """Make the prompt for ``anchor_id`` in ``lang`` from its source (not saved)."""
+    source = source_for(roster, anchor_id, lang)
+    wave, sr = reference_audio(engine, source)
+    calibration = calibrate(transcriber, wave, sr, lang, source.text)
+    made = engine.prompt_from_audio(wave, sr, calibration.transcript)
+    meta = {"model_fingerprint": engine.loaded.fingerprint, "source_sha256": source.sha256,
+            "source_kind": source.kind, "voice": source.voice, "transcript_source": calibration.source,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    tokens = made.ref_audio_tokens.to(engine.loaded.device)
+    return AnchorPrompt(tokens, made.ref_text, float(made.ref_rms), anchor_id, lang, meta), calibration
+
+
+def ensure_prompt(engine: Any, roster: Roster, anchor_id: str, lang: str,
+                  transcriber: Transcriber | None = None, progress: Progress | None = None,
+                  folder: Path | None = None, force: bool = False,
+                  ) -> tuple[AnchorPrompt, str, Calibration | None]:
+    """Load the saved prompt if ready, else build and save it: (prompt, action, calibration)."""
+    state, why = ("missing", "forced") if force else prompt_state(
+        roster, anchor_id, lang, engine.loaded.fingerprint, folder)
+    path = prompt_path(anchor_id, lang, folder)
+    if state == "ready":
+        return load_prompt(path, anchor_id, lang, device=engine.loaded.device), "skipped", None
+    if state == "error":
+        raise UserError(why)
+    if state == "invalid":
+        log.warning("%s; rebuilding it", why)
+    if progress:
+        progress(f"building the {lang} voice prompt for '{anchor_id}' ({why})")
+    prompt, calibration = build_prompt(engine, roster, anchor_id, lang, transcriber)
+    save_prompt(path, prompt)
+    return prompt, ("built" if state == "missing" else "rebuilt"), calibration
+
+
+# ------------------------------------------------------------------------ cache
+@dataclass
+class LoadReport:
+    loaded: int = 0
+    seconds: float = 0.0
+    not_ready: dict[tuple[str, str], str] = field(default_factory=dict)  # (anchor, lang) -> state
+    errors: list[str] = field(default_factory=list)
+
+
+class PromptCache:
+    """Prompts on the model's device, looked up by (anchor, lang) in a dict."""
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str], AnchorPrompt] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, anchor: str, lang: str) -> AnchorPrompt | None:
+        return self._items.get((anchor, lang))
+
+    def put(self, prompt: AnchorPrompt) -> None:
+        self._items[(prompt.anchor, prompt.lang)] = prompt
+
+    def keys(self) -> list[tuple[str, str]]:
+        return list(self._items)
+
+    def load_all(self, roster: Roster, fingerprint: str, device: str, folder: Path | None = None) -> LoadReport:
+        """Load every ready prompt of the roster; one bad file is reported, the rest still load."""
+        report = LoadReport()
+        started = time.perf_counter()
+        for anchor_id, lang in roster.pairs():
+            path = prompt_path(anchor_id, lang, folder)
+            if not path.exists():
+                report.not_ready[(anchor_id, lang)] = "missing"
+                continue
+            try:
+                prompt = load_prompt(path, anchor_id, lang, device=device)
+                state, _why = _freshness(prompt, source_for(roster, anchor_id, lang), fingerprint)
+            except UserError as exc:
+                report.errors.append(str(exc))
+                report.not_ready[(anchor_id, lang)] = "invalid"
+                continue
+            if state == "ready":
+                self.put(prompt)
+                report.loaded += 1
+            else:
+                report.not_ready[(anchor_id, lang)] = state
+        report.seconds = time.perf_counter() - started
+        return report
+
+
+_CACHES: weakref.WeakKeyDictionary[Any, PromptCache] = weakref.WeakKeyDictionary()
+
+
+def cache_for(engine: Any) -> PromptCache:
+    """The prompt cache that belongs to ``engine`` (made on first use)."""
+    if engine not in _CACHES:
+        _CACHES[engine] = PromptCache()
+    return _CACHES[engine]
+
+
+def anchor_prompt(engine: Any, anchor_id: str, lang: str, progress: Progress | None = None) -> AnchorPrompt:
+    """The anchor's prompt on the model's device: cached, loaded, or built on demand and saved."""
+    from omnistudio.engine.engine import check_language
+
+    lang = check_language(lang)
+    key = (anchor_id or "").strip().lower()
+    cache = cache_for(engine)
+    hit = cache.get(key, lang)
+    if hit is not None:
+        return hit
+    roster = load_roster()
+    anchor = roster.get(key)
+    prompt, _action, _cal = ensure_prompt(engine, roster, anchor.id, lang, progress=progress)
+    cache.put(prompt)
+    return prompt
+
+
+def start_prompts(engine: Any, roster: Roster | None = None, progress: Progress | None = None,
+                  warm: bool = True) -> LoadReport:
+    """At engine start: load every ready prompt onto the device, then warm up (B=1, then B=3)."""
+    roster = roster or load_roster()
+    say = progress or (lambda _m: None)
+    say("loading voice prompts")
+    report = cache_for(engine).load_all(roster, engine.loaded.fingerprint, engine.loaded.device)
+    for error in report.errors:
+        log.warning("%s", error)
+    if warm:
+        warm_up(engine, progress=say)
+    return report
+
+
+WARM_UP_TEXT = {"en": ["Good evening.", "Here is the news.", "More after the break."],
+                "es": ["Buenas noches.", "Estas son las noticias.", "Volvemos enseguida."]}
+
+
+def warm_up(engine: Any, progress: Progress | None = None, num_step: int = 4) -> dict[str, float]:
+    """One single-sentence pass (B=1) and one three-sentence batch (B=3); returns their seconds."""
+    import torch
+
+    cache = cache_for(engine)
+    prompts: list[Any] = [cache.get(*k) for k in cache.keys()[:3]]
+    if not prompts:
+        raise UserError("no voice prompt is ready to warm up with: run `omnistudio prevectorize`")
+    prompts = (prompts * 3)[:3]
+    texts = [WARM_UP_TEXT[p.lang][i] for i, p in enumerate(prompts)]
+    if progress:
+        progress("warming up the engine")
+    started = time.perf_counter()
+    engine.synthesize(texts[0], prompts[0], language=prompts[0].lang, num_step=num_step)
+    single = time.perf_counter() - started
+    with engine._lock, torch.inference_mode(), engine._sampler_installed(engine.sampler):
+        torch.manual_seed(0)
+        engine.model.generate(text=texts, language=[p.lang for p in prompts],
+                              voice_clone_prompt=prompts, **engine.generation_kwargs(num_step, 2.0))
+    return {"single_s": single, "batch3_s": time.perf_counter() - started - single}
+
+
+def offline_fingerprint(model: str | None) -> str | None:
+    """The fingerprint of ``--model`` without downloading anything (None for a hub id not cached)."""
+    from omnistudio.engine.model import checkpoint_path, fingerprint, resolve_model
+
+    spec = resolve_model(model)
+    if spec.kind == "hub":
+        from huggingface_hub import snapshot_download
+
+        try:
+            return fingerprint(Path(snapshot_download(spec.name, local_files_only=True)))
+        except Exception:
+            return None
+    return fingerprint(checkpoint_path(spec))

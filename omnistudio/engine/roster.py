@@ -1,0 +1,351 @@
+"""The anchor roster: who the anchors are, how each sounds in es/en, and the canonical duos.
+
+The shipped roster is ``voices/anchors.toml``; it is found through
+``OMNISTUDIO_ROSTER`` (a file), then the checkout (``<repo>/voices/anchors.toml``),
+then a copy shipped inside the package (``omnistudio/data/anchors.toml``).
+Anchors added with ``omnistudio voices add`` go to a user roster,
+``<data>/voices/anchors.toml``, that is merged with the shipped one.
+
+Voice-design attributes are checked against OmniVoice's own instruct items
+(``omnivoice.utils.voice_design``) and the whole instruct goes through
+OmniVoice's ``_resolve_instruct``, so a roster that loads is a roster OmniVoice accepts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnistudio.config import locations
+from omnistudio.errors import UserError
+
+ROSTER_ENV = "OMNISTUDIO_ROSTER"
+LANGS = ("es", "en")
+FORMAT = 1
+ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+DEFAULT_DESIGN = {"num_step": 32, "guidance": 2.0}
+ANCHOR_KEYS = {"id", "name", "gender", "age", "pitch", "style", "accent", "seed", *LANGS}
+VOICE_KEYS = {"recording", "transcript", "matched"}
+
+
+def attribute_choices() -> dict[str, list[str]]:
+    """The English instruct items OmniVoice accepts, by attribute (accents are English-only)."""
+    from omnivoice.utils.voice_design import _INSTRUCT_CATEGORIES
+
+    gender, age, pitch, style, accent = (sorted(c) for c in _INSTRUCT_CATEGORIES[:5])
+    return {"gender": gender, "age": age, "pitch": pitch, "style": style, "accent": accent}
+
+
+@dataclass(frozen=True)
+class Voice:
+    """How one anchor sounds in one language: a recording, a matched anchor, or voice design."""
+
+    recording: Path | None = None
+    transcript: str | None = None
+    matched: str | None = None
+
+
+@dataclass(frozen=True)
+class Anchor:
+    id: str
+    name: str
+    gender: str
+    age: str
+    pitch: str
+    seed: int
+    style: str | None = None
+    accent: str | None = None
+    voices: dict[str, Voice] = field(default_factory=dict)
+    origin: Path | None = None  # the roster file that defines it
+
+    def voice(self, lang: str) -> Voice:
+        return self.voices.get(lang, Voice())
+
+    def instruct(self, lang: str) -> str:
+        """The voice-design instruct for ``lang`` (accents only apply to English)."""
+        items = [self.gender, self.age, self.pitch]
+        if self.style:
+            items.append(self.style)
+        if self.accent and lang == "en":
+            items.append(self.accent)
+        return ", ".join(items)
+
+    def as_dict(self) -> dict[str, Any]:
+        voices = {lang: {k: (str(v) if isinstance(v, Path) else v)
+                         for k, v in vars(self.voice(lang)).items() if v is not None} for lang in LANGS}
+        return {"id": self.id, "name": self.name, "gender": self.gender, "age": self.age,
+                "pitch": self.pitch, "style": self.style, "accent": self.accent, "seed": self.seed,
+                "voices": voices}
+
+
+@dataclass(frozen=True)
+class Duo:
+    anchors: tuple[str, str]
+    langs: tuple[str, ...]
+    ratio: float
+
+
+@dataclass(frozen=True)
+class Roster:
+    anchors: dict[str, Anchor]
+    duos: tuple[Duo, ...]
+    calibration: dict[str, str]
+    design: dict[str, float]
+    sources: tuple[Path, ...]
+
+    def get(self, anchor_id: str) -> Anchor:
+        key = (anchor_id or "").strip().lower()
+        if key in self.anchors:
+            return self.anchors[key]
+        close = difflib.get_close_matches(key, list(self.anchors), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else " (see `omnistudio voices list`)"
+        raise UserError(f"unknown anchor '{anchor_id}'{hint}")
+
+    def source_of(self, anchor_id: str, lang: str) -> tuple[Anchor, Voice]:
+        """The anchor whose voice ``anchor_id`` speaks with in ``lang`` (follows "matched")."""
+        anchor = self.get(anchor_id)
+        voice = anchor.voice(lang)
+        if voice.matched:
+            target = self.anchors[voice.matched]
+            return target, target.voice(lang)
+        return anchor, voice
+
+    def pairs(self, anchors: list[str] | None = None, langs: list[str] | None = None) -> list[tuple[str, str]]:
+        ids = [self.get(a).id for a in anchors] if anchors else list(self.anchors)
+        return [(a, lang) for a in ids for lang in (langs or LANGS)]
+
+
+def shipped_roster_path() -> Path:
+    """``OMNISTUDIO_ROSTER``, else the checkout's ``voices/anchors.toml``, else the packaged copy."""
+    override = os.environ.get(ROSTER_ENV)
+    if override:
+        path = Path(override).expanduser()
+        if not path.is_file():
+            raise UserError(f"{ROSTER_ENV}={override} is not a file")
+        return path
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[2] / "voices" / "anchors.toml", here.parents[1] / "data" / "anchors.toml"):
+        if candidate.is_file():
+            return candidate
+    raise UserError(f"no anchor roster found: set {ROSTER_ENV} to a roster file (voices/anchors.toml)")
+
+
+def user_roster_path() -> Path:
+    return locations().data / "voices" / "anchors.toml"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"roster {path} is not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"roster {path} cannot be read: {exc}") from None
+
+
+def _choice(where: str, attr: str, value: Any, choices: list[str], optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    if text not in choices:
+        close = difflib.get_close_matches(str(value), choices, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise UserError(f"{where}: {attr} {value!r} is not one OmniVoice accepts ({hint}use one of: "
+                        f"{', '.join(choices)})")
+    return text
+
+
+def _text(where: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{where}: '{key}' must be a non-empty string")
+    return " ".join(value.split())
+
+
+def _voice(where: str, raw: Any, base: Path) -> Voice:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: must be a table with recording/transcript or matched")
+    unknown = set(raw) - VOICE_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}' (use {', '.join(sorted(VOICE_KEYS))})")
+    if "matched" in raw:
+        if "recording" in raw:
+            raise UserError(f"{where}: give either a recording or a matched anchor, not both")
+        return Voice(matched=_text(where, "matched", raw["matched"]).lower())
+    if "recording" in raw:
+        if "transcript" not in raw:
+            raise UserError(f"{where}: the recording needs its exact transcript ('transcript')")
+        path = Path(_text(where, "recording", raw["recording"])).expanduser()
+        return Voice(recording=path if path.is_absolute() else (base / path),
+                     transcript=_text(where, "transcript", raw["transcript"]))
+    if "transcript" in raw:
+        raise UserError(f"{where}: a transcript without a recording")
+    return Voice()
+
+
+def parse_anchor(raw: Any, origin: Path, index: int) -> Anchor:
+    """One ``[[anchor]]`` table, checked field by field."""
+    where = f"roster {origin}: anchor #{index + 1}"
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} is not a table")
+    anchor_id = raw.get("id")
+    if not isinstance(anchor_id, str) or not ID_RE.match(anchor_id):
+        raise UserError(f"{where}: id {anchor_id!r} must be lowercase letters, digits or _ "
+                        "(starting with a letter, at most 40)")
+    where = f"roster {origin}: anchor '{anchor_id}'"
+    unknown = set(raw) - ANCHOR_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}' (use {', '.join(sorted(ANCHOR_KEYS))})")
+    choices = attribute_choices()
+    seed = raw.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        raise UserError(f"{where}: seed must be a whole number 0..2^63-1, got {seed!r}")
+    anchor = Anchor(
+        id=anchor_id, name=_text(where, "name", raw.get("name")), seed=seed, origin=origin,
+        gender=_choice(where, "gender", raw.get("gender"), choices["gender"]),  # type: ignore[arg-type]
+        age=_choice(where, "age", raw.get("age"), choices["age"]),  # type: ignore[arg-type]
+        pitch=_choice(where, "pitch", raw.get("pitch"), choices["pitch"]),  # type: ignore[arg-type]
+        style=_choice(where, "style", raw.get("style"), choices["style"], optional=True),
+        accent=_choice(where, "accent", raw.get("accent"), choices["accent"], optional=True),
+        voices={lang: _voice(f"{where} ({lang})", raw[lang], origin.parent) for lang in LANGS if lang in raw},
+    )
+    from omnivoice.models.omnivoice import _resolve_instruct
+
+    for lang in LANGS:
+        try:
+            _resolve_instruct(anchor.instruct(lang))
+        except ValueError as exc:
+            raise UserError(f"{where}: OmniVoice rejects instruct '{anchor.instruct(lang)}': "
+                            f"{str(exc).splitlines()[0]}") from None
+    return anchor
+
+
+def _parse_duo(raw: Any, origin: Path, index: int, anchors: dict[str, Anchor]) -> Duo:
+    where = f"roster {origin}: duo #{index + 1}"
+    pair = raw.get("anchors") if isinstance(raw, dict) else None
+    if not isinstance(pair, list) or len(pair) != 2 or pair[0] == pair[1]:
+        raise UserError(f"{where}: 'anchors' must list two different anchor ids")
+    for a in pair:
+        if a not in anchors:
+            raise UserError(f"{where}: unknown anchor {a!r}")
+    langs = raw.get("langs", list(LANGS))
+    if not isinstance(langs, list) or not langs or any(lang not in LANGS for lang in langs):
+        raise UserError(f"{where}: 'langs' must list languages from {', '.join(LANGS)}")
+    ratio = raw.get("ratio", 0.5)
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0.0 <= ratio <= 1.0:
+        raise UserError(f"{where}: ratio must be a number from 0 to 1, got {ratio!r}")
+    return Duo((pair[0], pair[1]), tuple(langs), float(ratio))
+
+
+def _check_matches(anchors: dict[str, Anchor]) -> None:
+    for anchor in anchors.values():
+        for lang, voice in anchor.voices.items():
+            if not voice.matched:
+                continue
+            where = f"roster {anchor.origin}: anchor '{anchor.id}' ({lang})"
+            target = anchors.get(voice.matched)
+            if target is None:
+                raise UserError(f"{where}: matched anchor '{voice.matched}' is not in the roster")
+            if target.id == anchor.id:
+                raise UserError(f"{where}: an anchor cannot be matched to itself")
+            if target.voice(lang).matched:
+                raise UserError(f"{where}: matched anchor '{target.id}' is itself matched in {lang}; "
+                                "match to an anchor with its own voice")
+
+
+def _check_design(origin: Path, design: dict[str, Any]) -> dict[str, float]:
+    from omnistudio.engine.engine import check_num_step
+
+    unknown = set(design) - set(DEFAULT_DESIGN)
+    if unknown:
+        raise UserError(f"roster {origin}: [design] has unknown key '{sorted(unknown)[0]}'")
+    guidance = design["guidance"]
+    if not isinstance(guidance, (int, float)) or isinstance(guidance, bool) or not 0 <= guidance <= 20:
+        raise UserError(f"roster {origin}: [design] guidance must be a number from 0 to 20, got {guidance!r}")
+    try:
+        num_step = check_num_step(design["num_step"])
+    except UserError as exc:
+        raise UserError(f"roster {origin}: [design] {exc}") from None
+    return {"num_step": num_step, "guidance": float(guidance)}
+
+
+def load_roster(path: Path | None = None) -> Roster:
+    """The shipped roster (or ``path``) merged with the user roster of ``voices add``."""
+    if path is not None:
+        return load_files([Path(path)])
+    user = user_roster_path()
+    return load_files([shipped_roster_path(), *([user] if user.is_file() else [])])
+
+
+def load_files(files: list[Path]) -> Roster:
+    """Read, check and merge roster files (the first one sets [design])."""
+    main = files[0]
+    anchors: dict[str, Anchor] = {}
+    duos_raw: list[tuple[Any, Path, int]] = []
+    calibration: dict[str, str] = {}
+    design = dict(DEFAULT_DESIGN)
+    for file in files:
+        if not file.is_file():
+            raise UserError(f"roster {file} does not exist")
+        data = read_toml(file)
+        if data.get("format", FORMAT) != FORMAT:
+            raise UserError(f"roster {file} has format {data.get('format')!r}; this version reads {FORMAT}")
+        raw_anchors = data.get("anchor", [])
+        if not isinstance(raw_anchors, list):
+            raise UserError(f"roster {file}: 'anchor' must be an array of tables ([[anchor]])")
+        for i, raw in enumerate(raw_anchors):
+            anchor = parse_anchor(raw, file, i)
+            if anchor.id in anchors:
+                raise UserError(f"roster {file}: duplicate anchor id '{anchor.id}' "
+                                f"(already defined in {anchors[anchor.id].origin})")
+            anchors[anchor.id] = anchor
+        duos_raw += [(raw, file, i) for i, raw in enumerate(data.get("duo", []))]
+        for lang, text in data.get("calibration", {}).items():
+            if lang not in LANGS:
+                raise UserError(f"roster {file}: calibration language '{lang}' is not one of {', '.join(LANGS)}")
+            calibration.setdefault(lang, _text(f"roster {file}: calibration", lang, text))
+        if file == main:
+            design.update(data.get("design", {}))
+    design = _check_design(main, design)
+    missing = [lang for lang in LANGS if lang not in calibration]
+    if missing:
+        raise UserError(f"roster {main}: [calibration] needs a sentence for {', '.join(missing)}")
+    _check_matches(anchors)
+    duos = tuple(_parse_duo(raw, f, i, anchors) for raw, f, i in duos_raw)
+    return Roster(anchors, duos, calibration, design, tuple(files))
+
+
+# ------------------------------------------------------------------ user roster (voices add)
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    return str(value)
+
+
+def dump_anchors(anchors: list[dict[str, Any]]) -> str:
+    """A user roster file for ``anchors`` (plain dicts in roster form)."""
+    out = ["# Anchors added with `omnistudio voices add` (merged with the shipped roster).", "",
+           f"format = {FORMAT}", ""]
+    for raw in anchors:
+        out.append("[[anchor]]")
+        out += [f"{k} = {_toml_value(v)}" for k, v in raw.items() if v is not None]
+        out.append("")
+    return "\n".join(out)
+
+
+def slug(name: str) -> str:
+    """An anchor id from a display name: 'Ana María Paz' -> 'ana_maria_paz'."""
+    import unicodedata
+
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    text = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")[:40]
+    if not ID_RE.match(text):
+        raise UserError(f"cannot make an anchor id from the name {name!r}: use letters and digits")
+    return text
