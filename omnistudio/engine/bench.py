@@ -1,0 +1,297 @@
+"""Stock ``OmniVoice.generate`` vs the fast sampler, side by side, in one run.
+
+Every variant (stock, each technique alone, the lossless set, the defaults,
+optionally the defaults compiled) speaks the same sentences with the same
+voice prompt and seed. Variants are interleaved sentence by sentence, in a
+rotated order, so that a slow patch of a shared machine hits all of them.
+Each fast variant's tokens and samples are compared with stock's.
+
+Figures per variant: total wall time, process CPU time (steadier on a
+shared CPU), sampler-loop time, ms per diffusion
+step (backbone forwards actually run), the median step time (the ratio of
+medians is the figure least disturbed by other load on a shared machine), vocoder ms, RTF, time to first audio
+(wall time of the first sentence: synthesis is not streamed here) and peak
+memory (CUDA: max allocated; CPU: peak RSS sampled every 5 ms during the run).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from omnistudio.engine.sampler import LOSSLESS, TECHNIQUES, FastSampler, SamplerOptions
+
+SENTENCES = [
+    "Good evening, the city council approved the new budget for schools and public transport tonight.",
+    "Heavy rain is expected across the northern valleys on Saturday, with clearer skies by Monday.",
+    "The central bank left interest rates unchanged, citing slower growth and easing prices.",
+    "Local volunteers planted more than two thousand trees along the river over the weekend.",
+    "In sport, the home team won the final after a tense penalty shootout in extra time.",
+    "Scientists reported a new method to recycle batteries that recovers most of the lithium.",
+]
+REF_TEXT = "This is a short reference recording for the speed benchmark."
+
+
+@dataclass
+class Variant:
+    name: str
+    options: SamplerOptions | None  # None: stock loop
+    compiled: bool = False
+
+
+@dataclass
+class VariantResult:
+    name: str
+    techniques: list[str]
+    total_s: float = 0.0
+    loop_s: float = 0.0
+    steps: int = 0
+    vocoder_s: float = 0.0
+    audio_s: float = 0.0
+    ttfa_s: float = 0.0
+    peak_mem_mb: float = 0.0
+    tokens_identical: bool = True
+    max_abs_diff: float = 0.0
+    cpu_s: float = 0.0  # process CPU time (all threads): steadier than wall time on a shared CPU
+    step_s: list[float] = field(default_factory=list)  # every diffusion step's duration
+    ratio: float = 1.0  # stock total / this total
+    step_ratio: float = 1.0  # stock median step / this median step (robust to a busy machine)
+    cpu_ratio: float = 1.0  # stock CPU time / this CPU time
+    loop_ratio: float = 1.0  # stock sampler loop / this loop
+
+    def finish(self, stock: VariantResult | None) -> dict[str, Any]:
+        if stock is not None:
+            self.ratio = stock.total_s / self.total_s if self.total_s else 0.0
+            self.loop_ratio = stock.loop_s / self.loop_s if self.loop_s else 0.0
+            self.cpu_ratio = stock.cpu_s / self.cpu_s if self.cpu_s else 0.0
+            mine = float(np.median(self.step_s)) if self.step_s else 0.0
+            self.step_ratio = float(np.median(stock.step_s)) / mine if mine else 0.0
+        out = asdict(self)
+        out.pop("step_s")
+        out["median_step_ms"] = 1000 * float(np.median(self.step_s)) if self.step_s else 0.0
+        out["ms_per_step"] = 1000 * self.loop_s / self.steps if self.steps else 0.0
+        out["vocoder_ms"] = 1000 * self.vocoder_s
+        out["rtf"] = self.total_s / self.audio_s if self.audio_s else 0.0
+        return out
+
+
+@dataclass
+class BenchSettings:
+    sentences: int = 3
+    num_step: int = 10
+    seed: int = 0
+    guidance: float = 2.0
+    variants: list[str] = field(default_factory=lambda: ["techniques", "lossless", "default"])
+    compile: str = "off"  # off | default | reduce-overhead: adds a compiled "default+compile" variant
+
+
+def make_variants(settings: BenchSettings, device: str) -> list[Variant]:
+    out = [Variant("stock", None)]
+    if "techniques" in settings.variants:
+        out += [Variant(name, SamplerOptions.only(name)) for name in TECHNIQUES]
+    if "lossless" in settings.variants:
+        out.append(Variant("lossless", SamplerOptions.only(*LOSSLESS)))
+    defaults = SamplerOptions.for_device(device)
+    if "default" in settings.variants:
+        out.append(Variant("default", defaults))
+    if settings.compile != "off":
+        out.append(Variant("default+compile", replace(defaults, compile_backbone=True,
+                                                      compile_vocoder=settings.compile), compiled=True))
+    return out
+
+
+def reference_wave(seconds: float = 3.0, sr: int = 24_000) -> np.ndarray:
+    """A voiced-like test signal (harmonics under a syllable envelope): the bench's voice."""
+    t = np.arange(int(seconds * sr)) / sr
+    phase = 2 * np.pi * np.cumsum(130 + 25 * np.sin(2 * np.pi * 0.6 * t)) / sr
+    wave = sum(np.sin(k * phase) / k for k in range(1, 9)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3.5 * t)) ** 2
+    return (0.12 * wave).astype(np.float32)
+
+
+class PeakMemory:
+    """Peak memory during a block: CUDA max allocated, else RSS sampled by a thread."""
+
+    def __init__(self, device: str) -> None:
+        self.cuda = device.startswith("cuda")
+        self.peak_mb = 0.0
+
+    @staticmethod
+    def _rss_mb() -> float:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    @contextmanager
+    def measure(self) -> Iterator[None]:
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+            yield
+            self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
+            return
+        if not os.path.exists("/proc/self/statm"):
+            yield
+            return
+        stop = threading.Event()
+        peak = [self._rss_mb()]
+
+        def sample() -> None:
+            while not stop.wait(0.005):
+                peak[0] = max(peak[0], self._rss_mb())
+
+        thread = threading.Thread(target=sample, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            self.peak_mb = max(peak[0], self._rss_mb())
+
+
+class Bench:
+    """Runs the variants on one engine; ``progress(done, total, label)`` reports each synthesis."""
+
+    def __init__(self, engine: Any, settings: BenchSettings,
+                 progress: Callable[[int, int, str], None] | None = None) -> None:
+        self.engine, self.model, self.settings = engine, engine.model, settings
+        self.device = str(engine.loaded.device)
+        self.progress = progress or (lambda *_: None)
+        self.variants = make_variants(settings, self.device)
+        self.samplers = {v.name: FastSampler(self.model, v.options) for v in self.variants
+                         if v.options is not None}
+        n = settings.sentences
+        self.texts = [SENTENCES[i % len(SENTENCES)] for i in range(n)]
+
+    def _sync(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    def _once(self, variant: Variant, text: str, prompt: Any) -> dict[str, Any]:
+        """One synthesis with timers around the sampler loop and the vocoder."""
+        model = self.model
+        loop = self.samplers.get(variant.name) or (lambda task, cfg: type(model)._generate_iterative(model, task, cfg))
+        rec: dict[str, Any] = {"loop_s": 0.0, "vocoder_s": 0.0, "tokens": []}
+        decode = model.audio_tokenizer.decode
+
+        marks: list[float] = []
+
+        def mark(*_: Any) -> None:  # a step starts when the backbone is called
+            self._sync()
+            marks.append(time.perf_counter())
+
+        def timed_loop(task: Any, cfg: Any) -> Any:
+            self._sync()
+            t0 = time.perf_counter()
+            hook = model.llm.register_forward_pre_hook(mark)
+            try:
+                out = loop(task, cfg)
+            finally:
+                hook.remove()
+            self._sync()
+            end = time.perf_counter()
+            rec["loop_s"] += end - t0
+            rec["step_s"] = list(np.diff([*marks, end]))
+            rec["tokens"] += [t.clone() for t in out]
+            return out
+
+        def timed_decode(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            out = decode(*args, **kwargs)
+            self._sync()
+            rec["vocoder_s"] += time.perf_counter() - t0
+            return out
+
+        from omnistudio.engine.compile import eager
+
+        mem = PeakMemory(self.device)
+        model.audio_tokenizer.decode = timed_decode
+        try:
+            with (eager(model) if not variant.compiled else _nothing()), mem.measure():
+                torch.manual_seed(self.settings.seed)
+                self._sync()
+                t0, c0 = time.perf_counter(), time.process_time()
+                with self.engine._sampler_installed(timed_loop):
+                    audio = model.generate(text=text, language="en", voice_clone_prompt=prompt,
+                                           **self.engine.generation_kwargs(self.settings.num_step,
+                                                                           self.settings.guidance))[0]
+                rec["wall_s"] = time.perf_counter() - t0
+                rec["cpu_s"] = time.process_time() - c0
+        finally:
+            del model.audio_tokenizer.decode
+        rec["audio"] = audio
+        rec["peak_mb"] = mem.peak_mb
+        sampler = self.samplers.get(variant.name)
+        rec["steps"] = sampler.last_stats.steps if sampler else self.settings.num_step
+        return rec
+
+    def run(self) -> dict[str, Any]:
+        engine, model = self.engine, self.model
+        with engine._lock, torch.inference_mode():
+            prompt = engine.prompt_from_audio(reference_wave(), 24_000, REF_TEXT)
+            # Warm-up (allocator, kernels, compilation) on a short text, untimed.
+            for v in self.variants:
+                self._once(v, "Warm up.", prompt)
+            results = {v.name: VariantResult(v.name, v.options.enabled() if v.options else []) for v in self.variants}
+            total = len(self.texts) * len(self.variants)
+            done = 0
+            for s, text in enumerate(self.texts):
+                order = self.variants[s % len(self.variants):] + self.variants[:s % len(self.variants)]
+                recs = {}
+                for v in order:
+                    self.progress(done, total, f"sentence {s + 1}/{len(self.texts)}: {v.name}")
+                    recs[v.name] = self._once(v, text, prompt)
+                    done += 1
+                stock = recs["stock"]
+                for name, rec in recs.items():
+                    r = results[name]
+                    r.total_s += rec["wall_s"]
+                    r.loop_s += rec["loop_s"]
+                    r.cpu_s += rec["cpu_s"]
+                    r.step_s += rec["step_s"]
+                    r.steps += rec["steps"]
+                    r.vocoder_s += rec["vocoder_s"]
+                    r.audio_s += len(rec["audio"]) / engine.sample_rate
+                    r.peak_mem_mb = max(r.peak_mem_mb, rec["peak_mb"])
+                    if s == 0:
+                        r.ttfa_s = rec["wall_s"]
+                    same = all(torch.equal(a, b) for a, b in zip(rec["tokens"], stock["tokens"]))
+                    r.tokens_identical &= same and len(rec["tokens"]) == len(stock["tokens"])
+                    if len(rec["audio"]) == len(stock["audio"]):
+                        r.max_abs_diff = max(r.max_abs_diff, float(np.max(np.abs(rec["audio"] - stock["audio"]))))
+                    else:
+                        r.max_abs_diff = float("inf")
+            self.progress(total, total, "done")
+        stock_r = results["stock"]
+        tok = model.text_tokenizer
+        return {
+            "model": engine.loaded.spec.name,
+            "device": self.device,
+            "dtype": str(engine.loaded.dtype).removeprefix("torch."),
+            "torch_threads": torch.get_num_threads(),
+            "num_step": self.settings.num_step,
+            "guidance_scale": self.settings.guidance,
+            "seed": self.settings.seed,
+            "sentences": [{"text": t, "text_tokens": len(tok(t).input_ids),
+                           "target_frames": engine.estimate_target_frames(t, prompt)} for t in self.texts],
+            "reference_frames": int(prompt.ref_audio_tokens.size(-1)),
+            "compile": {name: s for name, s in self._compile_status().items()},
+            "variants": [results[v.name].finish(None if v.name == "stock" else stock_r) for v in self.variants],
+        }
+
+    def _compile_status(self) -> dict[str, str]:
+        llm = self.model.llm
+        voc = self.model.audio_tokenizer.acoustic_decoder
+        return {"backbone": "on" if getattr(llm, "_compiled_call_impl", None) is not None else "off",
+                "vocoder": "on" if getattr(voc, "_compiled_call_impl", None) is not None else "off"}
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield

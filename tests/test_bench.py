@@ -1,0 +1,63 @@
+"""`omnistudio bench`: the fields it reports and its input checks (tiny checkpoint; no timing thresholds)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from omnistudio.cli import main
+from omnistudio.engine.bench import Bench, BenchSettings, make_variants
+
+FIELDS = {"name", "techniques", "ratio", "loop_ratio", "ms_per_step", "vocoder_ms", "rtf", "ttfa_s",
+          "peak_mem_mb", "tokens_identical", "max_abs_diff", "steps", "total_s", "audio_s"}
+
+
+def test_bench_reports_every_field_and_parity(tiny_engine: Any) -> None:
+    labels: list[str] = []
+    result = Bench(tiny_engine, BenchSettings(sentences=2, variants=["lossless"]),
+                   progress=lambda done, total, label: labels.append(label)).run()
+    names = [v["name"] for v in result["variants"]]
+    assert names == ["stock", "lossless"]
+    assert len(result["sentences"]) == 2 and all(s["target_frames"] > 0 for s in result["sentences"])
+    assert labels[-1] == "done" and any("lossless" in label for label in labels)
+    for v in result["variants"]:
+        assert FIELDS <= set(v)
+        assert v["total_s"] > 0 and v["audio_s"] > 0 and v["ratio"] > 0 and v["vocoder_ms"] > 0
+        assert v["steps"] == 2 * 10  # two sentences, ten steps each
+        assert v["peak_mem_mb"] > 0
+        assert v["tokens_identical"] is True
+        assert v["max_abs_diff"] == 0.0
+    assert result["variants"][0]["ratio"] == 1.0
+    json.dumps(result)  # serialisable as is
+
+
+def test_variants_cover_every_technique() -> None:
+    names = [v.name for v in make_variants(BenchSettings(compile="default"), "cpu")]
+    assert names[0] == "stock"
+    for technique in ("sliced_projection", "static_prefix", "inplace_scatter", "trimmed_guidance",
+                      "length_bucketing", "early_exit", "lossless", "default", "default+compile"):
+        assert technique in names
+
+
+def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "--model", "tiny", "--device", "cpu", "--sentences", "1", "--only", "combined",
+                 "--threads", "1", "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mode"] == "sentences" and result["model"] == "tiny"
+    assert [v["name"] for v in result["variants"]] == ["stock", "lossless", "default"]
+    assert result["compile"] == {"backbone": "off", "vocoder": "off"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--sentences", "0"], "--sentences 0 is out of range"),
+    (["--sentences", "many"], "--sentences must be a whole number"),
+    (["--num-step", "0"], "num_step 0 is out of range"),
+    (["--threads", "0"], "--threads must be at least 1"),
+])
+def test_cli_bad_input(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    assert main(["bench", "--model", "tiny", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
