@@ -61,3 +61,34 @@ def test_cli_bad_input(capsys: pytest.CaptureFixture[str], args: list[str], mess
     assert main(["bench", "--model", "tiny", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_stream_dialogue_and_meter_modes(capsys) -> None:  # noqa: ANN001
+    from omnistudio.cli import main
+
+    assert main(["bench", "--model", "tiny", "--device", "cpu", "--stream", "--sentences", "3", "--num-step", "4",
+                 "--json"]) == 0
+    stream = json.loads(capsys.readouterr().out)
+    assert stream["mode"] == "stream" and stream["sentences"] == 3 and stream["failed"] == 0
+    assert 0 < stream["ttfa_s"] <= stream["total_s"]
+    assert stream["ttfa_ratio"] == pytest.approx(stream["ttfa_s"] / stream["total_s"], abs=1e-3)
+
+    assert main(["bench", "--model", "tiny", "--device", "cpu", "--dialogue", "--sentences", "4", "--num-step", "4",
+                 "--json"]) == 0
+    dialogue = json.loads(capsys.readouterr().out)
+    assert dialogue["mode"] == "dialogue" and dialogue["batch"] == 2 and dialogue["lines"] == 4
+    assert dialogue["max_abs_diff"] == 0.0  # batched items equal the sequential ones
+    assert dialogue["throughput_ratio"] == pytest.approx(dialogue["sequential_s"] / dialogue["batched_s"], rel=1e-2)
+
+    assert main(["bench", "--meter", "--json"]) == 0
+    meter = json.loads(capsys.readouterr().out)
+    assert meter["mode"] == "meter" and meter["blocks"] == 600 and meter["per_block_ms"] > 0
+
+
+def test_bench_modes_bad_input(capsys) -> None:  # noqa: ANN001
+    from omnistudio.cli import main
+
+    assert main(["bench", "--model", "tiny", "--dialogue", "--batch", "1"]) == 2
+    assert "--batch" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bench", "--stream", "--dialogue"])

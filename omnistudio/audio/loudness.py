@@ -215,7 +215,8 @@ def analyze_file(path: Path, mono_as: str = "dual-mono") -> LoudnessReport:
 
 def meter_benchmark(seconds: float = 60.0, sample_rate: int = 24_000, block_s: float = BLOCK_S) -> dict[str, float]:
     """Time the live meter: feed ``seconds`` of noise in ``block_s`` blocks and read M, S and true
-    peak after each block (what the studio does); print and return the cost per block."""
+    peak after each block (what the studio does); return the cost per block (`omnistudio bench --meter`
+    prints it)."""
     rng = np.random.default_rng(0)
     pcm = (0.1 * rng.standard_normal(int(seconds * sample_rate))).astype(np.float32)
     step = int(round(block_s * sample_rate))
@@ -233,8 +234,4 @@ def meter_benchmark(seconds: float = 60.0, sample_rate: int = 24_000, block_s: f
     measure(pcm, sample_rate)
     result.update(blocks=blocks, whole_signal_s=seconds,
                   whole_signal_ms=round((time.perf_counter() - t1) * 1000.0, 2))
-    print(f"loudness meter at {sample_rate} Hz, {block_s * 1000:.0f} ms blocks ({blocks}): "
-          f"{result['per_block_ms']:.4f} ms per block (M/S/I, sample peak), "
-          f"{result['per_block_ms_with_true_peak']:.4f} ms with true peak; "
-          f"whole {seconds:.0f} s signal in {result['whole_signal_ms']:.1f} ms")
     return result

@@ -26,14 +26,49 @@ def _sentences(args: argparse.Namespace) -> Any:
     return Bench(engine, settings, progress=args.progress).run()
 
 
-MODES: dict[str, Callable[[argparse.Namespace], Any]] = {"sentences": _sentences}
+def _stream(args: argparse.Namespace) -> Any:
+    from omnistudio.engine.stream import stream_benchmark
+
+    engine = _open(args, sampler="fast")
+    args.progress(0, 1, f"streaming {args.sentences} sentences")
+    return stream_benchmark(engine, n_sentences=args.sentences, num_step=args.num_step, seed=args.seed)
+
+
+def _dialogue(args: argparse.Namespace) -> Any:
+    from omnistudio.engine.bench_dialogue import dialogue_benchmark
+    from omnistudio.engine.stream import bench_voice
+
+    engine = _open(args, sampler="fast")
+    voices = [bench_voice(engine, 3.0), bench_voice(engine, 4.0)]
+    args.progress(0, 1, f"dialogue: {args.sentences} lines, sequential vs batches of {args.batch}")
+    return dialogue_benchmark(engine, voices, batch=args.batch, lines=args.sentences, num_step=args.num_step,
+                              seed=args.seed)
+
+
+def _meter(args: argparse.Namespace) -> Any:
+    from omnistudio.audio.loudness import meter_benchmark
+
+    return meter_benchmark()
+
+
+MODES: dict[str, Callable[[argparse.Namespace], Any]] = {
+    "sentences": _sentences, "stream": _stream, "dialogue": _dialogue, "meter": _meter}
+DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "dialogue": 8, "meter": 1}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from omnistudio.cli import add_model_options
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
-    p.add_argument("--sentences", default=3, help="sentences per variant (default 3)")
+    modes = p.add_mutually_exclusive_group()
+    modes.add_argument("--stream", action="store_true", help="TTFA vs whole-script time of a streamed script "
+                       "(default 40 sentences)")
+    modes.add_argument("--dialogue", action="store_true", help="batched vs sequential dialogue throughput "
+                       "(default 8 lines)")
+    modes.add_argument("--meter", action="store_true", help="cost of the live loudness meter per 100 ms block")
+    p.add_argument("--batch", type=int, default=2, help="dialogue batch size (default 2)")
+    p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
+                   "8 with --dialogue)")
     p.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
     p.add_argument("--seed", default=0, help="random seed (same for every variant)")
     p.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
@@ -49,12 +84,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from omnistudio.engine.engine import check_num_step, check_seed
 
+    mode = "stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else "sentences"
+    if args.sentences is None:
+        args.sentences = DEFAULT_SENTENCES[mode]
     try:
         args.sentences = int(str(args.sentences))
     except ValueError:
         raise UserError(f"--sentences must be a whole number, got '{args.sentences}'") from None
     if not 1 <= args.sentences <= MAX_SENTENCES:
         raise UserError(f"--sentences {args.sentences} is out of range 1..{MAX_SENTENCES}")
+    if not 2 <= args.batch <= 16:
+        raise UserError(f"--batch {args.batch} is out of range 2..16")
     args.num_step = check_num_step(args.num_step)
     args.seed = check_seed(args.seed)
     if args.threads is not None and args.threads < 1:
@@ -64,20 +104,21 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    mode = "sentences"
     result = _with_progress(args, MODES[mode])
     result["mode"] = mode
     if args.json:
         print(json.dumps(result))
-    else:
+    elif mode == "sentences":
         print_table(result)
+    else:
+        print_summary(mode, result)
     return 0
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
     from omnistudio.engine.session import open_engine
 
-    args.sampler = "stock"  # the bench installs its own samplers per variant
+    args.sampler = sampler  # "stock": the sentence bench installs its own samplers per variant
     args.progress(0, 1, "loading model")
     return open_engine(args)
 
@@ -114,3 +155,19 @@ def print_table(result: dict[str, Any]) -> None:
     Console().print(table)
     frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
     Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
+
+
+SUMMARY_LINES = {
+    "stream": "TTFA {ttfa_s:.3f} s, whole script {total_s:.2f} s ({sentences} sentences, {audio_s:.1f} s of audio), "
+              "TTFA / whole = {ttfa_ratio}",
+    "dialogue": "{lines} lines: sequential {sequential_s:.2f} s, batched (x{batch}) {batched_s:.2f} s -> "
+                "throughput ratio {throughput_ratio:.2f}x (max |diff| {max_abs_diff:.3g})",
+    "meter": "live loudness meter at {sample_rate} Hz: {per_block_ms:.4f} ms per {block_ms:.0f} ms block "
+             "(momentary, short-term, integrated, sample peak), {per_block_ms_with_true_peak:.4f} ms with true "
+             "peak; a whole {whole_signal_s:.0f} s signal in {whole_signal_ms:.1f} ms",
+}
+
+
+def print_summary(mode: str, result: dict[str, Any]) -> None:
+    where = f"{result['model']} on {result['device']}: " if "model" in result else ""
+    print(where + SUMMARY_LINES[mode].format(**result))
