@@ -36,6 +36,15 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", help="backbone dtype: fp32, fp16 or bf16 (default: fp16 on CUDA, else fp32)")
 
 
+def add_synthesis_options(parser: argparse.ArgumentParser, seed_help: str) -> None:
+    """--num-step/--seed/--guidance/--sampler, shared by every command that synthesises."""
+    parser.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
+    parser.add_argument("--seed", default=0, help=seed_help)
+    parser.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
+    parser.add_argument("--sampler", choices=["fast", "stock"], default="fast",
+                        help="fast sampler (default) or OmniVoice's stock loop")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="omnistudio", description="Voice-cloning studio for a news desk's anchors.")
     parser.add_argument("--version", action="version", version=f"omnistudio {__version__}")

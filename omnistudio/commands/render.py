@@ -15,7 +15,7 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options
+    from omnistudio.cli import add_model_options, add_synthesis_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
     p.add_argument("script", type=Path, help="UTF-8 script: one paragraph per line, optional [anchor] or "
@@ -27,11 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lang", default="en", help="language of untagged lines: en or es (default en)")
     p.add_argument("--play", action="store_true", help="play while rendering")
     p.add_argument("--json", action="store_true", help="print one JSON object: TTFA, per-sentence timings, underruns")
-    p.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
-    p.add_argument("--seed", default=0, help="random seed (sentence i uses seed + i)")
-    p.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
-    p.add_argument("--sampler", choices=["fast", "stock"], default="fast",
-                   help="fast sampler (default) or OmniVoice's stock loop")
+    add_synthesis_options(p, "random seed (sentence i uses seed + i)")
     p.add_argument("--batch", type=int, default=1, help="render consecutive lines N at a time in one "
                    "diffusion pass (dialogue; fast sampler; default 1)")
     p.add_argument("--audio-device", help="output device name or index for --play (default: system default)")

@@ -10,7 +10,7 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options
+    from omnistudio.cli import add_model_options, add_synthesis_options
 
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
     p.add_argument("text", help="what to say")
@@ -21,11 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", default=0.5, help="blend ratio in [0, 1]: 1 is --voice alone, 0 is --blend "
                    "stretched to --voice's reference length (default 0.5)")
     p.add_argument("--lang", default="en", help="language: en or es (default en)")
-    p.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
-    p.add_argument("--seed", default=0, help="random seed (same seed, same audio)")
-    p.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
-    p.add_argument("--sampler", choices=["fast", "stock"], default="fast",
-                   help="fast sampler (default) or OmniVoice's stock loop")
+    add_synthesis_options(p, "random seed (same seed, same audio)")
     p.add_argument("-o", "--output", type=Path, required=True, help="output .wav or .flac")
     p.add_argument("--json", action="store_true", help="print one JSON object with timings and path")
     add_model_options(p)
