@@ -1,0 +1,154 @@
+"""StudioApp: wires the main screen to a Studio controller. Thin by design.
+
+The controller's events arrive on its engine thread and are posted here as ``StudioEvent``
+messages (``post_message`` is thread-safe); the meter, the sentence being heard and the underrun
+count are pulled from the controller on a timer (20 Hz).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.message import Message
+from textual.screen import Screen
+
+from omnistudio.screens.error import ErrorModal
+from omnistudio.screens.main import BINDINGS, MainScreen
+from omnistudio.studio import events as ev
+from omnistudio.studio.adapters import AnchorRow, duos, load_anchor_rows
+from omnistudio.studio.autosave import Autosave
+from omnistudio.studio.controller import Studio
+from omnistudio.widgets.anchor_picker import AnchorPicker
+from omnistudio.widgets.lufs_meter import LufsMeter
+from omnistudio.widgets.script_editor import ScriptEditor
+from omnistudio.widgets.telemetry import Telemetry
+from omnistudio.widgets.transport import Transport
+
+POLL_HZ = 20
+
+
+@dataclass
+class StudioEvent(Message):
+    """One event from the controller (see omnistudio.studio.events)."""
+
+    event: object
+
+
+class StudioApp(App[None]):
+    CSS_PATH = "studio.tcss"
+    TITLE = "OmniStudio"
+
+    def __init__(self, studio: Studio, rows: Sequence[AnchorRow] | None = None, autosave: Autosave | None = None,
+                 duo_list: Sequence[tuple[str, str, float, tuple[str, ...]]] | None = None, live: bool = True,
+                 subtitle: str = "") -> None:
+        super().__init__()
+        self.studio = studio
+        self.rows = rows
+        self.autosave = autosave or Autosave()
+        self.duo_list = duo_list
+        self.live = live  # False: no polling (snapshot tests feed the widgets fixed values)
+        self.sub_title = subtitle
+        self.partner: str | None = None
+        self.sentences: dict[int, tuple[int, int]] = {}
+        self._duo_index = -1
+
+    async def on_mount(self) -> None:
+        await self.push_screen(MainScreen())
+        screen = self.screen
+        picker = screen.query_one(AnchorPicker)
+        picker.lang = self.studio.settings.language
+        picker.set_rows(self.rows if self.rows is not None else self._roster_rows())
+        if self.studio.anchor:
+            picker.selected = self.studio.anchor
+        restored = self.autosave.restore()
+        if restored:
+            screen.query_one(ScriptEditor).load_text(restored)
+            self.notify("restored the autosaved script", timeout=3)
+        screen.update_morph_label()  # type: ignore[attr-defined]
+        self.studio.report = lambda event: self.post_message(StudioEvent(event))
+        try:
+            self.studio.start()
+        except Exception as exc:  # noqa: BLE001 - e.g. audio forced on a machine without one
+            self.push_screen(ErrorModal("Cannot start", str(exc)))
+        output = "no audio device (silent)" if self.studio.silent else "audio: " + (
+            self.studio.settings.output_device or "default device")
+        screen.query_one(Transport).output = output
+        if self.live:
+            self.set_interval(1 / POLL_HZ, self.pull)
+        self.set_interval(1.0, self.autosave.flush)
+
+    def _roster_rows(self) -> list[AnchorRow]:
+        try:
+            return load_anchor_rows(self.studio.engine)
+        except Exception as exc:  # noqa: BLE001 - the studio still edits and exports
+            self.notify(f"roster not loaded: {exc}", severity="error")
+            return []
+
+    def next_duo(self) -> tuple[str, str, float, tuple[str, ...]] | None:
+        if self.duo_list is None:
+            self.duo_list = duos()
+        if not self.duo_list:
+            return None
+        self._duo_index = (self._duo_index + 1) % len(self.duo_list)
+        return self.duo_list[self._duo_index]
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, MainScreen):
+            for binding in BINDINGS:
+                yield SystemCommand(f"{binding.description} ({binding.key})", f"studio: {binding.action}",
+                                    lambda action=binding.action: self.run_action(action, screen))
+
+    @property
+    def main_screen(self) -> MainScreen | None:
+        return next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+
+    # --------------------------------------------------------- pulled state
+    def pull(self) -> None:
+        """Timer: meter, sentence highlight, transport and underruns from the controller."""
+        screen = self.main_screen
+        if screen is None or not screen.is_mounted or not screen.query(LufsMeter):
+            return
+        snap = self.studio.poll()
+        with self.batch_update():
+            m = snap.meter
+            screen.query_one(LufsMeter).update_reading(m.momentary, m.short_term, m.integrated, m.true_peak)
+            span = self.sentences.get(snap.sentence) if snap.sentence is not None else None
+            screen.query_one(ScriptEditor).set_playing(span if snap.playing else None)
+            transport = screen.query_one(Transport)
+            transport.state = "paused" if snap.paused and snap.playing else ("playing" if snap.playing else "stopped")
+            transport.position = (f"sentence {snap.sentence + 1}/{len(self.sentences)}"
+                                  if span is not None and snap.playing else "")
+            screen.query_one(Telemetry).underruns = snap.underruns
+
+    # --------------------------------------------------------- pushed events
+    def on_studio_event(self, message: StudioEvent) -> None:
+        event = message.event
+        screen = self.main_screen
+        if screen is None:
+            return
+        telemetry = screen.query_one(Telemetry)
+        if isinstance(event, ev.EngineState):
+            telemetry.engine_state, telemetry.detail = event.state, event.detail
+        elif isinstance(event, ev.SentenceRendered):
+            telemetry.render_s, telemetry.rtf = event.render_s, event.rtf
+        elif isinstance(event, ev.PlaybackStarted):
+            telemetry.ttfa = event.ttfa_s
+        elif isinstance(event, ev.PromptsLoaded) and self.rows is None:
+            screen.query_one(AnchorPicker).set_rows(self._roster_rows())
+        elif isinstance(event, ev.Notice):
+            self.notify(event.message, severity=event.severity, timeout=5)  # type: ignore[arg-type]
+        elif isinstance(event, ev.Failure):
+            self.push_screen(ErrorModal(event.title, event.message))
+        elif isinstance(event, ev.Exported):
+            loud = event.report.get("integrated_lufs")
+            self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else ""), timeout=6)
+
+    def on_unmount(self) -> None:
+        self.autosave.flush()
+        self.studio.close()
+
+

@@ -1,0 +1,32 @@
+"""`omnistudio studio` (also `omnistudio` with no subcommand): open the Textual studio."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from omnistudio.cli import add_model_options
+
+    p = sub.add_parser("studio", help="open the studio (the default when no command is given)")
+    p.add_argument("--audio", choices=["auto", "device", "virtual"], default="auto",
+                   help="auto: the sound card if there is one, else play silently (default); "
+                        "virtual: never open a device")
+    add_model_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from omnistudio.app import StudioApp
+    from omnistudio.config import default_model
+    from omnistudio.studio.controller import Studio
+    from omnistudio.studio.settings import load_settings
+
+    settings, warning = load_settings()
+    model = getattr(args, "model", None) or default_model()
+    studio = Studio(model, getattr(args, "device", None), getattr(args, "dtype", None), settings=settings,
+                    audio=getattr(args, "audio", "auto"))
+    app = StudioApp(studio, subtitle=f"model {model}")
+    if warning:
+        app.call_later(app.notify, warning, severity="warning")
+    app.run()
+    return 0

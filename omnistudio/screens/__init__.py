@@ -1,0 +1,1 @@
+"""The studio's modal screens: settings, export, error."""

@@ -1,0 +1,202 @@
+"""The studio's one main screen: picker | script + transport | meter, morph, telemetry.
+
+Actions live here (bindings shown in the footer); the app adds them to the command palette.
+Everything slow goes through the controller, which never blocks this thread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Label
+
+from omnistudio.errors import UserError
+from omnistudio.screens.error import ErrorModal
+from omnistudio.screens.export import PathDialog, export_dialog
+from omnistudio.screens.settings import SettingsScreen
+from omnistudio.studio.settings import StudioSettings, save_settings
+from omnistudio.widgets.anchor_picker import AnchorPicker
+from omnistudio.widgets.lufs_meter import LufsMeter
+from omnistudio.widgets.morph_slider import MorphSlider
+from omnistudio.widgets.script_editor import ScriptEditor
+from omnistudio.widgets.telemetry import Telemetry
+from omnistudio.widgets.transport import Transport
+
+BINDINGS = [
+    Binding("f5", "play", "Play", id="play", priority=True),
+    Binding("f6", "play_cursor", "From cursor", id="play_cursor", priority=True),
+    Binding("f7", "pause", "Pause", id="pause", priority=True),
+    Binding("f8", "stop", "Stop", id="stop", priority=True),
+    Binding("ctrl+e", "export", "Export", id="export", priority=True),
+    Binding("ctrl+t", "audition", "Audition", id="audition", priority=True),
+    Binding("ctrl+l", "toggle_lang", "es/en", id="toggle_lang", priority=True),
+    Binding("ctrl+d", "next_duo", "Duo", id="next_duo", priority=True),
+    Binding("ctrl+b", "set_partner", "Partner", id="set_partner", show=False, priority=True),
+    Binding("ctrl+o", "open", "Open", id="open", show=False, priority=True),
+    Binding("ctrl+s", "save", "Save", id="save", show=False, priority=True),
+    Binding("f2", "settings", "Settings", id="settings", priority=True),
+]
+
+
+class MainScreen(Screen[None]):
+    BINDINGS = BINDINGS
+
+    def compose(self) -> ComposeResult:
+        studio = self.app.studio  # type: ignore[attr-defined]
+        yield Header()
+        with Horizontal(id="body"):
+            yield AnchorPicker(id="picker")
+            with Vertical(id="center"):
+                yield ScriptEditor(id="editor")
+                yield Transport(id="transport")
+            with Vertical(id="side"):
+                yield Label("Loudness", classes="section")
+                yield LufsMeter(studio.settings.target_lufs, id="meter")
+                yield Label("Morph", classes="section", id="morph-label")
+                yield MorphSlider(1.0, id="morph")
+                yield Label("Telemetry", classes="section")
+                yield Telemetry(id="telemetry")
+        yield Footer()
+
+    # ------------------------------------------------------------ helpers
+    @property
+    def studio(self):  # noqa: ANN201
+        return self.app.studio  # type: ignore[attr-defined]
+
+    @property
+    def editor(self) -> ScriptEditor:
+        return self.query_one(ScriptEditor)
+
+    def _try(self, fn, *args):  # noqa: ANN001, ANN202
+        """Run a controller call; a UserError becomes the error modal."""
+        try:
+            return fn(*args)
+        except UserError as exc:
+            self.app.push_screen(ErrorModal("Cannot do that", str(exc)))
+            return None
+
+    def update_morph_label(self) -> None:
+        app = self.app
+        anchor = self.studio.anchor or "—"
+        partner = app.partner or "—"  # type: ignore[attr-defined]
+        self.query_one("#morph-label", Label).update(f"Morph  {anchor} ◀▶ {partner}")
+
+    # ------------------------------------------------------------ actions
+    def action_play(self) -> None:
+        self._start(0)
+
+    def action_play_cursor(self) -> None:
+        self._start(self.editor.cursor_offset)
+
+    def _start(self, offset: int) -> None:
+        sentences = self._try(self.studio.play, self.editor.text, offset)
+        if sentences is not None:
+            self.app.sentences = {s.index: (s.start, s.end) for s in sentences}  # type: ignore[attr-defined]
+
+    def action_pause(self) -> None:
+        self.studio.toggle_pause()
+
+    def action_stop(self) -> None:
+        self.studio.stop()
+        self.editor.set_playing(None)
+
+    def action_audition(self) -> None:
+        picker = self.query_one(AnchorPicker)
+        if not self.studio.anchor:
+            self.notify("pick an anchor first", severity="warning")
+            return
+        self._try(self.studio.audition, self.studio.anchor, picker.lang)
+
+    def action_toggle_lang(self) -> None:
+        picker = self.query_one(AnchorPicker)
+        picker.lang = "es" if picker.lang == "en" else "en"
+        self.studio.select(self.studio.anchor, picker.lang)
+        self.notify(f"language: {picker.lang}", timeout=2)
+
+    def action_set_partner(self) -> None:
+        options = self.query_one("#anchor-list")
+        option = options.highlighted_option  # type: ignore[attr-defined]
+        if option is not None and option.id and option.id != self.studio.anchor:
+            self.app.partner = option.id  # type: ignore[attr-defined]
+            self.update_morph_label()
+            self.studio.set_blend(option.id, self.query_one(MorphSlider).value)
+
+    def action_next_duo(self) -> None:
+        duo = self.app.next_duo()  # type: ignore[attr-defined]
+        if duo is None:
+            self.notify("the roster has no duos", severity="warning")
+            return
+        a, b, ratio, langs = duo
+        picker = self.query_one(AnchorPicker)
+        picker.lang = langs[0] if picker.lang not in langs else picker.lang
+        picker.pick(a)
+        self.app.partner = b  # type: ignore[attr-defined]
+        self.query_one(MorphSlider).value = ratio
+        self.studio.set_blend(b, ratio)
+        self.update_morph_label()
+
+    def action_settings(self) -> None:
+        def done(settings: StudioSettings | None) -> None:
+            if settings is None:
+                return
+            self._try(self.studio.apply_settings, settings)
+            self.query_one(LufsMeter).target = self.studio.settings.target_lufs
+            self._try(save_settings, self.studio.settings)
+
+        self.app.push_screen(SettingsScreen(self.studio.settings), done)
+
+    def action_export(self) -> None:
+        def done(path: Path | None) -> None:
+            if path is not None:
+                self._try(self.studio.export, self.editor.text, path)
+
+        self.app.push_screen(export_dialog(Path.cwd() / "take.wav", self.studio.settings.target_lufs), done)
+
+    def action_open(self) -> None:
+        def done(path: Path | None) -> None:
+            if path is not None:
+                from omnistudio.script import read_script
+
+                text = self._try(read_script, path)
+                if text is not None:
+                    self.editor.load_text(text)
+
+        self.app.push_screen(PathDialog("Open script", "a UTF-8 text file", Path.cwd() / "script.txt", "Open"), done)
+
+    def action_save(self) -> None:
+        def done(path: Path | None) -> None:
+            if path is not None:
+                from omnistudio.audio.export import atomic_write_bytes
+
+                text = self.editor.text
+                self._try(atomic_write_bytes, path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+                self.notify(f"saved {path}", timeout=3)
+
+        self.app.push_screen(PathDialog("Save script", "written atomically", Path.cwd() / "script.txt", "Save"), done)
+
+    # ------------------------------------------------------------ widget events
+    @on(AnchorPicker.Picked)
+    def _picked(self, event: AnchorPicker.Picked) -> None:
+        self.studio.select(event.anchor, event.picker.lang)
+        if self.app.partner == event.anchor:  # type: ignore[attr-defined]
+            self.app.partner = None  # type: ignore[attr-defined]
+        self.update_morph_label()
+
+    @on(MorphSlider.Changed)
+    def _morph(self, event: MorphSlider.Changed) -> None:
+        partner = self.app.partner  # type: ignore[attr-defined]
+        if partner is None:
+            if event.value < 1.0:
+                self.notify("choose a partner: highlight an anchor and press ctrl+b, or ctrl+d for a duo",
+                            severity="warning", timeout=3)
+            return
+        self.studio.set_blend(partner, event.value)
+
+    @on(ScriptEditor.Changed)
+    def _edited(self, event: ScriptEditor.Changed) -> None:
+        self.app.autosave.save(event.text_area.text)  # type: ignore[attr-defined]

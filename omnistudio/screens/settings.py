@@ -1,0 +1,64 @@
+"""Settings: engine options, finishing options, output device. Saved to the user config folder."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Switch
+
+from omnistudio.errors import UserError
+from omnistudio.studio.settings import TARGETS, StudioSettings
+
+FIELDS = [("num_step", "diffusion steps"), ("guidance_scale", "guidance scale"), ("seed", "seed"),
+          ("speed", "speed"), ("output_device", "output device (empty: default)")]
+SWITCHES = [("seed_lock", "seed lock"), ("room_tone", "room tone"), ("breaths", "breaths")]
+
+
+class SettingsScreen(ModalScreen[StudioSettings | None]):
+    """Returns the new, validated settings, or None when cancelled."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, settings: StudioSettings) -> None:
+        super().__init__()
+        self.settings = settings
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label("Settings", id="dialog-title")
+            with Grid(id="settings-grid"):
+                for name, label in FIELDS:
+                    yield Label(label)
+                    yield Input(str(getattr(self.settings, name)), id=f"set-{name}")
+                for name, label in SWITCHES:
+                    yield Label(label)
+                    yield Switch(bool(getattr(self.settings, name)), id=f"set-{name}")
+                yield Label("target loudness")
+                yield Select([(f"{t:g} LUFS", t) for t in TARGETS], value=self.settings.target_lufs,
+                             allow_blank=False, id="set-target_lufs")
+            yield Label("", id="settings-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Save", id="save", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def collect(self) -> StudioSettings:
+        values: dict[str, object] = {name: self.query_one(f"#set-{name}", Input).value for name, _ in FIELDS}
+        values.update({name: self.query_one(f"#set-{name}", Switch).value for name, _ in SWITCHES})
+        values["target_lufs"] = self.query_one("#set-target_lufs", Select).value
+        return replace(self.settings, **values).validated()  # type: ignore[arg-type]
+
+    @on(Button.Pressed, "#save")
+    def _save(self) -> None:
+        try:
+            self.dismiss(self.collect())
+        except UserError as exc:
+            self.query_one("#settings-error", Label).update(f"⚠ {exc}")
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,81 @@
+"""What the controller reports to its client (the app turns each into a Textual message)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENGINE_STATES = ("loading", "warming", "ready", "rendering", "error")
+
+
+@dataclass(frozen=True)
+class EngineState:
+    state: str  # one of ENGINE_STATES
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PromptsLoaded:
+    """The saved prompts are on the device: the anchor picker can refresh its state column."""
+
+
+@dataclass(frozen=True)
+class SentenceRendered:
+    index: int
+    render_s: float
+    audio_s: float
+    rtf: float
+
+
+@dataclass(frozen=True)
+class PlaybackStarted:
+    ttfa_s: float  # from the play command to the first audio queued
+    silent: bool  # no audio device: the meter and highlight run on a virtual clock
+
+
+@dataclass(frozen=True)
+class PlaybackFinished:
+    cancelled: bool
+
+
+@dataclass(frozen=True)
+class Exported:
+    path: Path
+    sidecar: Path | None
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Notice:
+    message: str
+    severity: str = "information"  # information | warning | error
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An error the user must see (the app shows a modal); the studio keeps working."""
+
+    title: str
+    message: str
+
+
+@dataclass(frozen=True)
+class MeterReading:
+    """One pull of the live meter (LUFS / dBTP; -inf for silence)."""
+
+    momentary: float
+    short_term: float
+    integrated: float
+    true_peak: float
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Pulled state for the UI timer."""
+
+    meter: MeterReading
+    sentence: int | None  # index of the sentence being heard, if any
+    underruns: int
+    playing: bool
+    paused: bool

@@ -1,0 +1,96 @@
+"""Studio settings, persisted as JSON in the user config folder (written atomically)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from omnistudio.audio.export import write_json
+from omnistudio.config import locations
+from omnistudio.engine.engine import check_num_step, check_seed
+from omnistudio.errors import UserError
+
+log = logging.getLogger(__name__)
+
+TARGETS = (-23.0, -16.0, -14.0)  # EBU R128 broadcast, podcast, streaming
+SPEED_RANGE = (0.5, 2.0)
+GUIDANCE_RANGE = (0.0, 10.0)
+
+
+def _float(name: str, value: Any, lo: float, hi: float) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise UserError(f"{name} must be a number, got '{value}'") from None
+    if not math.isfinite(number) or not lo <= number <= hi:
+        raise UserError(f"{name} {value} is out of range {lo:g}..{hi:g}")
+    return number
+
+
+@dataclass(frozen=True)
+class StudioSettings:
+    """Everything the settings screen edits."""
+
+    num_step: int = 10
+    guidance_scale: float = 2.0
+    seed: int = 0
+    seed_lock: bool = True  # False: a new seed for every render
+    speed: float = 1.0
+    room_tone: bool = True
+    breaths: bool = True
+    target_lufs: float = -23.0
+    output_device: str = ""  # empty: the system default
+    language: str = "en"
+    anchor: str = ""
+
+    def validated(self) -> StudioSettings:
+        """A copy with every field checked and normalised, or a UserError naming the bad one."""
+        target = _float("target loudness", self.target_lufs, -70.0, 0.0)
+        if target not in TARGETS:
+            raise UserError(f"target loudness {target:g} LUFS: use one of {', '.join(f'{t:g}' for t in TARGETS)}")
+        return replace(
+            self,
+            num_step=check_num_step(self.num_step),
+            guidance_scale=_float("guidance scale", self.guidance_scale, *GUIDANCE_RANGE),
+            seed=check_seed(self.seed),
+            speed=_float("speed", self.speed, *SPEED_RANGE),
+            target_lufs=target,
+            seed_lock=bool(self.seed_lock), room_tone=bool(self.room_tone), breaths=bool(self.breaths),
+            output_device=str(self.output_device or "").strip(),
+            language=self.language if self.language in ("en", "es") else "en",
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def settings_path() -> Path:
+    return locations().settings_file
+
+
+def load_settings(path: Path | None = None) -> tuple[StudioSettings, str | None]:
+    """The saved settings, or the defaults plus a one-line warning when the file is unusable."""
+    path = path or settings_path()
+    if not path.exists():
+        return StudioSettings(), None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError("not a JSON object")
+        known = {f.name for f in fields(StudioSettings)}
+        return StudioSettings(**{k: v for k, v in raw.items() if k in known}).validated(), None
+    except (OSError, ValueError, TypeError, UserError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        log.warning("ignoring settings file %s: %s", path, text)
+        return StudioSettings(), f"settings file {path} ignored ({text}); using defaults"
+
+
+def save_settings(settings: StudioSettings, path: Path | None = None) -> Path:
+    path = path or settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, settings.validated().as_dict())
+    return path

@@ -1,0 +1,108 @@
+"""The anchor picker: the roster with each anchor's prompt state, filtered as you type."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Input, OptionList
+from textual.widgets.option_list import Option
+
+from omnistudio.studio.adapters import AnchorRow
+
+STATE_MARK = {"ready": ("●", "green"), "saved": ("◐", "yellow"), "missing": ("○", "dim"), "stale": ("◌", "red")}
+
+
+class AnchorPicker(Vertical):
+    """Type to filter; enter or click picks; the language shown is ``lang``."""
+
+    DEFAULT_CSS = """
+    AnchorPicker { width: 30; height: 1fr; }
+    AnchorPicker > Input { height: 3; }
+    AnchorPicker > OptionList { height: 1fr; }
+    """
+
+    lang: reactive[str] = reactive("en")
+    """The language whose prompt state is shown (es | en)."""
+    selected: reactive[str | None] = reactive(None)
+    """The anchor id picked last."""
+
+    @dataclass
+    class Picked(Message):
+        picker: AnchorPicker
+        anchor: str
+
+        @property
+        def control(self) -> AnchorPicker:
+            return self.picker
+
+    def __init__(self, rows: Sequence[AnchorRow] = (), **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.rows = list(rows)
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter anchors", id="anchor-filter")
+        yield OptionList(id="anchor-list")
+
+    def on_mount(self) -> None:
+        self._fill()
+
+    def set_rows(self, rows: Sequence[AnchorRow]) -> None:
+        self.rows = list(rows)
+        self._fill()
+
+    def watch_lang(self) -> None:
+        if self.is_mounted:
+            self._fill()
+
+    def watch_selected(self) -> None:
+        if self.is_mounted:
+            self._fill()
+
+    def _label(self, row: AnchorRow) -> Text:
+        mark, colour = STATE_MARK.get(row.state.get(self.lang, "missing"), ("?", "red"))
+        text = Text()
+        text.append("▸ " if row.id == self.selected else "  ", style="bold")
+        text.append(f"{mark} ", style=colour)
+        text.append(row.name)
+        text.append(f" {self.lang}", style="dim")
+        return text
+
+    def _fill(self) -> None:
+        query = self.query_one("#anchor-filter", Input).value.strip().lower()
+        options = self.query_one("#anchor-list", OptionList)
+        highlighted = options.highlighted_option.id if options.highlighted_option else None
+        options.clear_options()
+        shown = [r for r in self.rows if not query or query in r.id or query in r.name.lower()]
+        options.add_options([Option(self._label(r), id=r.id) for r in shown])
+        ids = [r.id for r in shown]
+        keep = highlighted if highlighted in ids else (self.selected if self.selected in ids else None)
+        if keep is not None:
+            options.highlighted = ids.index(keep)
+        elif ids:
+            options.highlighted = 0
+
+    @on(Input.Changed, "#anchor-filter")
+    def _filter(self) -> None:
+        self._fill()
+
+    @on(Input.Submitted, "#anchor-filter")
+    def _pick_first(self) -> None:
+        options = self.query_one("#anchor-list", OptionList)
+        if options.highlighted_option is not None and options.highlighted_option.id:
+            self.pick(options.highlighted_option.id)
+
+    @on(OptionList.OptionSelected, "#anchor-list")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.pick(event.option.id)
+
+    def pick(self, anchor: str) -> None:
+        self.selected = anchor
+        self.post_message(self.Picked(self, anchor))

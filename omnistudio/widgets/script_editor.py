@@ -1,0 +1,77 @@
+"""The script editor: a TextArea with speaker tags highlighted and the sentence being heard marked."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from textual.widgets import TextArea
+
+from omnistudio.script import NONVERBAL_TAGS, TAG_RE
+
+SPEAKER_STYLE = Style(color="magenta", bold=True)
+PLAYING_STYLE = Style(bgcolor="dark_green", bold=True)
+
+
+def _byte_col(line: str, column: int) -> int:
+    return len(line[:column].encode("utf-8"))
+
+
+class ScriptEditor(TextArea):
+    """Edits the script; ``playing`` is the (start, end) character span being heard, or None."""
+
+    DEFAULT_CSS = """
+    ScriptEditor { height: 1fr; }
+    """
+
+    _playing: tuple[int, int] | None = None  # the base class builds highlights during __init__
+
+    def __init__(self, text: str = "", **kwargs: object) -> None:
+        super().__init__(text, soft_wrap=True, show_line_numbers=True, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
+
+    # -------------------------------------------------------------- styling
+    def _set_theme(self, theme: str) -> None:
+        super()._set_theme(theme)
+        # the theme object is a shallow copy of a shared one: give it its own styles dict
+        self._theme.syntax_styles = {**self._theme.syntax_styles, "speaker": SPEAKER_STYLE, "playing": PLAYING_STYLE}
+
+    def _build_highlight_map(self) -> None:
+        super()._build_highlight_map()
+        lines = self.document.lines
+        for row, line in enumerate(lines):
+            match = TAG_RE.match(line)
+            if match and match.group(1).strip().lower() not in NONVERBAL_TAGS:
+                self._highlights[row].append((_byte_col(line, match.start()), _byte_col(line, match.end()), "speaker"))
+        if self._playing is not None:
+            self._mark_span(*self._playing)
+
+    def _mark_span(self, start: int, end: int) -> None:
+        lines = self.document.lines
+        offset = 0
+        for row, line in enumerate(lines):
+            line_end = offset + len(line)
+            if line_end >= start and offset < end:
+                a, b = max(start, offset) - offset, min(end, line_end) - offset
+                if b > a:
+                    self._highlights[row].append((_byte_col(line, a), _byte_col(line, b), "playing"))
+            offset = line_end + 1  # the newline
+            if offset > end:
+                break
+
+    # -------------------------------------------------------------- public
+    @property
+    def playing(self) -> tuple[int, int] | None:
+        return self._playing
+
+    def set_playing(self, span: tuple[int, int] | None) -> None:
+        """Mark the sentence at character span ``span`` as the one being heard (None clears)."""
+        if span == self._playing:
+            return
+        self._playing = span
+        self._build_highlight_map()
+        self.refresh()
+
+    @property
+    def cursor_offset(self) -> int:
+        """The cursor as a character offset in ``text``."""
+        row, col = self.cursor_location
+        lines = self.document.lines
+        return sum(len(line) + 1 for line in lines[:row]) + col

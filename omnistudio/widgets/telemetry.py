@@ -1,0 +1,43 @@
+"""Telemetry: engine state, time to first audio, last sentence's render time and RTF, underruns."""
+
+from __future__ import annotations
+
+import math
+
+from rich.markup import escape
+from rich.table import Table
+from textual.reactive import reactive
+from textual.widgets import Static
+
+STATE_STYLE = {"loading": "yellow", "warming": "yellow", "ready": "green", "rendering": "cyan", "error": "red"}
+
+
+class Telemetry(Static):
+    engine_state: reactive[str] = reactive("loading")
+    """loading | warming | ready | rendering | error."""
+    detail: reactive[str] = reactive("")
+    """What the engine is doing (e.g. the loading step)."""
+    ttfa: reactive[float] = reactive(math.nan)
+    """Time to first audio of the last play, seconds."""
+    render_s: reactive[float] = reactive(math.nan)
+    """Render time of the last sentence, seconds."""
+    rtf: reactive[float] = reactive(math.nan)
+    """Real-time factor of the last sentence (render time / audio time)."""
+    underruns: reactive[int] = reactive(0)
+    """Output blocks the ring could not fill."""
+
+    def render(self) -> Table:
+        table = Table.grid(padding=(0, 1))
+        table.add_column(style="dim")
+        table.add_column()
+
+        def ms(value: float) -> str:
+            return "—" if math.isnan(value) else f"{value * 1000:.0f} ms"
+
+        state = f"[{STATE_STYLE.get(self.engine_state, 'white')}]{self.engine_state}[/]"
+        table.add_row("engine", state + (f" [dim]{escape(self.detail)}[/]" if self.detail else ""))
+        table.add_row("TTFA", ms(self.ttfa))
+        table.add_row("render", ms(self.render_s))
+        table.add_row("RTF", "—" if math.isnan(self.rtf) else f"{self.rtf:.2f}")
+        table.add_row("underruns", str(self.underruns))
+        return table
