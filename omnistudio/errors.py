@@ -6,3 +6,7 @@ class UserError(Exception):
 
     The CLI and the studio show ``str(err)`` as one line, with no traceback.
     """
+
+
+class Cancelled(Exception):
+    """Raised inside a synthesis (at the next diffusion step) when its caller cancelled it."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from omnistudio.engine.model import LoadedModel, Progress, load_model
 from omnistudio.engine.reference import Reference, check_transcript, read_reference
-from omnistudio.errors import UserError
+from omnistudio.errors import Cancelled, UserError
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,24 @@ class Engine:
         if hasattr(voice, "ref_audio_tokens") and hasattr(voice, "ref_text"):
             return voice
         raise UserError(f"unsupported voice {voice!r}: give a reference recording or a prompt")
+
+    # ----------------------------------------------------------- cancelling
+    def on_each_step(self, should_cancel: Callable[[], bool],
+                     on_step: Callable[[], None] | None = None) -> Any:
+        """Before every diffusion step run on *this* thread: raise :class:`Cancelled` if
+        ``should_cancel()``, else call ``on_step``. Works for the stock loop and the fast sampler
+        alike (the backbone runs once per step). Returns a handle; ``handle.remove()`` ends it."""
+        thread = threading.get_ident()
+
+        def hook(_module: Any, _args: Any) -> None:
+            if threading.get_ident() != thread:
+                return  # another thread using the model: not ours to stop
+            if should_cancel():
+                raise Cancelled("synthesis cancelled")
+            if on_step is not None:
+                on_step()
+
+        return self.model.llm.register_forward_pre_hook(hook)
 
     # -------------------------------------------------------------- synthesis
     @contextmanager

@@ -53,6 +53,7 @@ from omnistudio.engine.sampler_ops import (
     scatter_topk,
     unmask_schedules,
 )
+from omnistudio.errors import Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,6 @@ LOSSLESS = ("sliced_projection", "static_prefix", "inplace_scatter", "early_exit
 COMPILE_MODES = ("off", "default", "reduce-overhead")
 
 
-class Cancelled(Exception):
-    """Raised inside a synthesis when ``FastSampler.should_cancel()`` turns true."""
 
 
 @dataclass(frozen=True)

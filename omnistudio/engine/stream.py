@@ -27,17 +27,13 @@ from typing import Any
 import numpy as np
 
 from omnistudio.engine.engine import DEFAULT_NUM_STEP, Engine, Timings, check_num_step, check_seed
-from omnistudio.errors import UserError
+from omnistudio.errors import Cancelled, UserError
 from omnistudio.script import Script, Sentence, parse_script
 
 log = logging.getLogger(__name__)
 
 VoiceResolver = Callable[[Sentence], Any]
 _END = object()
-
-
-class Cancelled(Exception):
-    """Raised inside the model's forward when a stream is cancelled."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +87,6 @@ class Stream:
         self._cancel = threading.Event()
         self._slots = threading.Semaphore(lookahead)
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._worker_ident: int | None = None
         self._plan = self._groups()
         self._group_ends = {group[-1].id for group in self._plan}  # a slot frees when a group is taken
         self.steps = 0  # backbone forwards run by this stream's worker
@@ -103,16 +98,11 @@ class Stream:
         self._thread.start()
 
     # ----------------------------------------------------------------- worker
-    def _pre_hook(self, _module: Any, _args: Any) -> None:
-        if threading.get_ident() != self._worker_ident:
-            return  # another thread using the model: not ours to stop
-        if self._cancel.is_set():
-            raise Cancelled
+    def _count_step(self) -> None:
         self.steps += 1
 
     def _run(self) -> None:
-        self._worker_ident = threading.get_ident()
-        handle = self.engine.model.llm.register_forward_pre_hook(self._pre_hook)
+        handle = self.engine.on_each_step(self._cancel.is_set, self._count_step)
         try:
             for group in self._plan:
                 while not self._slots.acquire(timeout=0.05):

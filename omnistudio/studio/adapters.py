@@ -107,11 +107,9 @@ def anchor_voice(engine: Any, anchor_id: str, lang: str, progress: Any = None) -
 
 
 def blend_voice(engine: Any, a: str, b: str, lang: str, alpha: float) -> Any:
-    try:
-        from omnistudio.engine.prompts import blend_prompt  # type: ignore[attr-defined]
-    except ImportError:
-        raise UserError("blend not available yet") from None
-    return blend_prompt(engine, a, b, lang, alpha)
+    from omnistudio.engine.blend import anchor_blend
+
+    return anchor_blend(engine, a, b, lang, alpha)
 
 
 def write_finished(path: Path, chunks: list[tuple[np.ndarray, float, int]], sample_rate: int, settings: Any,

@@ -29,7 +29,7 @@ import numpy as np
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.audio.player import Player
 from omnistudio.config import SAMPLE_RATE
-from omnistudio.errors import UserError
+from omnistudio.errors import Cancelled, UserError
 from omnistudio.studio import adapters
 from omnistudio.studio.adapters import Sentence
 from omnistudio.studio.events import (EngineState, Exported, Failure, MeterReading, Notice, PlaybackStarted,
@@ -46,18 +46,11 @@ VoiceResolver = Callable[[Any, str, str, "tuple[str, float] | None"], Any]
 
 
 def parse_blend(speaker: str) -> tuple[str, tuple[str, float] | None]:
-    """``a+b@0.7`` -> ("a", ("b", 0.7)); a plain id -> (id, None)."""
-    if "+" not in speaker:
-        return speaker, None
-    a, _, rest = speaker.partition("+")
-    b, _, alpha = rest.partition("@")
-    try:
-        value = float(alpha) if alpha else 0.5
-    except ValueError:
-        raise UserError(f"blend '{speaker}': alpha '{alpha}' is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise UserError(f"blend '{speaker}': alpha {value} is outside 0..1")
-    return a, (b, value)
+    """``a+b@0.70`` (as the script parser writes blends) -> ("a", ("b", 0.7)); a plain id -> (id, None)."""
+    from omnistudio.script import blend_parts
+
+    parts = blend_parts(speaker)
+    return (parts[0], (parts[1], parts[2])) if parts else (speaker, None)
 
 
 def roster_voice(engine: Any, anchor: str, lang: str, blend: tuple[str, float] | None) -> Any:
@@ -199,14 +192,17 @@ class Studio:
 
     def set_blend(self, partner: str | None, alpha: float) -> bool:
         """Blend the selected anchor with ``partner`` at ``alpha`` (1.0: the anchor alone). False if unavailable."""
+        from omnistudio.engine.blend import check_alpha, check_pair
+
         if partner is None or alpha >= 1.0:
             self.blend = None
             return True
         try:
-            from omnistudio.engine.prompts import blend_prompt  # type: ignore[attr-defined]  # noqa: F401
-        except ImportError:
+            check_pair(self.anchor or "", partner)
+            check_alpha(alpha)
+        except UserError as exc:
             self.blend = None
-            self.report(Notice("blend not available yet", "warning"))
+            self.report(Notice(str(exc), "warning"))
             return False
         self.blend = (partner, round(float(alpha), 2))
         if self.anchor:  # build it now, so the next audition uses it at once
@@ -249,6 +245,8 @@ class Studio:
                 return
             try:
                 getattr(self, f"_do_{name}")(*args)
+            except Cancelled:
+                self._set_state("ready")
             except UserError as exc:
                 self._set_state("ready" if self.engine is not None else "error")
                 self.report(Failure("Cannot do that", str(exc)))
@@ -295,9 +293,14 @@ class Studio:
         key = (sentence.text, sentence.lang, voice_key, s.num_step, s.guidance_scale, seed, s.speed)
         if key not in self._rendered:
             voice = self._voice(sentence.speaker, sentence.lang)
-            self._rendered[key] = self.engine.synthesize(
-                sentence.text, voice, language=sentence.lang, num_step=s.num_step, seed=seed,
-                guidance_scale=s.guidance_scale, speed=None if s.speed == 1.0 else s.speed)
+            generation = self._generation
+            handle = self.engine.on_each_step(lambda: generation != self._generation)  # stop: within one step
+            try:
+                self._rendered[key] = self.engine.synthesize(
+                    sentence.text, voice, language=sentence.lang, num_step=s.num_step, seed=seed,
+                    guidance_scale=s.guidance_scale, speed=None if s.speed == 1.0 else s.speed)
+            finally:
+                handle.remove()
         result = self._rendered[key]
         t = result.timings
         self.report(SentenceRendered(sentence.index, t.wall_s, t.audio_s, t.rtf))

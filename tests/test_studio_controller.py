@@ -1,0 +1,72 @@
+"""The headless Studio controller: blends from the morph slider, and stop within one diffusion step."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from omnistudio.engine.engine import Engine
+from omnistudio.engine.sampler import FastSampler
+from omnistudio.studio.adapters import Sentence
+from omnistudio.studio.controller import Studio
+from omnistudio.studio.events import EngineState, Notice, SentenceRendered
+
+
+def wait(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+@pytest.fixture()
+def studio(tiny_engine):  # noqa: ANN001, ANN201
+    events: list[object] = []
+    engine = Engine(tiny_engine.loaded, sampler=FastSampler(tiny_engine.model))
+    s = Studio(engine=engine, warm=False, audio="virtual", report=events.append).start()
+    s.events = events  # type: ignore[attr-defined]
+    wait(lambda: s.state == "ready", what="engine ready")
+    yield s
+    s.close()
+
+
+def test_morph_slider_blend_is_built_and_auditioned(studio) -> None:  # noqa: ANN001
+    from omnistudio.engine.blend import blend_cache_for
+
+    studio.select("ruby", "en")
+    assert studio.set_blend("storm", 0.7) is True
+    wait(lambda: ("ruby", "storm", "en", 0.7) in blend_cache_for(studio.engine), what="blend built")
+    studio.audition("ruby", "en")
+    wait(lambda: any(isinstance(e, SentenceRendered) for e in studio.events), what="audition rendered")
+    assert ("ruby", "en", ("storm", 0.7)) in studio._voices  # the audition used the blend
+    assert studio.set_blend("ruby", 0.5) is False  # an anchor with itself
+    assert any(isinstance(e, Notice) and "itself" in e.message for e in studio.events)
+    assert studio.set_blend("storm", 1.0) is True and studio.blend is None  # alpha 1: the anchor alone
+
+
+def test_stop_takes_effect_within_one_diffusion_step(studio) -> None:  # noqa: ANN001
+    steps: list[int] = []
+
+    def count(_module: Any, _args: Any) -> None:
+        if threading.current_thread().name != "studio-engine":
+            return
+        steps.append(1)
+        if len(steps) == 3:
+            studio.stop()  # as if the producer pressed stop during the third step
+
+    handle = studio.engine.model.llm.register_forward_pre_hook(count)
+    try:
+        studio.select("ruby", "en")
+        long = "This is a long sentence about the evening news that takes several diffusion steps to render."
+        studio._start_play([Sentence(0, long, None, "en", 0, len(long))])
+        wait(lambda: len(steps) >= 3, what="three steps")
+        wait(lambda: studio.state == "ready" and not studio._rendering_play, what="back to ready")
+    finally:
+        handle.remove()
+    assert len(steps) == 3  # the cancelled step never ran its forward pass; no further step started
+    assert not any(isinstance(e, SentenceRendered) for e in studio.events)
+    assert any(isinstance(e, EngineState) and e.state == "ready" for e in studio.events)
