@@ -7,6 +7,8 @@ count are pulled from the controller on a timer (20 Hz).
 
 from __future__ import annotations
 
+import sys
+
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +58,9 @@ class StudioApp(App[None]):
         self._duo_index = -1
 
     async def on_mount(self) -> None:
+        # The engine thread runs Python between torch ops; a short switch interval hands the GIL
+        # back to the audio callback (and the UI) within a millisecond instead of five.
+        sys.setswitchinterval(0.001)
         await self.push_screen(MainScreen())
         screen = self.screen
         picker = screen.query_one(AnchorPicker)

@@ -66,18 +66,29 @@ def _command_module(name: str):  # noqa: ANN202
         raise
 
 
+def with_default_command(argv: list[str]) -> list[str]:
+    """``omnistudio [--model M ...]`` means ``omnistudio studio [--model M ...]``."""
+    top = 0
+    while top < len(argv) and argv[top] in ("-v", "--verbose"):
+        top += 1
+    rest = argv[top:]
+    if rest and (rest[0] in COMMANDS or rest[0] in ("-h", "--help", "--version")):
+        return argv
+    if _command_module("studio") is None:
+        return argv
+    return [*argv[:top], "studio", *rest]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(with_default_command(list(sys.argv[1:] if argv is None else argv)))
     from omnistudio.console import err_console, setup_logging
 
     setup_logging(args.verbose)
-    command = args.command or ("studio" if _command_module("studio") else None)
+    command = args.command
     if command is None:
         parser.print_help()
         return 0
-    if args.command is None:
-        args = parser.parse_args([command, *(argv if argv is not None else sys.argv[1:])])
     try:
         return int(_command_module(command).run(args) or 0)
     except UserError as exc:

@@ -1,8 +1,8 @@
 """Keystrokes stay responsive while the engine renders: the UI loop's largest stall is measured.
 
 A 10 ms timer on the app records the gaps between its ticks while the engine thread renders a
-12-sentence script and keys are typed. The figure is printed (run with -s); the assertion is a
-generous bound so a loaded CI machine does not flake, and the bench/README quotes the measurement.
+12-sentence script and keys are typed. The figure is printed (run with -s); the issue's bound is 100 ms (measured here: about 40 ms on the tiny
+model). The clock starts at the timer's first tick, so app start-up is not counted as a stall.
 """
 
 from __future__ import annotations
@@ -31,21 +31,24 @@ def test_ui_loop_does_not_stall_while_rendering(tiny_engine, ref_wav: Path, tmp_
             editor = screen.query_one(ScriptEditor)
             editor.load_text(script)
             editor.focus()
-            last = [time.perf_counter()]
+            last: list[float | None] = [None]
 
             def tick() -> None:
                 now = time.perf_counter()
-                stalls.append(now - last[0])
+                if last[0] is not None:  # the first tick only starts the clock
+                    stalls.append(now - last[0])
                 last[0] = now
 
             app.set_interval(0.01, tick)
+            await wait_for(pilot, lambda: last[0] is not None, what="the timer to start")
             await pilot.press("f5")
             await wait_for(pilot, lambda: app.studio.state == "rendering", what="rendering")
             before = len(editor.text)
-            while app.studio.state == "rendering":
-                await pilot.press("end", "x")
+            await pilot.press("end")
+            for _ in range(5):
+                await pilot.press("x")
                 rendered.append(len(editor.text))
-            assert len(editor.text) > before  # keys were handled during the render
+            assert len(editor.text) == before + 5  # every key typed during the render landed
             await pilot.press("f8")
 
     asyncio.run(run())
@@ -53,4 +56,4 @@ def test_ui_loop_does_not_stall_while_rendering(tiny_engine, ref_wav: Path, tmp_
     print(f"\nUI timer ticks during render: {len(stalls)}, worst gap {worst * 1000:.0f} ms, "
           f"keys typed during render: {len(rendered)}")
     assert len(stalls) > 10
-    assert worst < 1.0, f"the UI loop stalled {worst * 1000:.0f} ms while the engine rendered"
+    assert worst < 0.1, f"the UI loop stalled {worst * 1000:.0f} ms while the engine rendered"

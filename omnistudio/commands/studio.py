@@ -21,8 +21,13 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import load_settings
 
+    from omnistudio.engine.model import check_model_dir, resolve_model
+
     settings, warning = load_settings()
     model = getattr(args, "model", None) or default_model()
+    spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
+    if spec.kind == "dir" and spec.path is not None:
+        check_model_dir(spec.path)
     studio = Studio(model, getattr(args, "device", None), getattr(args, "dtype", None), settings=settings,
                     audio=getattr(args, "audio", "auto"))
     app = StudioApp(studio, subtitle=f"model {model}")
