@@ -6,8 +6,10 @@
 # checkpoint (real geometry; built offline, no model hub needed) twice: with
 # torch.compile off, and with compile on (backbone + vocoder, CUDA graphs via
 # "reduce-overhead" unless COMPILE_MODE says otherwise). Prints one JSON object
-# per run on stdout (progress and logs go to stderr). Budget: 8 minutes.
+# per run on stdout (progress and logs go to stderr), plus the batched-dialogue and
+# streaming (time to first audio) figures. Budget: 8 minutes.
 #
+# On a GPU machine with no network, run bench/gpu-wheels.sh here first and carry .whl along.
 # Usage: bench/gpu.sh            (from anywhere; env: SENTENCES=3 COMPILE_MODE=reduce-overhead
 #                                 VENV=/tmp/omnistudio-gpu-venv PYTHON=python3)
 set -euo pipefail
@@ -23,12 +25,22 @@ export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 deadline=$((SECONDS + 480))
 left() { echo $((deadline - SECONDS)); }
 
-if [ ! -x "$VENV/bin/python" ]; then
-  "$PYTHON" -m venv "$VENV"
+if [ -d "$ROOT/.whl" ] && "$PYTHON" -c "import torch" 2>/dev/null; then
+  # A GPU image with torch but no network: the wheels bench/gpu-wheels.sh fetched (carried as .whl).
+  "$PYTHON" -m pip install --quiet --no-index --no-deps --no-compile --upgrade --target /tmp/omnistudio-site \
+    "$ROOT"/.whl/*.whl >&2
+  mkdir -p "$VENV/bin"
+  cat > "$VENV/bin/python" <<SH
+#!/usr/bin/env bash
+PYTHONPATH="$ROOT:/tmp/omnistudio-site\${PYTHONPATH:+:\$PYTHONPATH}" exec "$(command -v "$PYTHON")" "\$@"
+SH
+  chmod +x "$VENV/bin/python"
+else
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
+  # The default (CUDA) torch wheel from PyPI; omnivoice pins the rest.
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT" >&2
 fi
-"$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
-# The default (CUDA) torch wheel from PyPI; omnivoice pins the rest.
-"$VENV/bin/python" -m pip install --quiet -e "$ROOT" >&2
 
 "$VENV/bin/python" - <<'PY' >&2
 import torch
@@ -41,12 +53,16 @@ PY
 
 run_bench() {  # $1 = seconds allowed, then bench options
   local allowed="$1"; shift
-  timeout --signal=INT "$allowed" "$VENV/bin/omnistudio" bench --model full --device cuda --json "$@"
+  timeout --signal=INT "$allowed" "$VENV/bin/python" -m omnistudio.cli bench --model full --device cuda --json "$@"
 }
 
 echo "bench: every technique, compile off ($(left) s left)" >&2
 run_bench $(( $(left) / 2 )) --sentences "$SENTENCES" --only all --compile off \
   || echo "compile-off run failed or ran out of time" >&2
+echo "bench: batched vs sequential dialogue ($(left) s left)" >&2
+run_bench 90 --dialogue --sentences 8 --batch 2 || echo "dialogue run failed or ran out of time" >&2
+echo "bench: stream, time to first audio ($(left) s left)" >&2
+run_bench 60 --stream --sentences 8 || echo "stream run failed or ran out of time" >&2
 echo "bench: combined, compile $COMPILE_MODE ($(left) s left)" >&2
 run_bench "$(left)" --sentences "$SENTENCES" --only combined --compile "$COMPILE_MODE" || {
   echo "compile run did not finish in time; retrying with --compile default --only combined" >&2
