@@ -48,14 +48,14 @@ def test_failed_sentence_writes_nothing(tmp_path: Path, ref_wav: Path, monkeypat
                                         capsys: pytest.CaptureFixture[str]) -> None:
     from omnistudio.engine.engine import Engine
 
-    real = Engine.synthesize
+    real = Engine.render_tokens
 
-    def flaky(self: Any, text: str, *a: Any, **k: Any) -> Any:
-        if text == "Bad one.":
+    def flaky(self: Any, texts: list[str], *a: Any, **k: Any) -> Any:
+        if "Bad one." in texts:
             raise RuntimeError("kaboom")
-        return real(self, text, *a, **k)
+        return real(self, texts, *a, **k)
 
-    monkeypatch.setattr(Engine, "synthesize", flaky)
+    monkeypatch.setattr(Engine, "render_tokens", flaky)
     script = tmp_path / "s.txt"
     script.write_text("Fine one. Bad one. Fine two.")
     out = tmp_path / "out.wav"

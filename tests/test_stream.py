@@ -66,7 +66,7 @@ def test_renders_one_ahead_of_the_consumer(tiny_engine: Any, voice: Any) -> None
 
 def test_cancel_takes_effect_within_one_diffusion_step(tiny_engine: Any, voice: Any) -> None:
     script = parse_script(SCRIPT, "en")
-    stream = Stream(tiny_engine, script, voice, num_step=8)
+    holder: dict[str, Stream] = {}
     events: list[str] = []
     calls = {"n": 0}
     worker = threading.current_thread
@@ -77,7 +77,7 @@ def test_cancel_takes_effect_within_one_diffusion_step(tiny_engine: Any, voice: 
         calls["n"] += 1
         events.append(f"start {calls['n']}")
         if calls["n"] == 11:  # third step of the second sentence
-            stream.cancel()
+            holder["stream"].cancel()
             events.append("cancel")
 
     def post(_m: Any, _a: Any, _o: Any) -> None:
@@ -87,14 +87,17 @@ def test_cancel_takes_effect_within_one_diffusion_step(tiny_engine: Any, voice: 
     llm = tiny_engine.model.llm
     handles = [llm.register_forward_pre_hook(pre), llm.register_forward_hook(post)]
     try:
+        # The hooks exist before the worker starts, so every step is seen. The worker's own
+        # cancel hook runs after the test's, so the step during which cancel came never runs.
+        stream = holder["stream"] = Stream(tiny_engine, script, voice, num_step=8)
         chunks = list(stream)
         assert stream.join(timeout=60)
     finally:
         for h in handles:
             h.remove()
     after_cancel = events[events.index("cancel") + 1:]
-    assert after_cancel == ["end 11"], events  # the step in flight finishes; no further step starts
-    assert stream.cancelled and stream.steps == 11
+    assert after_cancel == [], events  # no step runs after the cancel
+    assert stream.cancelled and stream.steps == 10
     assert [c.sentence_id for c in chunks] in ([], [0])  # the cancelled sentence is never delivered
     # the engine is usable afterwards (the hook is gone, the lock released)
     assert tiny_engine.synthesize("After.", voice, num_step=2).pcm.size > 0
@@ -137,3 +140,37 @@ def test_stream_benchmark(tiny_engine: Any, voice: Any) -> None:
     assert 0 < result["ttfa_s"] <= result["total_s"]
     assert result["ttfa_ratio"] == pytest.approx(result["ttfa_s"] / result["total_s"], abs=2e-3)
     assert result["audio_s"] > 0
+
+
+def test_decode_lane_gives_the_same_chunks_in_order(tiny_engine: Any, voice: Any) -> None:
+    """Decoding group k on its own lane while k+1 diffuses changes nothing but the timing."""
+    inline = list(tiny_engine.stream(SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=False))
+    with tiny_engine.stream(SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=True) as stream:
+        lane = list(stream)
+        assert stream.join(timeout=60)
+    assert [c.sentence_id for c in lane] == [0, 1, 2, 3]
+    for a, b in zip(inline, lane):
+        np.testing.assert_array_equal(a.pcm, b.pcm)
+        assert b.timings is not None and 0 < b.timings.decode_s < b.timings.wall_s
+    assert stream.finished_s is not None and stream.ttfa_s == lane[0].ready_s
+
+
+def test_decode_lane_reports_errors_and_cancels(tiny_engine: Any, voice: Any) -> None:
+    def resolve(sentence: Any) -> Any:
+        if sentence.id == 1:
+            raise RuntimeError("voice exploded")
+        return voice
+
+    with Stream(tiny_engine, parse_script(SCRIPT, "en"), resolve=resolve, num_step=STEPS,
+                overlap_decode=True) as stream:
+        chunks = list(stream)
+    assert [c.ok for c in chunks] == [True, False, True, True]
+    assert "voice exploded" in (chunks[1].error or "")
+
+    long_script = "\n".join(f"Sentence {i} of a long bulletin." for i in range(12))
+    stream = Stream(tiny_engine, parse_script(long_script, "en"), voice, num_step=STEPS, overlap_decode=True)
+    first = next(iter(stream))
+    stream.cancel()
+    assert stream.join(timeout=30)
+    assert first.sentence_id == 0 and stream.cancelled
+    assert stream.steps <= 3 * STEPS  # at most the groups in flight when cancel came

@@ -39,9 +39,21 @@ class Timings:
     audio_s: float
     rtf: float  # wall time / audio time; below 1 is faster than real time
     prompt_s: float = 0.0
+    decode_s: float = 0.0  # of wall_s: the vocoder
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
+
+
+@dataclass
+class PendingAudio:
+    """Tokens made by :meth:`Engine.render_tokens`, waiting for :meth:`Engine.decode`."""
+
+    tokens: Any  # omnistudio.engine.generation.Tokens
+    started: float  # perf_counter at the start of the render
+    prompt_s: float
+    tokens_s: float  # wall time of the diffusion half, prompts included
+    ready: Any = None  # a CUDA event recorded when the tokens were complete (None on CPU)
 
 
 @dataclass
@@ -222,9 +234,31 @@ class Engine:
         OmniVoice's stock loop draws one stream for the whole batch, so there
         a batch of several items is rendered one item at a time instead.
         """
+        chosen = self.sampler if sampler == "engine" else sampler
+        if len(texts) > 1 and not hasattr(chosen, "generators"):
+            seed_list = seeds if seeds is not None else [0] * len(texts)
+            return [self.decode(self.render_tokens([t], [v], [lang], num_step, [sd], guidance_scale, speed,
+                                                   chosen))[0]
+                    for t, v, lang, sd in zip(texts, voices, languages, seed_list)]
+        return self.decode(self.render_tokens(texts, voices, languages, num_step, seeds, guidance_scale, speed,
+                                              chosen))
+
+    def render_tokens(
+        self,
+        texts: list[str],
+        voices: list[Any],
+        languages: list[str],
+        num_step: int = DEFAULT_NUM_STEP,
+        seeds: list[int] | None = None,
+        guidance_scale: float = 2.0,
+        speed: float | None = None,
+        sampler: Sampler | None | str = "engine",
+    ) -> PendingAudio:
+        """The diffusion half of a synthesis (one pass for the batch); :meth:`decode` is the other."""
         import torch
 
         from omnistudio.engine.blend import embedding_overrides
+        from omnistudio.engine.generation import generate_tokens
 
         if not (len(texts) == len(voices) == len(languages)) or not texts:
             raise UserError("a batch needs one voice and one language per text")
@@ -235,8 +269,7 @@ class Engine:
         chosen = self.sampler if sampler == "engine" else sampler
         per_item_noise = chosen is not None and hasattr(chosen, "generators")
         if len(texts) > 1 and not per_item_noise:
-            return [self.synthesize_batch([t], [v], [lang], steps, [sd], guidance_scale, speed, chosen)[0]
-                    for t, v, lang, sd in zip(texts, voices, langs, seed_list)]
+            raise UserError("a batch of several lines needs the fast sampler (per-item seeds)")
         started = time.perf_counter()
         with self._lock:
             prompts = [self.prompt_for(v) for v in voices]
@@ -246,23 +279,47 @@ class Engine:
                 chosen.generators = [torch.Generator(device=self.model.device).manual_seed(sd)  # type: ignore[union-attr]
                                      for sd in seed_list]
             try:
-                with self._sampler_installed(chosen), embedding_overrides(  # type: ignore[arg-type]
+                with torch.inference_mode(), self._sampler_installed(chosen), embedding_overrides(  # type: ignore[arg-type]
                         self.model, [getattr(p, "ref_embeddings", None) for p in prompts]):
-                    audios = self.model.generate(text=texts, language=langs, voice_clone_prompt=prompts,
-                                                 speed=speed, **self.generation_kwargs(steps, guidance_scale))
+                    tokens = generate_tokens(self.model, texts, langs, prompts, speed,
+                                             **self.generation_kwargs(steps, guidance_scale))
             finally:
                 if per_item_noise:
                     chosen.generators = None  # type: ignore[union-attr]
-        wall = time.perf_counter() - started
+            ready = None
+            if str(self.model.device).startswith("cuda"):
+                ready = torch.cuda.Event()
+                ready.record()  # the tokens are complete on the current stream at this point
+        return PendingAudio(tokens, started, prompt_s, time.perf_counter() - started, ready)
+
+    def decode(self, pending: PendingAudio, cuda_stream: Any = None) -> list[Synthesis]:
+        """The vocoder half: audio for ``pending``'s tokens. With ``cuda_stream`` the decode runs on
+        that stream after the tokens' event, so it can overlap the next sentence's diffusion."""
+        import torch
+
+        from omnistudio.engine.generation import decode_tokens, token_tensors
+
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            if cuda_stream is not None and pending.ready is not None:
+                cuda_stream.wait_event(pending.ready)
+                for tensor in token_tensors(pending.tokens):
+                    tensor.record_stream(cuda_stream)  # the allocator must not reuse them early
+                with torch.cuda.stream(cuda_stream):
+                    audios = decode_tokens(self.model, pending.tokens)
+            else:
+                audios = decode_tokens(self.model, pending.tokens)
+        decode_s = time.perf_counter() - t0
+        wall = pending.tokens_s + decode_s
         total_audio = sum(len(a) for a in audios) / self.sample_rate
         results = []
         for audio in audios:
             pcm = np.ascontiguousarray(audio, dtype=np.float32)
             audio_s = len(pcm) / self.sample_rate
-            share = wall * (audio_s / total_audio) if total_audio else wall
+            share = (audio_s / total_audio) if total_audio else 1.0
             results.append(Synthesis(pcm=pcm, sample_rate=self.sample_rate, timings=Timings(
-                wall_s=share, audio_s=audio_s, rtf=share / audio_s if audio_s else float("inf"),
-                prompt_s=prompt_s)))
+                wall_s=wall * share, audio_s=audio_s, rtf=wall * share / audio_s if audio_s else float("inf"),
+                prompt_s=pending.prompt_s, decode_s=decode_s * share)))
         return results
 
     def estimate_target_frames(self, text: str, prompt: Any, speed: float = 1.0) -> int:

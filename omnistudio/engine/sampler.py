@@ -75,7 +75,6 @@ class SamplerOptions:
     trimmed_guidance: bool = True
     length_bucketing: bool = False
     early_exit: bool = True
-    cuda_stream_vocoder: bool = True
     compile_vocoder: str = "off"  # off | default | reduce-overhead
     compile_backbone: bool = False
 
@@ -86,7 +85,7 @@ class SamplerOptions:
     @classmethod
     def stock(cls) -> SamplerOptions:
         """Every technique off: the loop does what stock does (for measuring)."""
-        return cls(**{name: False for name in TECHNIQUES}, cuda_stream_vocoder=False)
+        return cls(**{name: False for name in TECHNIQUES})
 
     @classmethod
     def only(cls, *names: str) -> SamplerOptions:

@@ -65,12 +65,32 @@ class Chunk:
                 "rtf": round(t.rtf, 4) if t else None, "ready_s": round(self.ready_s, 4), "error": self.error}
 
 
+@dataclass
+class _Job:
+    """A group whose diffusion is done (or failed), waiting to be decoded and handed over."""
+
+    group: list[Sentence]
+    pending: Any  # engine.PendingAudio, None on error
+    started: float
+    steps: int
+    error: str | None = None
+    parts: list[_Job] | None = None  # a failed batch, redone one sentence at a time
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, UserError):
+        return str(exc)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 class Stream:
     """Iterate to get chunks in order; ``cancel()`` to stop; use as a context manager."""
 
     def __init__(self, engine: Engine, script: Script, voice: Any = None, resolve: VoiceResolver | None = None,
                  num_step: int = DEFAULT_NUM_STEP, seed: int = 0, guidance_scale: float = 2.0,
-                 lookahead: int = 1, sampler: Any = "engine", batch: int = 1) -> None:
+                 lookahead: int = 1, sampler: Any = "engine", batch: int = 1,
+                 overlap_decode: bool | None = None) -> None:
         self.created = time.perf_counter()
         if voice is None and resolve is None:
             raise UserError("a stream needs a voice (or a voice resolver)")
@@ -85,7 +105,11 @@ class Stream:
                         "sampler": sampler}
         self.seed = check_seed(seed)
         self._cancel = threading.Event()
-        self._slots = threading.Semaphore(lookahead)
+        if overlap_decode is None:  # on CUDA the vocoder has its own stream; on CPU it shares the cores
+            overlap_decode = str(engine.model.device).startswith("cuda")
+        # With the decode lane one more group may be in flight: k decoding while k+1 diffuses.
+        self._lane: queue.Queue[Any] | None = queue.Queue() if overlap_decode else None
+        self._slots = threading.Semaphore(lookahead + (1 if overlap_decode else 0))
         self._queue: queue.Queue[Any] = queue.Queue()
         self._plan = self._groups()
         self._group_ends = {group[-1].id for group in self._plan}  # a slot frees when a group is taken
@@ -95,6 +119,10 @@ class Stream:
         self.chunks_taken = 0
         self.cancelled = False
         self._thread = threading.Thread(target=self._run, name="omnistudio-stream", daemon=True)
+        self._decoder = (threading.Thread(target=self._decode_lane, name="omnistudio-decode", daemon=True)
+                         if overlap_decode else None)
+        if self._decoder is not None:
+            self._decoder.start()
         self._thread.start()
 
     # ----------------------------------------------------------------- worker
@@ -102,6 +130,7 @@ class Stream:
         self.steps += 1
 
     def _run(self) -> None:
+        """Diffusion, group by group; the decode half runs inline or on the decode lane."""
         handle = self.engine.on_each_step(self._cancel.is_set, self._count_step)
         try:
             for group in self._plan:
@@ -110,22 +139,45 @@ class Stream:
                         return
                 if self._cancel.is_set():
                     return
-                chunks = self._render(group[0]) if len(group) == 1 else self._render_batch(group)
-                if chunks is None:
+                job = self._tokens(group)
+                if job is None:
                     return
-                for chunk in [chunks] if isinstance(chunks, Chunk) else chunks:
-                    if self.ttfa_s is None:
-                        self.ttfa_s = chunk.ready_s
-                    self._queue.put(chunk)
-
+                if self._lane is not None:
+                    self._lane.put(job)
+                elif not self._deliver(job):
+                    return
         except BaseException as exc:  # noqa: BLE001 - a bug here must not hang the consumer
             log.exception("stream worker failed")
             self._queue.put(exc)
         finally:
             handle.remove()
-            self.cancelled = self._cancel.is_set()
-            self.finished_s = time.perf_counter() - self.created
-            self._queue.put(_END)
+            if self._lane is not None:
+                self._lane.put(_END)  # the lane ends the stream once it has decoded what is queued
+            else:
+                self._end()
+
+    def _decode_lane(self) -> None:
+        """Decode group k (on its own CUDA stream there) while the worker runs group k+1's diffusion."""
+        cuda_stream = None
+        if str(self.engine.model.device).startswith("cuda"):
+            import torch
+
+            cuda_stream = torch.cuda.Stream(device=self.engine.model.device)
+        try:
+            while True:
+                job = self._lane.get()  # type: ignore[union-attr]
+                if job is _END or not self._deliver(job, cuda_stream):
+                    return
+        except BaseException as exc:  # noqa: BLE001
+            log.exception("stream decode lane failed")
+            self._queue.put(exc)
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        self.cancelled = self._cancel.is_set()
+        self.finished_s = time.perf_counter() - self.created
+        self._queue.put(_END)
 
     def _groups(self) -> list[list[Sentence]]:
         """The first sentence alone (time to first audio), then consecutive lines ``batch`` at a time."""
@@ -135,55 +187,54 @@ class Stream:
         rest = sentences[1:]
         return [[sentences[0]]] + [rest[i:i + self.batch] for i in range(0, len(rest), self.batch)]
 
-    def _render_batch(self, group: list[Sentence]) -> list[Chunk] | None:
-        """Several lines (speakers, blends) in one diffusion pass; per-sentence seeds as when rendered alone."""
+    def _tokens(self, group: list[Sentence]) -> _Job | None:
+        """The diffusion half for ``group``: one pass for the group (per-sentence seeds, as when
+        rendered alone); if that fails, one sentence at a time so an error names its sentence."""
         started = time.perf_counter() - self.created
         steps_before = self.steps
         try:
             voices = [self._resolve(s) for s in group]
-            results = self.engine.synthesize_batch([s.text for s in group], voices, [s.lang for s in group],
-                                                   seeds=[self.seed + s.id for s in group], **self.options)
+            pending = self.engine.render_tokens([s.text for s in group], voices, [s.lang for s in group],
+                                                seeds=[self.seed + s.id for s in group], **self.options)
+            return _Job(group, pending, started, self.steps - steps_before)
         except Cancelled:
             return None
-        except Exception:  # noqa: BLE001 - render one at a time so the error names its sentence
-            log.debug("batch failed; rendering its sentences one at a time", exc_info=True)
-            chunks = []
-            for sentence in group:
-                chunk = self._render(sentence)
-                if chunk is None:
-                    return None
-                chunks.append(chunk)
-            return chunks
-        if self._cancel.is_set():
-            return None
-        ready = time.perf_counter() - self.created
-        steps = self.steps - steps_before
-        return [Chunk(s, r.pcm, self.engine.sample_rate, r.timings, steps, started, ready, None)
-                for s, r in zip(group, results)]
-
-    def _render(self, sentence: Sentence) -> Chunk | None:
-        started = time.perf_counter() - self.created
-        steps_before = self.steps
-        error, pcm, timings = None, np.zeros(0, dtype=np.float32), None
-        try:
-            voice = self._resolve(sentence)
-            result = self.engine.synthesize(sentence.text, voice, language=sentence.lang,
-                                            seed=self.seed + sentence.id, **self.options)
-            pcm, timings = result.pcm, result.timings
-        except Cancelled:
-            return None
-        except UserError as exc:
-            error = str(exc)
         except Exception as exc:  # noqa: BLE001 - reported with its sentence; the worker goes on
-            log.debug("sentence %d failed", sentence.id, exc_info=True)
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            error = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            if len(group) > 1:
+                log.debug("batch failed; rendering its sentences one at a time", exc_info=True)
+                jobs = [self._tokens([s]) for s in group]
+                if any(j is None for j in jobs):
+                    return None
+                return _Job(group, None, started, 0, parts=jobs)  # type: ignore[arg-type]
+            return _Job(group, None, started, self.steps - steps_before, error=_describe(exc))
+
+    def _deliver(self, job: _Job, cuda_stream: Any = None) -> bool:
+        """Decode ``job`` and queue its chunks in order; False once cancelled."""
+        if job.parts:
+            return all(self._deliver(part, cuda_stream) for part in job.parts)
         if self._cancel.is_set():
-            return None
-        if error is not None:
-            error = f"sentence {sentence.id + 1} (line {sentence.line}, \"{_short(sentence.text)}\"): {error}"
-        return Chunk(sentence, pcm, self.engine.sample_rate, timings, self.steps - steps_before, started,
-                     time.perf_counter() - self.created, error)
+            return False
+        error, results = job.error, None
+        if error is None:
+            try:
+                results = self.engine.decode(job.pending, cuda_stream)
+            except Exception as exc:  # noqa: BLE001
+                error = _describe(exc)
+        if self._cancel.is_set():
+            return False
+        ready = time.perf_counter() - self.created
+        for i, sentence in enumerate(job.group):
+            if results is not None:
+                chunk = Chunk(sentence, results[i].pcm, self.engine.sample_rate, results[i].timings, job.steps,
+                              job.started, ready, None)
+            else:
+                where = f"sentence {sentence.id + 1} (line {sentence.line}, \"{_short(sentence.text)}\")"
+                chunk = Chunk(sentence, np.zeros(0, dtype=np.float32), self.engine.sample_rate, None, job.steps,
+                              job.started, ready, f"{where}: {error}")
+            if self.ttfa_s is None:
+                self.ttfa_s = ready
+            self._queue.put(chunk)
+        return True
 
     # --------------------------------------------------------------- consumer
     def __iter__(self) -> Iterator[Chunk]:
@@ -208,8 +259,11 @@ class Stream:
         self._cancel.set()
 
     def join(self, timeout: float | None = None) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        for thread in (self._thread, self._decoder):
+            if thread is not None:
+                thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
+        return not any(t is not None and t.is_alive() for t in (self._thread, self._decoder))
 
     def close(self) -> None:
         self.cancel()
