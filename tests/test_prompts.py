@@ -216,3 +216,14 @@ def test_all_96_prompts_ready_resumable_and_stale_on_model_change(tiny_engine, d
     cache = PromptCache()
     report = cache.load_all(load_roster(), tiny_engine.loaded.fingerprint, "cpu")
     assert report.loaded == 96 and not report.errors
+
+    # Engine start: every ready prompt onto the device, and the canonical duos built from them.
+    from omnistudio.engine.blend import blend_cache_for
+    from omnistudio.engine.engine import Engine
+    from omnistudio.engine.prompts import start_prompts
+
+    engine = Engine(tiny_engine.loaded)
+    started = start_prompts(engine, warm=False)
+    assert started.loaded == 96 and started.duos == 4  # ruby+storm en, valentina+camila es, atlas+mateo es+en
+    assert ("ruby", "storm", "en", 0.5) in blend_cache_for(engine)
+    assert ("atlas", "mateo", "es", 0.5) in blend_cache_for(engine)

@@ -177,11 +177,19 @@ def anchor_blend(engine: Any, a: str, b: str, lang: str, alpha: Any, lang_b: str
     return blend
 
 
-def warm_duos(engine: Any, roster: Any, progress: Any = None) -> int:
-    """Build the roster's canonical duos (every language they list) into the blend cache."""
+def warm_duos(engine: Any, roster: Any, progress: Any = None, ready_only: bool = False) -> int:
+    """Build the roster's canonical duos (every language they list) into the blend cache.
+
+    ``ready_only``: only duos whose two prompts are already on the device (engine start must not
+    render voice-design references; the others are built on first use)."""
+    from omnistudio.engine.prompts import cache_for
+
+    cache = cache_for(engine)
     count = 0
     for duo in roster.duos:
         for lang in duo.langs:
+            if ready_only and any(cache.get(a, lang) is None for a in duo.anchors):
+                continue
             anchor_blend(engine, duo.anchors[0], duo.anchors[1], lang, duo.ratio, progress=progress)
             count += 1
     return count

@@ -252,6 +252,7 @@ class LoadReport:
     seconds: float = 0.0
     not_ready: dict[tuple[str, str], str] = field(default_factory=dict)  # (anchor, lang) -> state
     errors: list[str] = field(default_factory=list)
+    duos: int = 0  # canonical duo blends built at start
 
 
 class PromptCache:
@@ -326,13 +327,17 @@ def anchor_prompt(engine: Any, anchor_id: str, lang: str, progress: Progress | N
 
 def start_prompts(engine: Any, roster: Roster | None = None, progress: Progress | None = None,
                   warm: bool = True) -> LoadReport:
-    """At engine start: load every ready prompt onto the device, then warm up (B=1, then B=3)."""
+    """At engine start: load every ready prompt onto the device, build the canonical duos whose
+    prompts are ready, then warm up (B=1, then B=3)."""
     roster = roster or load_roster()
     say = progress or (lambda _m: None)
     say("loading voice prompts")
     report = cache_for(engine).load_all(roster, engine.loaded.fingerprint, engine.loaded.device)
     for error in report.errors:
         log.warning("%s", error)
+    from omnistudio.engine.blend import warm_duos
+
+    report.duos = warm_duos(engine, roster, ready_only=True)  # canonical duos kept on the device
     if warm:
         warm_up(engine, progress=say)
     return report
