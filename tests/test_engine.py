@@ -109,3 +109,16 @@ def test_split_halves_equal_generate(tiny_engine, ref_wav: Path, text: str) -> N
     if len(text) > 200:
         assert len(stock) > 30 * 24_000  # really the chunked path
     assert 0 < ours.timings.decode_s < ours.timings.wall_s
+
+
+def test_stock_batch_falls_back_to_one_at_a_time(tiny_engine, ref_wav: Path) -> None:
+    """Stock draws one noise stream per batch, so per-line seeds mean one line at a time."""
+    voice = Reference(ref_wav, REF_TEXT)
+    texts = ["Good evening.", "Markets fell sharply tonight."]
+    batch = tiny_engine.synthesize_batch(texts, [voice, voice], ["en", "en"], num_step=4, seeds=[5, 6],
+                                         sampler=None)
+    alone = [tiny_engine.synthesize(t, voice, num_step=4, seed=s, sampler=None) for t, s in zip(texts, [5, 6])]
+    for b, a in zip(batch, alone):
+        assert np.array_equal(b.pcm, a.pcm)
+    with pytest.raises(UserError, match="fast sampler"):
+        tiny_engine.render_tokens(texts, [voice, voice], ["en", "en"], sampler=None)

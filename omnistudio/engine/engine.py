@@ -216,32 +216,22 @@ class Engine:
         return self.synthesize_batch([text], [voice], [language], num_step=num_step, seeds=[seed],
                                      guidance_scale=guidance_scale, speed=speed, sampler=sampler)[0]
 
-    def synthesize_batch(
-        self,
-        texts: list[str],
-        voices: list[Any],
-        languages: list[str],
-        num_step: int = DEFAULT_NUM_STEP,
-        seeds: list[int] | None = None,
-        guidance_scale: float = 2.0,
-        speed: float | None = None,
-        sampler: Sampler | None | str = "engine",
-    ) -> list[Synthesis]:
+    def synthesize_batch(self, texts: list[str], voices: list[Any], languages: list[str],
+                         **options: Any) -> list[Synthesis]:
         """Several lines (speakers, blends, lengths) in one diffusion pass, one seed per item.
 
-        With the fast sampler each item's noise comes from its own generator,
-        so item ``i`` gets the tokens it would get alone with ``seeds[i]``.
-        OmniVoice's stock loop draws one stream for the whole batch, so there
-        a batch of several items is rendered one item at a time instead.
+        ``options``: those of :meth:`render_tokens` (num_step, seeds, guidance_scale, speed,
+        sampler). With the fast sampler each item's noise comes from its own generator, so item
+        ``i`` gets the tokens it would get alone with ``seeds[i]``. OmniVoice's stock loop draws
+        one stream for the whole batch, so there a batch is rendered one item at a time instead.
         """
+        sampler = options.get("sampler", "engine")
         chosen = self.sampler if sampler == "engine" else sampler
         if len(texts) > 1 and not hasattr(chosen, "generators"):
-            seed_list = seeds if seeds is not None else [0] * len(texts)
-            return [self.decode(self.render_tokens([t], [v], [lang], num_step, [sd], guidance_scale, speed,
-                                                   chosen))[0]
-                    for t, v, lang, sd in zip(texts, voices, languages, seed_list)]
-        return self.decode(self.render_tokens(texts, voices, languages, num_step, seeds, guidance_scale, speed,
-                                              chosen))
+            seeds = options.pop("seeds", None) or [0] * len(texts)
+            return [self.decode(self.render_tokens([t], [v], [lang], seeds=[sd], **options))[0]
+                    for t, v, lang, sd in zip(texts, voices, languages, seeds)]
+        return self.decode(self.render_tokens(texts, voices, languages, **options))
 
     def render_tokens(
         self,
