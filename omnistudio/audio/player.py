@@ -27,6 +27,10 @@ from omnistudio.errors import UserError
 DEFAULT_RING_SECONDS = 30.0
 DEFAULT_TAP_SECONDS = 2.0
 DEFAULT_RAMP_MS = 10.0
+# PortAudio's "high" latency on ALSA's pulse plugin is 35 ms: shorter than the GIL holds of an
+# engine thread, and PortAudio flagged output underflows with it while the ring was never dry
+# (7-12 per 22 s render through the null sink; "low": 153; 0.1 s: 3; 0.2 s: none, in runs here).
+DEFAULT_LATENCY_S = 0.2
 MAX_BLOCK = 16_384  # largest callback block handled in one pass (bigger ones loop)
 
 
@@ -59,7 +63,7 @@ class Player:
         sample_rate: int = 24_000,
         device: int | str | None = None,
         blocksize: int = 0,
-        latency: float | str = "high",
+        latency: float | str = DEFAULT_LATENCY_S,
         ring_seconds: float = DEFAULT_RING_SECONDS,
         tap_seconds: float = DEFAULT_TAP_SECONDS,
         ramp_ms: float = DEFAULT_RAMP_MS,

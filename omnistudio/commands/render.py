@@ -32,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "diffusion pass (dialogue; fast sampler; default 1)")
     p.add_argument("--audio-device", help="output device name or index for --play (default: system default)")
     p.add_argument("--blocksize", type=int, default=0, help="audio callback block in frames (0: device's choice)")
-    p.add_argument("--latency", default="high", help="output latency: low, high or seconds (default high)")
+    p.add_argument("--latency", default="0.2", help="output latency: low, high or seconds (default 0.2: "
+                   "PortAudio's 'high' is 35 ms on PulseAudio, too short for a busy engine thread)")
     add_model_options(p)
     add_finishing_options(p)
 
