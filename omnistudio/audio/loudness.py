@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pyebur128 as eb
 
-from omnistudio.errors import UserError
+from omnistudio.errors import UserError, first_line
 
 MONO_MODES = ("dual-mono", "mono")
 BLOCK_S = 0.1  # the step at which maxima of momentary/short-term loudness are sampled
@@ -201,7 +201,7 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     try:
         data, rate = sf.read(str(path), dtype="float32", always_2d=False)
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
-        raise UserError(f"{path} is not a readable audio file ({str(exc).splitlines()[0]})") from None
+        raise UserError(f"{path} is not a readable audio file ({first_line(exc)})") from None
     if data.shape[0] == 0:
         raise UserError(f"{path} holds no audio frames")
     return data, int(rate)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from omnistudio.audio.ring import Ring
-from omnistudio.errors import UserError
+from omnistudio.errors import UserError, first_line
 
 DEFAULT_RING_SECONDS = 30.0
 DEFAULT_TAP_SECONDS = 2.0
@@ -48,11 +48,6 @@ class PlayerStats:
 
 def _no_device(reason: str) -> UserError:
     return UserError(f"no audio output device: {reason}; render to a file with -o instead")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class Player:
@@ -104,7 +99,7 @@ class Player:
         try:
             import sounddevice as sd
         except OSError as exc:  # PortAudio library missing
-            raise _no_device(f"PortAudio is not available ({_first_line(exc)})") from None
+            raise _no_device(f"PortAudio is not available ({first_line(exc)})") from None
         try:
             if self.device is None:
                 default = sd.default.device[1] if isinstance(sd.default.device, (list, tuple)) else sd.default.device
@@ -122,7 +117,7 @@ class Player:
         except (sd.PortAudioError, ValueError) as exc:
             self._stream = None
             name = "the default device" if self.device is None else f"device {self.device!r}"
-            raise _no_device(f"cannot open {name} ({_first_line(exc)})") from None
+            raise _no_device(f"cannot open {name} ({first_line(exc)})") from None
         return self
 
     def __enter__(self) -> Player:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from omnistudio.errors import UserError
+from omnistudio.errors import UserError, first_line
 
 ASR_ENV = "OMNISTUDIO_ASR_MODEL"
 ASR_RATE = 16_000
@@ -79,7 +79,7 @@ class Transcriber:
         try:
             self.model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=threads)
         except Exception as exc:  # a corrupt model.bin, an unsupported layout
-            raise UserError(f"cannot load ASR model from {path}: {str(exc).splitlines()[0]}") from None
+            raise UserError(f"cannot load ASR model from {path}: {first_line(exc)}") from None
         self.path = path
 
     @property

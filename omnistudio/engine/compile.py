@@ -17,14 +17,11 @@ from typing import Any
 
 import torch
 
+from omnistudio.errors import describe
+
 log = logging.getLogger(__name__)
 
 MODES = ("off", "default", "reduce-overhead")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
 
 
 def _compile_module(module: torch.nn.Module, mode: str, trial: Any, what: str) -> str:
@@ -37,7 +34,7 @@ def _compile_module(module: torch.nn.Module, mode: str, trial: Any, what: str) -
             trial()
     except Exception as exc:  # any compiler failure: fall back, never break synthesis
         module._compiled_call_impl = None
-        reason = _first_line(exc)
+        reason = describe(exc)
         log.warning("torch.compile of the %s failed, running eager: %s", what, reason)
         return f"failed: {reason}"
     log.info("torch.compile of the %s: on (mode %s)", what, mode)

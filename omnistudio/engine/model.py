@@ -23,7 +23,7 @@ from typing import Any
 
 from omnistudio.config import default_model
 from omnistudio.engine import checkpoints
-from omnistudio.errors import UserError
+from omnistudio.errors import UserError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -227,8 +227,7 @@ def load_model(
     try:
         model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"cannot load model from {path}: {first}") from None
+        raise UserError(f"cannot load model from {path}: {first_line(exc)}") from None
     model.audio_tokenizer.float()  # fp16 underflows in the vocoder
     model.eval()
     log.info("model %s (%s) on %s, backbone %s, vocoder fp32, cudnn.benchmark off%s",

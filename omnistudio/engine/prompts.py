@@ -24,7 +24,7 @@ from typing import Any
 from omnistudio.config import locations
 from omnistudio.engine.asr import Calibration, Transcriber, calibrate
 from omnistudio.engine.roster import Roster, load_roster
-from omnistudio.errors import UserError
+from omnistudio.errors import UserError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,7 @@ def load_prompt(path: Path, anchor: str | None = None, lang: str | None = None,
     except FileNotFoundError:
         raise PromptError(f"prompt file {path} does not exist") from None
     except Exception as exc:  # truncated, pickled, random bytes: safetensors refuses them all
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise PromptError(f"prompt file {name} is damaged or not a safetensors prompt ({reason})") from None
+        raise PromptError(f"prompt file {name} is damaged or not a safetensors prompt ({first_line(exc)})") from None
     if meta.get("format") != FORMAT:
         raise PromptError(f"prompt file {name} is not an OmniStudio voice prompt (no '{FORMAT}' metadata)")
     if meta.get("format_version") != FORMAT_VERSION:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from omnistudio.engine.engine import DEFAULT_NUM_STEP, Engine, Timings, check_num_step, check_seed
-from omnistudio.errors import Cancelled, UserError
+from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.script import Script, Sentence, parse_script
 
 log = logging.getLogger(__name__)
@@ -80,8 +80,7 @@ class _Job:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, UserError):
         return str(exc)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return describe(exc)
 
 
 class Stream:

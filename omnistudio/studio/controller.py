@@ -29,7 +29,7 @@ import numpy as np
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.audio.player import Player
 from omnistudio.config import SAMPLE_RATE
-from omnistudio.errors import Cancelled, UserError
+from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.studio import adapters
 from omnistudio.studio.adapters import Sentence
 from omnistudio.studio.events import (EngineState, Exported, Failure, MeterReading, Notice, PlaybackStarted,
@@ -253,7 +253,7 @@ class Studio:
             except Exception as exc:  # noqa: BLE001 - the engine thread must survive any failure
                 log.exception("studio engine command %s failed", name)
                 self._set_state("ready" if self.engine is not None else "error", str(exc))
-                self.report(Failure("Engine error", f"{type(exc).__name__}: {exc}".splitlines()[0]))
+                self.report(Failure("Engine error", describe(exc)))
 
     def _set_state(self, state: str, detail: str = "") -> None:
         self.state = state

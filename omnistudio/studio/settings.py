@@ -12,7 +12,7 @@ from typing import Any
 from omnistudio.audio.export import write_json
 from omnistudio.config import locations
 from omnistudio.engine.engine import check_num_step, check_seed
-from omnistudio.errors import UserError
+from omnistudio.errors import UserError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def load_settings(path: Path | None = None) -> tuple[StudioSettings, str | None]
         known = {f.name for f in fields(StudioSettings)}
         return StudioSettings(**{k: v for k, v in raw.items() if k in known}).validated(), None
     except (OSError, ValueError, TypeError, UserError) as exc:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        text = first_line(exc)
         log.warning("ignoring settings file %s: %s", path, text)
         return StudioSettings(), f"settings file {path} ignored ({text}); using defaults"
 
