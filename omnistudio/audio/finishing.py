@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,23 @@ class FinishedRender:
     pcm: np.ndarray
     sample_rate: int
     shm_path: Path | None = None
+
+
+PAUSE_IN_LINE_S = 0.15  # between sentences of one line (OmniVoice already pads 0.1 s each side)
+PAUSE_NEW_LINE_S = 0.45  # between lines (paragraphs, speaker changes): long enough for a breath
+
+
+def pauses(lines: Sequence[int]) -> list[float]:
+    """The pause after each sentence, from each sentence's script line: short inside a line,
+    longer at a line break, none after the last."""
+    return [0.0 if i + 1 == len(lines) else (PAUSE_NEW_LINE_S if lines[i + 1] != line else PAUSE_IN_LINE_S)
+            for i, line in enumerate(lines)]
+
+
+def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
+    """The stitcher for playback (seams, crossfades, breaths, room tone). A file is finished from
+    the same chunks by :func:`finish_render`, which adds the loudness normalisation."""
+    return Stitcher(sample_rate, room_tone=options.room_tone, breaths=options.breaths, seed=options.seed)
 
 
 def add_finishing_options(parser: argparse.ArgumentParser) -> None:

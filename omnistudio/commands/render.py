@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from omnistudio.audio.finishing import add_finishing_options
+from omnistudio.audio.finishing import add_finishing_options, live_stitcher, pauses
 from omnistudio.errors import UserError
 
 
@@ -36,27 +36,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "PortAudio's 'high' is 35 ms on PulseAudio, too short for a busy engine thread)")
     add_model_options(p)
     add_finishing_options(p)
-
-
-# ------------------------------------------------------------------ stitching
-PAUSE_IN_LINE_S = 0.15  # between sentences of one line (OmniVoice already pads 0.1 s each side)
-PAUSE_NEW_LINE_S = 0.45  # between lines (paragraphs, speaker changes): long enough for a breath
-
-
-def pauses(script: Any) -> list[float]:
-    """The pause after each sentence: short inside a line, longer at a line break, none at the end."""
-    sentences = script.sentences
-    return [0.0 if i + 1 == len(sentences) else
-            (PAUSE_NEW_LINE_S if sentences[i + 1].line != s.line else PAUSE_IN_LINE_S)
-            for i, s in enumerate(sentences)]
-
-
-def make_stitcher(sample_rate: int, options: Any) -> Any:
-    """The live stitcher for playback (seams, crossfades, breaths, room tone); the file is finished
-    from the same chunks by :func:`omnistudio.audio.finishing.finish_render` (plus normalisation)."""
-    from omnistudio.audio.dsp import Stitcher
-
-    return Stitcher(sample_rate, room_tone=options.room_tone, breaths=options.breaths, seed=options.seed)
 
 
 # --------------------------------------------------------------------- checks
@@ -193,8 +172,8 @@ def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, pla
     with status("loading model") as update:
         engine = open_engine(args, progress=update)
         voices = _resolve_voices(engine, args, script, update)
-    stitcher = make_stitcher(engine.sample_rate, options)
-    gaps = pauses(script)
+    stitcher = live_stitcher(engine.sample_rate, options)
+    gaps = pauses([s.line for s in script.sentences])
     chunks: list[tuple[np.ndarray, float, int]] = []
     pieces: list[np.ndarray] = []
     sentences: list[dict[str, Any]] = []

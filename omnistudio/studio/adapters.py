@@ -26,6 +26,7 @@ class Sentence:
     lang: str
     start: int  # character offsets in the source text
     end: int
+    line: int = 1  # 1-based script line (sets the pause after it)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def parse_script(text: str, lang: str = "en", speakers: Any = None) -> list[Sent
         begin = max(pos, line_starts[min(s.line - 1, len(line_starts) - 1)])
         found = text.find(s.text, begin)
         start, end = (found, found + len(s.text)) if found >= 0 else (begin, begin)
-        out.append(Sentence(s.id, s.text, s.speaker, s.lang, start, end))
+        out.append(Sentence(s.id, s.text, s.speaker, s.lang, start, end, s.line))
         pos = max(pos, end)
     return out
 
@@ -112,12 +113,18 @@ def blend_voice(engine: Any, a: str, b: str, lang: str, alpha: float) -> Any:
     return anchor_blend(engine, a, b, lang, alpha)
 
 
+def finishing_options(settings: Any) -> Any:
+    """The studio settings as render finishing options (target loudness, room tone, breaths)."""
+    from omnistudio.audio.finishing import FinishingOptions
+
+    return FinishingOptions(target_lufs=settings.target_lufs, room_tone=settings.room_tone,
+                            breaths=settings.breaths, seed=settings.seed)
+
+
 def write_finished(path: Path, chunks: list[tuple[np.ndarray, float, int]], sample_rate: int, settings: Any,
                    timings: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
     """Stitch, normalise to the settings' target, write audio + sidecar; return (sidecar path, loudness)."""
-    from omnistudio.audio.finishing import FinishingOptions, finish_render
+    from omnistudio.audio.finishing import finish_render
 
-    options = FinishingOptions(target_lufs=settings.target_lufs, room_tone=settings.room_tone,
-                               breaths=settings.breaths, seed=settings.seed)
-    result = finish_render(chunks, sample_rate, path, options, timings=timings)
+    result = finish_render(chunks, sample_rate, path, finishing_options(settings), timings=timings)
     return result.sidecar_path, dict(result.sidecar.get("loudness", {}))

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from omnistudio.audio.finishing import live_stitcher, pauses
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.audio.player import Player
 from omnistudio.config import SAMPLE_RATE
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 AUDITION = {"en": "Good evening, and welcome to the news at nine.",
             "es": "Buenas noches, estas son las noticias de las nueve."}
-GAP_S = 0.25  # silence between sentences in an export
 VoiceResolver = Callable[[Any, str, str, "tuple[str, float] | None"], Any]
 
 
@@ -312,34 +312,41 @@ class Studio:
         player = self.player
         self._set_state("rendering")
         self._rendering_play = True
+        stitcher = live_stitcher(SAMPLE_RATE, adapters.finishing_options(self.settings))
+        gaps = pauses([s.line for s in sentences])
         try:
             first = True
-            for sentence in sentences:
+            for sentence, gap in zip(sentences, gaps):
                 if generation != self._generation:
                     break
                 pcm = self._render(sentence).pcm
                 if generation != self._generation:
                     break
+                piece = stitcher.push(pcm, gap, sentence.index)  # what is played is what is exported
                 start = player.ring.total_written
-                self.schedule.add(start, start + len(pcm), -1 if audition else sentence.index)
+                self.schedule.add(start, start + len(piece), -1 if audition else sentence.index)
                 if first:
                     self.report(PlaybackStarted(time.perf_counter() - asked_at, self.silent))
                     first = False
-                done = 0
-                while done < len(pcm) and generation == self._generation:
-                    done += player.write(pcm[done:], timeout=0.1)
+                self._write(player, piece, generation)
+            self._write(player, stitcher.finish(), generation)
             player.finish()
         finally:
             self._rendering_play = False
             self._set_state("ready")
 
+    def _write(self, player: Player, pcm: np.ndarray, generation: int) -> None:
+        done = 0
+        while done < len(pcm) and generation == self._generation:
+            done += player.write(pcm[done:], timeout=0.1)
+
     def _do_export(self, sentences: list[Sentence], path: Path) -> None:
         self._set_state("rendering", f"exporting {path.name}")
         try:
             chunks, per_sentence = [], []
-            for sentence in sentences:
+            for sentence, gap in zip(sentences, pauses([s.line for s in sentences])):
                 result = self._render(sentence)
-                chunks.append((result.pcm, GAP_S, sentence.index))
+                chunks.append((result.pcm, gap, sentence.index))
                 per_sentence.append({"id": sentence.index, "render_s": result.timings.wall_s,
                                      "rtf": result.timings.rtf})
             sidecar, report = adapters.write_finished(path, chunks, SAMPLE_RATE, self.settings,
