@@ -13,6 +13,7 @@ calls on a timer to pull the meter, the sentence being heard and the underrun co
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import random
@@ -271,6 +272,10 @@ class Studio:
             if notice:
                 self.report(Notice(notice, "warning"))
         self.report(PromptsLoaded())
+        # What is alive now (the model, the prompts, the UI) lives for the whole session: keep it out
+        # of the cyclic collector, so a full collection during playback scans only new objects
+        # (measured in the test process: a 330 ms UI stall from one full collection mid-render).
+        gc.freeze()
         self._set_state("ready")
 
     def _voice(self, speaker: str | None, lang: str) -> Any:
