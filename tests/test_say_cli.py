@@ -140,3 +140,11 @@ def test_subprocess_bad_input_has_no_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip() == "omnistudio: error: unknown language 'xx': use one of en, es"
     assert not out.exists()
+
+
+def test_unknown_anchor_and_both_voices(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "out.wav"
+    rc = say(["--voice", "nobody-here", "Hello.", "-o", str(out)])
+    assert "unknown anchor 'nobody-here'" in _assert_one_line_error(capsys, rc, out)
+    rc = say(["--voice", "ruby", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "Hello.", "-o", str(out)])
+    assert "not both" in _assert_one_line_error(capsys, rc, out)

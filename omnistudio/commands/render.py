@@ -61,18 +61,9 @@ def _known_speakers() -> set[str]:
 
 
 def _check_voice_options(args: argparse.Namespace, script: Any) -> None:
-    from omnistudio.engine.reference import check_transcript, read_reference
+    from omnistudio.engine.session import check_voice_args
 
-    if args.voice and args.ref_audio:
-        raise UserError("give either --voice or --ref-audio, not both")
-    if args.voice:
-        known = _known_speakers()
-        if args.voice.strip().lower() not in known:
-            raise UserError(f"unknown anchor '{args.voice}' for --voice (see `omnistudio voices list`)")
-    elif args.ref_audio is not None:
-        check_transcript(args.ref_text)
-        read_reference(args.ref_audio)
-    else:
+    if check_voice_args(args) is None:
         untagged = next((s for s in script.sentences if s.speaker is None), None)
         if untagged is not None:
             raise UserError(f"line {untagged.line} has no speaker tag: give --voice ANCHOR or "

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_output_path, write_audio
     from omnistudio.console import status
     from omnistudio.engine.engine import check_language, check_num_step, check_seed, check_text
-    from omnistudio.engine.reference import Reference, check_transcript, read_reference
+    from omnistudio.engine.session import check_voice_args
 
     # Every cheap check first: nothing is loaded or written for bad input.
     text = check_text(args.text)
@@ -39,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
     num_step = check_num_step(args.num_step)
     seed = check_seed(args.seed)
     check_output_path(args.output)
-    if args.voice and args.ref_audio:
-        raise UserError("give either --voice or --ref-audio, not both")
+    voice_kind = check_voice_args(args)
     if args.blend:
         from omnistudio.engine.blend import check_alpha, check_pair
 
@@ -48,11 +47,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--blend needs --voice (the first anchor of the blend)")
         check_pair(args.voice, args.blend)
         check_alpha(args.alpha)
-    if not args.voice:
-        if args.ref_audio is None:
-            raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
-        check_transcript(args.ref_text)
-        read_reference(args.ref_audio)
+    if voice_kind is None:
+        raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
     from omnistudio.engine.session import open_engine, resolve_voice
 

@@ -10,6 +10,27 @@ from omnistudio.engine.engine import Engine
 from omnistudio.engine.reference import Reference
 
 
+def check_voice_args(args: Namespace) -> str | None:
+    """The cheap checks of ``--voice`` / ``--ref-audio --ref-text`` (before any model loads).
+
+    Returns "anchor", "reference", or None when neither is given."""
+    from omnistudio.engine.reference import check_transcript, read_reference
+    from omnistudio.errors import UserError
+
+    if args.voice and args.ref_audio:
+        raise UserError("give either --voice or --ref-audio, not both")
+    if args.voice:
+        from omnistudio.engine.roster import load_roster
+
+        load_roster().get(args.voice)  # unknown anchor: one line with a close match
+        return "anchor"
+    if args.ref_audio is not None:
+        check_transcript(args.ref_text)
+        read_reference(args.ref_audio)
+        return "reference"
+    return None
+
+
 def open_engine(args: Namespace, progress: Callable[[str], None] | None = None) -> Engine:
     """Load the model named by ``--model/--device/--dtype`` and pick the sampler."""
     engine = Engine.load(getattr(args, "model", None), device=getattr(args, "device", None),
