@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from studio_support import SCRIPT, make_app, wait_for
+from studio_support import make_app, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,7 +14,6 @@ block being played still sounds).
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
