@@ -26,8 +26,9 @@ def main() -> None:
     import torch
 
     from omnistudio.engine.engine import Engine
-    from omnistudio.engine.prompts import PromptCache, cache_for, ensure_prompt, warm_up
-    from omnistudio.engine.roster import load_roster
+    from omnistudio.voices.prompts import PromptCache, cache_for, ensure_prompt
+    from omnistudio.voices.startup import warm_up
+    from omnistudio.voices.roster import load_roster
 
     torch.set_num_threads(1)
     engine = Engine.load(args.model, device=args.device)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from omnistudio.engine.engine import LANGUAGES, check_language
+from omnistudio.checks import LANGUAGES, check_language
 from omnistudio.errors import UserError
 
 MAX_SCRIPT_BYTES = 64 * 1024  # about an hour of speech; bounds render memory (the whole take is stitched)
@@ -123,7 +123,7 @@ def parse_tag(body: str, line: int) -> Tag:
 
 
 def _blend_speaker(name: str, body: str, line: int) -> str:
-    from omnistudio.engine.blend import check_alpha, check_pair
+    from omnistudio.checks import check_alpha, check_pair
 
     pair, _at, alpha = name.partition("@")
     a, _plus, b = pair.partition("+")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from omnistudio.engine.asr import Transcriber, calibrate, word_error_rate, words
+from omnistudio.voices.asr import Transcriber, calibrate, word_error_rate, words
 from omnistudio.errors import UserError
 
 # Harvard sentences (list 1) and a newsroom line; flite's 16 kHz "slt" voice.
@@ -88,8 +88,8 @@ def test_english_only_model_keeps_the_roster_transcript_for_spanish(whisper: Tra
 def test_prevectorize_reports_asr_agreement_for_a_recording(whisper: Transcriber, flite_clips, tmp_path: Path,
                                                             monkeypatch, capsys) -> None:  # noqa: ANN001
     from omnistudio.cli import main
-    from omnistudio.engine import prompts
-    from omnistudio.engine.prompts import load_prompt, prompt_path
+    from omnistudio.voices import prompts
+    from omnistudio.voices.prompts import load_prompt, prompt_path
 
     clip, text = flite_clips[1]
     roster = tmp_path / "roster.toml"
@@ -135,10 +135,10 @@ def test_word_error_rate_matches_jiwer() -> None:
 def test_voices_add_transcribes_when_no_ref_text(whisper: Transcriber, flite_clips, tmp_path: Path,
                                                  monkeypatch, capsys) -> None:  # noqa: ANN001
     from omnistudio.cli import main
-    from omnistudio.engine.roster import load_roster
+    from omnistudio.voices.roster import load_roster
 
     clip, text = flite_clips[2]
-    monkeypatch.setattr("omnistudio.engine.roster.user_roster_path", lambda: tmp_path / "user" / "anchors.toml")
+    monkeypatch.setattr("omnistudio.voices.roster.user_roster_path", lambda: tmp_path / "user" / "anchors.toml")
     code = main(["voices", "add", "Wren Ito", "--ref-audio", str(clip), "--lang", "en", "--gender", "female",
                  "--asr-model", str(whisper.path)])
     assert code == 0

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from omnistudio.cli import main
-from omnistudio.engine.bench import Bench, BenchSettings, make_variants
+from omnistudio.bench.speed import Bench, BenchSettings, make_variants
 
 FIELDS = {"name", "techniques", "ratio", "loop_ratio", "ms_per_step", "vocoder_ms", "rtf", "ttfa_s",
           "peak_mem_mb", "tokens_identical", "max_abs_diff", "steps", "total_s", "audio_s"}

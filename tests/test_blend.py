@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from omnistudio.engine.blend import anchor_blend, blend_cache_for, blend_prompts, check_alpha, resample_time
+from omnistudio.voices.blend import anchor_blend, blend_cache_for
+from omnistudio.engine.morph import blend_prompts, resample_time
+from omnistudio.checks import check_alpha
 from omnistudio.engine.engine import Engine
 from omnistudio.engine.reference import Reference
 from omnistudio.engine.sampler import FastSampler
@@ -42,7 +44,7 @@ def test_alpha_one_is_exactly_a(fast_engine, two_prompts) -> None:  # noqa: ANN0
 
 
 def test_alpha_zero_is_b_stretched_to_a(fast_engine, two_prompts) -> None:  # noqa: ANN001
-    from omnistudio.engine.blend import reference_embeddings
+    from omnistudio.engine.morph import reference_embeddings
 
     a, b = two_prompts
     blend = blend_prompts(fast_engine.model, a, b, 0.0)

@@ -13,6 +13,7 @@ from omnistudio.engine.engine import Engine
 from omnistudio.engine.sampler import FastSampler
 from omnistudio.errors import UserError
 from omnistudio.script import blend_parts, parse_script, parse_tag
+from omnistudio.take.stream import open_stream
 
 DIALOGUE = ("[ruby] Good evening. Here are tonight's headlines.\n"
             "[storm] Markets fell sharply after the announcement.\n"
@@ -49,8 +50,8 @@ def fast_engine(tiny_engine):  # noqa: ANN001, ANN201
 
 
 def _stream_pcm(engine: Engine, batch: int) -> list[np.ndarray]:
-    from omnistudio.engine.blend import anchor_blend
-    from omnistudio.engine.prompts import anchor_prompt
+    from omnistudio.voices.blend import anchor_blend
+    from omnistudio.voices.prompts import anchor_prompt
 
     script = parse_script(DIALOGUE, "en", speakers=ANCHORS)
 
@@ -60,7 +61,7 @@ def _stream_pcm(engine: Engine, batch: int) -> list[np.ndarray]:
             return anchor_blend(engine, parts[0], parts[1], sentence.lang, parts[2])
         return anchor_prompt(engine, sentence.speaker, sentence.lang)
 
-    with engine.stream(script, resolve=voice, num_step=6, seed=9, batch=batch) as stream:
+    with open_stream(engine, script, resolve=voice, num_step=6, seed=9, batch=batch) as stream:
         chunks = list(stream)
     assert [c.sentence.id for c in chunks] == list(range(len(script)))  # streamed in script order
     assert all(c.ok for c in chunks)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from omnistudio.engine.engine import check_language, check_num_step, check_seed, check_text
+from omnistudio.checks import check_language, check_num_step, check_seed, check_text
 from omnistudio.engine.reference import Reference
 from omnistudio.errors import UserError
 from tests.conftest import REF_TEXT

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("package", ["omnistudio.engine", "omnistudio.audio"])
+@pytest.mark.parametrize("package", ["omnistudio.engine", "omnistudio.audio", "omnistudio.voices", "omnistudio.take"])
 def test_core_does_not_import_textual(package: str) -> None:
     import pkgutil
     import importlib

@@ -21,6 +21,7 @@ import pytest
 
 from omnistudio.audio.player import Player
 from omnistudio.errors import UserError
+from omnistudio.take.stream import open_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 SR = 24_000
@@ -234,7 +235,7 @@ def test_cancel_mid_script_with_playback(null_sink: str, tiny_engine: Any, ref_w
     voice = tiny_engine.prompt_for(Reference(ref_wav, "This is the reference voice for our test."))
     stop_now = threading.Event()
     with Player(SR, blocksize=BLOCK) as player:
-        stream = tiny_engine.stream("One. Two. Three. Four. Five.", voice, num_step=4)
+        stream = open_stream(tiny_engine, "One. Two. Three. Four. Five.", voice, num_step=4)
         for chunk in stream:
             player.write(chunk.pcm)
             if chunk.sentence_id == 1:

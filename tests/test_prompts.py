@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from conftest import REF_TEXT, make_reference
-from omnistudio.engine import prompts
-from omnistudio.engine.prompts import (PromptCache, PromptError, anchor_prompt, cache_for, ensure_prompt,
-                                       load_prompt, prompt_path, prompt_state, save_prompt, warm_up)
+from omnistudio.voices import prompts
+from omnistudio.voices.prompts import (PromptCache, PromptError, anchor_prompt, cache_for, ensure_prompt,
+                                       load_prompt, prompt_path, prompt_state, save_prompt)
+from omnistudio.voices.startup import warm_up
 from omnistudio.engine.reference import Reference
-from omnistudio.engine.roster import ROSTER_ENV, load_roster, shipped_roster_path
+from omnistudio.voices.roster import ROSTER_ENV, load_roster, shipped_roster_path
 from omnistudio.errors import UserError
 
 HEADER = 'format = 1\n[design]\nnum_step = 4\n[calibration]\nen = "Good evening."\nes = "Buenas noches."\n'
@@ -30,7 +31,7 @@ def recorded(anchor_id: str, recording: Path, transcript: str = REF_TEXT) -> str
 def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Prompts and the user roster in a fresh folder for this test."""
     monkeypatch.setattr(prompts, "prompt_dir", lambda: tmp_path / "prompts")
-    monkeypatch.setattr("omnistudio.engine.roster.user_roster_path", lambda: tmp_path / "user" / "anchors.toml")
+    monkeypatch.setattr("omnistudio.voices.roster.user_roster_path", lambda: tmp_path / "user" / "anchors.toml")
     return tmp_path
 
 
@@ -218,9 +219,9 @@ def test_all_96_prompts_ready_resumable_and_stale_on_model_change(tiny_engine, d
     assert report.loaded == 96 and not report.errors
 
     # Engine start: every ready prompt onto the device, and the canonical duos built from them.
-    from omnistudio.engine.blend import blend_cache_for
+    from omnistudio.voices.blend import blend_cache_for
     from omnistudio.engine.engine import Engine
-    from omnistudio.engine.prompts import start_prompts
+    from omnistudio.voices.startup import start_prompts
 
     engine = Engine(tiny_engine.loaded)
     started = start_prompts(engine, warm=False)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from omnistudio.engine.roster import (LANGS, ROSTER_ENV, dump_anchors, load_files, load_roster,
+from omnistudio.voices.roster import (LANGS, ROSTER_ENV, dump_anchors, load_files, load_roster,
                                       shipped_roster_path, slug)
 from omnistudio.errors import UserError
 
@@ -68,7 +68,7 @@ def test_shipped_duos_and_matches() -> None:
 def test_roster_env_override_and_user_roster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     custom = write(tmp_path, HEADER + anchor_toml("ana"))
     monkeypatch.setenv(ROSTER_ENV, str(custom))
-    monkeypatch.setattr("omnistudio.engine.roster.user_roster_path", lambda: tmp_path / "user.toml")
+    monkeypatch.setattr("omnistudio.voices.roster.user_roster_path", lambda: tmp_path / "user.toml")
     assert shipped_roster_path() == custom
     assert list(load_roster().anchors) == ["ana"]
     write(tmp_path, dump_anchors([{"id": "bea", "name": "Bea", "gender": "female", "age": "elderly",

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from omnistudio.engine.reference import Reference
-from omnistudio.engine.stream import Stream, stream_benchmark
+from omnistudio.take.stream import Stream
+from omnistudio.bench.stream import stream_benchmark
 from omnistudio.script import parse_script
+from omnistudio.take.stream import open_stream
 
 REF_TEXT = "This is the reference voice for our test."
 SCRIPT = "One two. Three four.\nFive six. Seven eight."
@@ -24,7 +26,7 @@ def voice(tiny_engine: Any, ref_wav: Path) -> Any:
 
 
 def test_chunks_in_order_match_single_synthesis(tiny_engine: Any, voice: Any) -> None:
-    stream = tiny_engine.stream(SCRIPT, voice, num_step=STEPS, seed=7)
+    stream = open_stream(tiny_engine, SCRIPT, voice, num_step=STEPS, seed=7)
     chunks = list(stream)
     assert stream.join(timeout=60)
     assert [c.sentence_id for c in chunks] == [0, 1, 2, 3]
@@ -104,7 +106,7 @@ def test_cancel_takes_effect_within_one_diffusion_step(tiny_engine: Any, voice: 
 
 
 def test_cancel_from_the_consumer_ends_iteration(tiny_engine: Any, voice: Any) -> None:
-    stream = tiny_engine.stream(SCRIPT, voice, num_step=STEPS)
+    stream = open_stream(tiny_engine, SCRIPT, voice, num_step=STEPS)
     got = []
     for chunk in stream:
         got.append(chunk.sentence_id)
@@ -131,7 +133,7 @@ def test_stream_needs_a_voice(tiny_engine: Any) -> None:
     from omnistudio.errors import UserError
 
     with pytest.raises(UserError, match="needs a voice"):
-        tiny_engine.stream("Hello.")
+        open_stream(tiny_engine, "Hello.")
 
 
 def test_stream_benchmark(tiny_engine: Any, voice: Any) -> None:
@@ -144,8 +146,8 @@ def test_stream_benchmark(tiny_engine: Any, voice: Any) -> None:
 
 def test_decode_lane_gives_the_same_chunks_in_order(tiny_engine: Any, voice: Any) -> None:
     """Decoding group k on its own lane while k+1 diffuses changes nothing but the timing."""
-    inline = list(tiny_engine.stream(SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=False))
-    with tiny_engine.stream(SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=True) as stream:
+    inline = list(open_stream(tiny_engine, SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=False))
+    with open_stream(tiny_engine, SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=True) as stream:
         lane = list(stream)
         assert stream.join(timeout=60)
     assert [c.sentence_id for c in lane] == [0, 1, 2, 3]

@@ -35,7 +35,7 @@ def studio(tiny_engine):  # noqa: ANN001, ANN201
 
 
 def test_morph_slider_blend_is_built_and_auditioned(studio) -> None:  # noqa: ANN001
-    from omnistudio.engine.blend import blend_cache_for
+    from omnistudio.voices.blend import blend_cache_for
 
     studio.select("ruby", "en")
     assert studio.set_blend("storm", 0.7) is True

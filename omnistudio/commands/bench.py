@@ -18,7 +18,7 @@ MAX_SENTENCES = 50
 
 
 def _sentences(args: argparse.Namespace) -> Any:
-    from omnistudio.engine.bench import Bench, BenchSettings
+    from omnistudio.bench.speed import Bench, BenchSettings
 
     settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
                              guidance=args.guidance, variants=args.variants, compile=args.compile)
@@ -27,7 +27,7 @@ def _sentences(args: argparse.Namespace) -> Any:
 
 
 def _stream(args: argparse.Namespace) -> Any:
-    from omnistudio.engine.stream import stream_benchmark
+    from omnistudio.bench.stream import stream_benchmark
 
     engine = _open(args, sampler="fast")
     args.progress(0, 1, f"streaming {args.sentences} sentences")
@@ -35,8 +35,8 @@ def _stream(args: argparse.Namespace) -> Any:
 
 
 def _dialogue(args: argparse.Namespace) -> Any:
-    from omnistudio.engine.bench_dialogue import dialogue_benchmark
-    from omnistudio.engine.stream import bench_voice
+    from omnistudio.bench.dialogue import dialogue_benchmark
+    from omnistudio.bench.stream import bench_voice
 
     engine = _open(args, sampler="fast")
     voices = [bench_voice(engine, 3.0), bench_voice(engine, 4.0)]
@@ -82,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.engine.engine import check_num_step, check_seed
+    from omnistudio.checks import check_num_step, check_seed
 
     mode = "stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else "sentences"
     if args.sentences is None:
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
-    from omnistudio.engine.session import open_engine
+    from omnistudio.voices.session import open_engine
 
     args.sampler = sampler  # "stock": the sentence bench installs its own samplers per variant
     args.progress(0, 1, "loading model")

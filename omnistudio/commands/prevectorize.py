@@ -36,11 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from omnistudio.console import err_console, status
-    from omnistudio.engine.asr import open_transcriber
-    from omnistudio.engine.engine import check_language
-    from omnistudio.engine.prompts import ensure_prompt
-    from omnistudio.engine.roster import load_roster
-    from omnistudio.engine.session import open_engine
+    from omnistudio.voices.asr import open_transcriber
+    from omnistudio.checks import check_language
+    from omnistudio.voices.prompts import ensure_prompt
+    from omnistudio.voices.roster import load_roster
+    from omnistudio.voices.session import open_engine
 
     langs = [check_language(lang) for lang in _split(args.lang) or []] or None
     roster = load_roster()

@@ -55,13 +55,13 @@ def _audio_device(value: str | None) -> int | str | None:
 
 
 def _known_speakers() -> set[str]:
-    from omnistudio.engine.roster import load_roster
+    from omnistudio.voices.roster import load_roster
 
     return set(load_roster().anchors)
 
 
 def _check_voice_options(args: argparse.Namespace, script: Any) -> None:
-    from omnistudio.engine.session import check_voice_args
+    from omnistudio.voices.session import check_voice_args
 
     if check_voice_args(args) is None:
         untagged = next((s for s in script.sentences if s.speaker is None), None)
@@ -80,8 +80,8 @@ def _resolve_voices(engine: Any, args: argparse.Namespace, script: Any, update: 
         if anchor is None:
             voices[(speaker, lang)] = Reference(args.ref_audio, args.ref_text)
             continue
-        from omnistudio.engine.blend import anchor_blend
-        from omnistudio.engine.prompts import anchor_prompt
+        from omnistudio.voices.blend import anchor_blend
+        from omnistudio.voices.prompts import anchor_prompt
         from omnistudio.script import blend_parts
 
         update(f"preparing voice {anchor} ({lang})")
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_output_path
     from omnistudio.audio.finishing import finish_render, finishing_options
     from omnistudio.config import SAMPLE_RATE
-    from omnistudio.engine.engine import check_language, check_num_step, check_seed
+    from omnistudio.checks import check_language, check_num_step, check_seed
     from omnistudio.script import parse_script, read_script
 
     # Every cheap check first: nothing is loaded, played or written for bad input.
@@ -158,7 +158,8 @@ def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, pla
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from omnistudio.console import err_console, status
-    from omnistudio.engine.session import open_engine
+    from omnistudio.take.stream import open_stream
+    from omnistudio.voices.session import open_engine
 
     with status("loading model") as update:
         engine = open_engine(args, progress=update)
@@ -171,7 +172,7 @@ def _render(args: argparse.Namespace, script: Any, num_step: int, seed: int, pla
     failures: list[str] = []
     columns = (TextColumn("rendering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.description}"))
-    stream = engine.stream(script, resolve=lambda s: voices[(s.speaker, s.lang)], num_step=num_step, seed=seed,
+    stream = open_stream(engine, script, resolve=lambda s: voices[(s.speaker, s.lang)], num_step=num_step, seed=seed,
                            guidance_scale=args.guidance, batch=args.batch)
     with stream, Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("", total=len(script))

@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_output_path, write_audio
     from omnistudio.console import status
-    from omnistudio.engine.engine import check_language, check_num_step, check_seed, check_text
-    from omnistudio.engine.session import check_voice_args
+    from omnistudio.checks import check_language, check_num_step, check_seed, check_text
+    from omnistudio.voices.session import check_voice_args
 
     # Every cheap check first: nothing is loaded or written for bad input.
     text = check_text(args.text)
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_path(args.output)
     voice_kind = check_voice_args(args)
     if args.blend:
-        from omnistudio.engine.blend import check_alpha, check_pair
+        from omnistudio.checks import check_alpha, check_pair
 
         if not args.voice:
             raise UserError("--blend needs --voice (the first anchor of the blend)")
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if voice_kind is None:
         raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
-    from omnistudio.engine.session import open_engine, resolve_voice
+    from omnistudio.voices.session import open_engine, resolve_voice
 
     with status("loading model") as update:
         engine = open_engine(args, progress=update)

@@ -48,8 +48,8 @@ def list_voices(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from omnistudio.console import status
-    from omnistudio.engine.prompts import offline_fingerprint, prompt_path, prompt_state
-    from omnistudio.engine.roster import LANGS, load_roster
+    from omnistudio.voices.prompts import offline_fingerprint, prompt_path, prompt_state
+    from omnistudio.voices.roster import LANGS, load_roster
 
     roster = load_roster()
     with status("checking the model") as update:
@@ -90,10 +90,10 @@ def list_voices(args: argparse.Namespace) -> int:
 
 def add_voice(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import atomic_write_bytes
-    from omnistudio.engine.asr import calibrate, open_transcriber
-    from omnistudio.engine.engine import check_language, check_seed
+    from omnistudio.voices.asr import calibrate, open_transcriber
+    from omnistudio.checks import check_language, check_seed
     from omnistudio.engine.reference import check_transcript, read_reference
-    from omnistudio.engine.roster import (dump_anchors, load_files, load_roster, read_toml, shipped_roster_path,
+    from omnistudio.voices.roster import (dump_anchors, load_files, load_roster, read_toml, shipped_roster_path,
                                           slug, user_roster_path)
 
     lang = check_language(args.lang)

@@ -21,15 +21,11 @@ import numpy as np
 
 from omnistudio.engine.model import LoadedModel, Progress, load_model
 from omnistudio.engine.reference import Reference, check_transcript, read_reference
+from omnistudio.checks import (DEFAULT_NUM_STEP, LANGUAGES, check_language, check_num_step, check_seed,  # noqa: F401
+                               check_text)
 from omnistudio.errors import Cancelled, UserError
 
 log = logging.getLogger(__name__)
-
-LANGUAGES = {"en": "English", "es": "Spanish"}
-NUM_STEP_RANGE = (1, 100)
-DEFAULT_NUM_STEP = 10
-MAX_TEXT_CHARS = 20_000
-
 
 @dataclass(frozen=True)
 class Timings:
@@ -63,42 +59,6 @@ class Synthesis:
     pcm: np.ndarray
     sample_rate: int
     timings: Timings
-
-
-def check_text(text: str | None) -> str:
-    if text is None or not text.strip():
-        raise UserError("the text is empty")
-    if len(text) > MAX_TEXT_CHARS:
-        raise UserError(f"the text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
-    return text.strip()
-
-
-def check_language(lang: str | None) -> str:
-    code = (lang or "").strip().lower()
-    if code not in LANGUAGES:
-        raise UserError(f"unknown language '{lang}': use one of {', '.join(LANGUAGES)}")
-    return code
-
-
-def check_num_step(num_step: Any) -> int:
-    lo, hi = NUM_STEP_RANGE
-    try:
-        value = int(str(num_step).strip())
-    except ValueError:
-        raise UserError(f"num_step must be a whole number, got '{num_step}'") from None
-    if not lo <= value <= hi:
-        raise UserError(f"num_step {value} is out of range {lo}..{hi}")
-    return value
-
-
-def check_seed(seed: Any) -> int:
-    try:
-        value = int(str(seed).strip())
-    except ValueError:
-        raise UserError(f"seed must be a whole number, got '{seed}'") from None
-    if not 0 <= value < 2**63:
-        raise UserError(f"seed {seed} is out of range 0..2^63-1")
-    return value
 
 
 # A sampler replaces OmniVoice's ``_generate_iterative(task, gen_config)``.
@@ -211,7 +171,7 @@ class Engine:
         Deterministic for a given seed (on the same device and sampler).
         ``sampler="engine"`` uses the engine's configured sampler; ``None``
         forces OmniVoice's stock loop. ``voice`` may be a
-        :class:`~omnistudio.engine.blend.BlendedPrompt` (morph of two anchors).
+        :class:`~omnistudio.engine.morph.BlendedPrompt` (morph of two anchors).
         """
         return self.synthesize_batch([text], [voice], [language], num_step=num_step, seeds=[seed],
                                      guidance_scale=guidance_scale, speed=speed, sampler=sampler)[0]
@@ -247,7 +207,7 @@ class Engine:
         """The diffusion half of a synthesis (one pass for the batch); :meth:`decode` is the other."""
         import torch
 
-        from omnistudio.engine.blend import embedding_overrides
+        from omnistudio.engine.morph import embedding_overrides
         from omnistudio.engine.generation import generate_tokens
 
         if not (len(texts) == len(voices) == len(languages)) or not texts:
@@ -316,14 +276,3 @@ class Engine:
         """OmniVoice's duration estimate for ``text`` in ``prompt``'s voice, in 25 Hz frames."""
         return int(self.model._estimate_target_tokens(
             text, prompt.ref_text, prompt.ref_audio_tokens.size(-1), speed=speed))
-
-    # -------------------------------------------------------------- streaming
-    def stream(self, script: Any, voice: Any = None, **options: Any) -> Any:
-        """Render ``script`` (a Script or text) sentence by sentence, one ahead, on a worker thread.
-
-        Returns an :class:`omnistudio.engine.stream.Stream`: iterate it for chunks in order;
-        see :func:`omnistudio.engine.stream.open_stream` for the options.
-        """
-        from omnistudio.engine.stream import open_stream
-
-        return open_stream(self, script, voice, **options)

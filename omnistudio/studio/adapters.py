@@ -58,7 +58,7 @@ def parse_script(text: str, lang: str = "en", speakers: Any = None) -> list[Sent
 
 def load_anchor_rows(engine: Any = None) -> list[AnchorRow]:
     """The roster as picker rows, with each language's prompt state when it can be known."""
-    from omnistudio.engine.roster import LANGS, load_roster
+    from omnistudio.voices.roster import LANGS, load_roster
 
     roster = load_roster()
     try:
@@ -71,7 +71,7 @@ def load_anchor_rows(engine: Any = None) -> list[AnchorRow]:
 
 def _prompt_states(engine: Any, roster: Any) -> dict[tuple[str, str], str]:
     """ready: on the device; saved: a prompt file exists; otherwise missing (built on first use)."""
-    from omnistudio.engine import prompts
+    from omnistudio.voices import prompts
 
     loaded = set(prompts.cache_for(engine).keys()) if engine is not None else set()
     folder = prompts.prompt_dir()
@@ -83,32 +83,32 @@ def _prompt_states(engine: Any, roster: Any) -> dict[tuple[str, str], str]:
 
 def start_prompts(engine: Any, progress: Any) -> str | None:
     """Load the saved prompts onto the device and warm up; a notice when there is nothing to warm with."""
-    from omnistudio.engine import prompts
+    from omnistudio.voices import prompts, startup
 
-    report = prompts.start_prompts(engine, progress=progress, warm=False)
+    report = startup.start_prompts(engine, progress=progress, warm=False)
     if not len(prompts.cache_for(engine)):
         return "no voice prompts saved yet: each is built on first use (or run `omnistudio prevectorize`)"
-    prompts.warm_up(engine, progress=progress)
+    startup.warm_up(engine, progress=progress)
     errors = getattr(report, "errors", [])
     return f"{len(errors)} prompt file(s) could not be loaded (see the log)" if errors else None
 
 
 def duos() -> list[tuple[str, str, float, tuple[str, ...]]]:
-    from omnistudio.engine.roster import load_roster
+    from omnistudio.voices.roster import load_roster
 
     return [(d.anchors[0], d.anchors[1], d.ratio, tuple(d.langs)) for d in load_roster().duos]
 
 
 def anchor_voice(engine: Any, anchor_id: str, lang: str, progress: Any = None) -> Any:
     try:
-        from omnistudio.engine.prompts import anchor_prompt
+        from omnistudio.voices.prompts import anchor_prompt
     except ImportError:
-        raise UserError("anchor voice prompts are not available yet (omnistudio.engine.prompts)") from None
+        raise UserError("anchor voice prompts are not available yet (omnistudio.voices.prompts)") from None
     return anchor_prompt(engine, anchor_id, lang, progress=progress)
 
 
 def blend_voice(engine: Any, a: str, b: str, lang: str, alpha: float) -> Any:
-    from omnistudio.engine.blend import anchor_blend
+    from omnistudio.voices.blend import anchor_blend
 
     return anchor_blend(engine, a, b, lang, alpha)
 

@@ -193,7 +193,7 @@ class Studio:
 
     def set_blend(self, partner: str | None, alpha: float) -> bool:
         """Blend the selected anchor with ``partner`` at ``alpha`` (1.0: the anchor alone). False if unavailable."""
-        from omnistudio.engine.blend import check_alpha, check_pair
+        from omnistudio.checks import check_alpha, check_pair
 
         if partner is None or alpha >= 1.0:
             self.blend = None
@@ -262,7 +262,7 @@ class Studio:
 
     def _do_load(self) -> None:
         if self.engine is None:
-            from omnistudio.engine.session import open_engine
+            from omnistudio.voices.session import open_engine
 
             self._set_state("loading", str(self.model_args.model or "default model"))
             self.engine = open_engine(self.model_args, progress=lambda text: self._set_state("loading", text))

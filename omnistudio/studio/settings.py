@@ -11,7 +11,7 @@ from typing import Any
 
 from omnistudio.audio.export import write_json
 from omnistudio.config import locations
-from omnistudio.engine.engine import check_num_step, check_seed
+from omnistudio.checks import check_num_step, check_seed
 from omnistudio.errors import UserError, first_line
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ def check_voice_args(args: Namespace) -> str | None:
     if args.voice and args.ref_audio:
         raise UserError("give either --voice or --ref-audio, not both")
     if args.voice:
-        from omnistudio.engine.roster import load_roster
+        from omnistudio.voices.roster import load_roster
 
         load_roster().get(args.voice)  # unknown anchor: one line with a close match
         return "anchor"
@@ -48,11 +48,11 @@ def resolve_voice(engine: Engine, args: Namespace, lang: str,
                   progress: Callable[[str], None] | None = None) -> Any:
     """The voice named by ``--voice`` (an anchor's prompt) or ``--ref-audio/--ref-text``."""
     if getattr(args, "blend", None):
-        from omnistudio.engine.blend import anchor_blend
+        from omnistudio.voices.blend import anchor_blend
 
         return anchor_blend(engine, args.voice, args.blend, lang, args.alpha, progress=progress)
     if getattr(args, "voice", None):
-        from omnistudio.engine.prompts import anchor_prompt
+        from omnistudio.voices.prompts import anchor_prompt
 
         return anchor_prompt(engine, args.voice, lang, progress=progress)
     return Reference(args.ref_audio, args.ref_text)

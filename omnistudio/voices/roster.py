@@ -274,7 +274,7 @@ def _check_matches(anchors: dict[str, Anchor]) -> None:
 
 
 def _check_design(origin: Path, design: dict[str, Any]) -> dict[str, float]:
-    from omnistudio.engine.engine import check_num_step
+    from omnistudio.checks import check_num_step
 
     unknown = set(design) - set(DEFAULT_DESIGN)
     if unknown:

@@ -1,0 +1,1 @@
+"""The take pipeline: script in, finished audio out, for every client. Never imports Textual."""

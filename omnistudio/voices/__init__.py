@@ -1,0 +1,1 @@
+"""Voices: the anchor roster, reference recordings, prompts, blends, ASR calibration. Never imports Textual."""
