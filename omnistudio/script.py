@@ -63,11 +63,37 @@ AMBIGUOUS_END_RE = re.compile(r"(?:\b[ap]\.\s?m|\bEE\.\s?UU|\betc)\.$", re.IGNOR
 
 
 @dataclass(frozen=True)
+class Blend:
+    """A morph of two anchors: ``alpha`` of ``a`` with ``1 - alpha`` of ``b`` (alpha = 1 is exactly ``a``).
+
+    Checked once, here (two different anchors, alpha in [0, 1], rounded to 0.01); the typed value
+    travels from the slider or the ``[a+b@0.7]`` tag to the engine, never through a string."""
+
+    a: str
+    b: str
+    alpha: float = 0.5
+
+    def __post_init__(self) -> None:
+        from omnistudio.checks import check_alpha, check_pair
+
+        a, b = self.a.strip().lower(), self.b.strip().lower()
+        check_pair(a, b)
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "alpha", round(check_alpha(self.alpha), 2))
+
+    def key(self) -> str:
+        """Canonical text, e.g. ``ruby+storm@0.70`` (also the speaker name the script shows)."""
+        return f"{self.a}+{self.b}@{self.alpha:.2f}"
+
+
+@dataclass(frozen=True)
 class Tag:
     """What a speaker tag says. ``speaker`` None: the default voice."""
 
     speaker: str | None
     lang: str | None
+    blend: Blend | None = None  # set when the tag is a blend (``speaker`` is then ``blend.key()``)
 
 
 @dataclass(frozen=True)
@@ -79,6 +105,7 @@ class Sentence:
     speaker: str | None  # None: the voice given on the command line / in the UI
     lang: str
     line: int  # 1-based line in the script source
+    blend: Blend | None = None  # the typed blend when ``speaker`` is one (``a+b@0.70``)
 
 
 @dataclass(frozen=True)
@@ -116,25 +143,22 @@ def parse_tag(body: str, line: int) -> Tag:
             raise UserError(f"line {line}: empty speaker tag '[{body}]'")
         return Tag(None, lang)
     if "+" in name:
-        return Tag(_blend_speaker(name, body, line), lang)
+        blend = _blend(name, body, line)
+        return Tag(blend.key(), lang, blend)
     if not SPEAKER_RE.match(name):
         raise UserError(f"line {line}: bad speaker tag '[{body}]': use [name], [name:lang] or [a+b@0.7]")
     return Tag(name, lang)
 
 
-def _blend_speaker(name: str, body: str, line: int) -> str:
-    from omnistudio.checks import check_alpha, check_pair
-
+def _blend(name: str, body: str, line: int) -> Blend:
     pair, _at, alpha = name.partition("@")
     a, _plus, b = pair.partition("+")
     if not (SPEAKER_RE.match(a) and SPEAKER_RE.match(b)):
         raise UserError(f"line {line}: bad blend tag '[{body}]': use [a+b@0.7] with two anchor ids")
     try:
-        check_pair(a, b)
-        value = check_alpha(alpha if alpha else 0.5)
+        return Blend(a, b, alpha if alpha else 0.5)
     except UserError as exc:
         raise UserError(f"line {line}: {exc}") from None
-    return f"{a}+{b}@{value:.2f}"
 
 
 def blend_parts(speaker: str | None) -> tuple[str, str, float] | None:
@@ -252,6 +276,7 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
         raise UserError("the script is empty")
     known = {s.lower() for s in speakers} if speakers is not None else None
     speaker: str | None = None
+    blend: Blend | None = None
     current = default_lang
     sentences: list[Sentence] = []
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -262,10 +287,10 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
             if unknown:
                 hint = f" (known: {', '.join(sorted(known)[:8])}{', ...' if len(known) > 8 else ''})" if known else ""
                 raise UserError(f"line {number}: unknown speaker '{unknown[0]}'{hint}")
-            speaker = tag.speaker
+            speaker, blend = tag.speaker, tag.blend
             current = tag.lang or (current if tag.speaker is not None else default_lang)
         for sentence in split_sentences(body, current):
-            sentences.append(Sentence(len(sentences), sentence, speaker, current, number))
+            sentences.append(Sentence(len(sentences), sentence, speaker, current, number, blend))
     if not sentences:
         raise UserError("the script has only speaker tags and no text to speak")
     return Script(tuple(sentences), default_lang)
@@ -295,5 +320,5 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
     return text
 
 
-__all__ = ["LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts", "parse_script", "parse_tag",
+__all__ = ["Blend", "LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts", "parse_script", "parse_tag",
            "read_script", "split_sentences", "split_tag"]

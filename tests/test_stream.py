@@ -13,6 +13,7 @@ from omnistudio.engine.reference import Reference
 from omnistudio.take.stream import Stream
 from omnistudio.bench.stream import stream_benchmark
 from omnistudio.script import parse_script
+from omnistudio.take.options import sentence_seed
 from omnistudio.take.stream import open_stream
 
 REF_TEXT = "This is the reference voice for our test."
@@ -35,8 +36,8 @@ def test_chunks_in_order_match_single_synthesis(tiny_engine: Any, voice: Any) ->
     assert stream.steps == 4 * STEPS
     assert stream.ttfa_s == chunks[0].ready_s
     assert 0 < stream.ttfa_s <= chunks[-1].ready_s <= stream.finished_s
-    # sentence i is rendered with seed + i: the same audio as a one-off synthesis
-    again = tiny_engine.synthesize("Five six.", voice, num_step=STEPS, seed=7 + 2)
+    # sentence i is rendered with the one seed policy: the same audio as a one-off synthesis
+    again = tiny_engine.synthesize("Five six.", voice, num_step=STEPS, seed=sentence_seed(7, "Five six.", "voice", "en"))
     np.testing.assert_array_equal(chunks[2].pcm, again.pcm)
 
 
@@ -51,7 +52,7 @@ def test_renders_one_ahead_of_the_consumer(tiny_engine: Any, voice: Any) -> None
         return voice
 
     script = parse_script(SCRIPT, "en")
-    stream = Stream(tiny_engine, script, resolve=resolve, num_step=STEPS)
+    stream = open_stream(tiny_engine, script, resolve=resolve, num_step=STEPS)
     holder["s"] = stream
     it = iter(stream)
     first = next(it)
@@ -91,7 +92,7 @@ def test_cancel_takes_effect_within_one_diffusion_step(tiny_engine: Any, voice: 
     try:
         # The hooks exist before the worker starts, so every step is seen. The worker's own
         # cancel hook runs after the test's, so the step during which cancel came never runs.
-        stream = holder["stream"] = Stream(tiny_engine, script, voice, num_step=8)
+        stream = holder["stream"] = open_stream(tiny_engine, script, voice, num_step=8)
         chunks = list(stream)
         assert stream.join(timeout=60)
     finally:
@@ -122,7 +123,7 @@ def test_error_in_one_sentence_is_reported_and_the_worker_goes_on(tiny_engine: A
             raise RuntimeError("voice exploded\nsecond line")
         return voice
 
-    with Stream(tiny_engine, parse_script(SCRIPT, "en"), resolve=resolve, num_step=STEPS) as stream:
+    with open_stream(tiny_engine, parse_script(SCRIPT, "en"), resolve=resolve, num_step=STEPS) as stream:
         chunks = list(stream)
     assert [c.ok for c in chunks] == [True, False, True, True]
     assert chunks[1].error == 'sentence 2 (line 1, "Three four."): RuntimeError: voice exploded'
@@ -163,14 +164,14 @@ def test_decode_lane_reports_errors_and_cancels(tiny_engine: Any, voice: Any) ->
             raise RuntimeError("voice exploded")
         return voice
 
-    with Stream(tiny_engine, parse_script(SCRIPT, "en"), resolve=resolve, num_step=STEPS,
-                overlap_decode=True) as stream:
+    with open_stream(tiny_engine, parse_script(SCRIPT, "en"), resolve=resolve, num_step=STEPS,
+                     overlap_decode=True) as stream:
         chunks = list(stream)
     assert [c.ok for c in chunks] == [True, False, True, True]
     assert "voice exploded" in (chunks[1].error or "")
 
     long_script = "\n".join(f"Sentence {i} of a long bulletin." for i in range(12))
-    stream = Stream(tiny_engine, parse_script(long_script, "en"), voice, num_step=STEPS, overlap_decode=True)
+    stream = open_stream(tiny_engine, parse_script(long_script, "en"), voice, num_step=STEPS, overlap_decode=True)
     first = next(iter(stream))
     stream.cancel()
     assert stream.join(timeout=30)

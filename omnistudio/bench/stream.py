@@ -10,7 +10,7 @@ from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.engine.engine import Engine
 from omnistudio.errors import UserError
 from omnistudio.script import parse_script
-from omnistudio.take.stream import Stream
+from omnistudio.take.stream import open_stream
 
 BENCH_SENTENCES = [
     "Good evening, and welcome to the late news.",
@@ -43,7 +43,7 @@ def stream_benchmark(engine: Engine, n_sentences: int = 40, voice: Any = None,
     text = "\n".join(BENCH_SENTENCES[i % len(BENCH_SENTENCES)] for i in range(n_sentences))
     script = parse_script(text, "en")
     audio_s, render_s, failed = 0.0, 0.0, 0
-    with Stream(engine, script, prompt, num_step=num_step, seed=seed) as stream:
+    with open_stream(engine, script, prompt, num_step=num_step, seed=seed) as stream:
         for chunk in stream:
             failed += not chunk.ok
             if chunk.timings is not None:

@@ -1,17 +1,17 @@
-"""Streaming synthesis: a worker thread renders a script sentence by sentence, one ahead.
+"""Streaming synthesis: a worker thread renders a take sentence by sentence, one ahead.
 
-``Stream`` renders sentence k+1 while the consumer holds (plays) sentence k:
-the worker takes a slot before rendering a sentence and the consumer gives it
-back when it takes the previous chunk, so at most ``lookahead`` finished
-chunks wait unconsumed. Chunks come out in script order with their sentence
-and timings. Time to first audio (TTFA) runs from the call that made the
-stream to the first chunk being ready.
+``Stream`` renders group k+1 (through an :class:`~omnistudio.take.link.EngineLink`) while the
+consumer holds (plays) group k: the worker takes a slot before rendering a group and the consumer
+gives it back when it takes that group's last chunk, so at most ``lookahead`` finished groups wait
+unconsumed. Chunks come out in order with their sentence and timings. Time to first audio (TTFA)
+runs from the call that made the stream to the first chunk being ready.
 
-Cancel takes effect within one diffusion step: a forward pre-hook on the
-backbone (``model.llm``, which runs once per unmasking step in both the stock
-and the fast sampler) raises :class:`Cancelled` in the worker thread when the
-cancel event is set. A failure in one sentence becomes a chunk with ``error``
-set (naming the sentence); the worker goes on with the next one.
+With a :class:`~omnistudio.take.link.LocalEngine` on CUDA the decode half of group k runs on its own
+lane (a CUDA stream) while group k+1 diffuses; a remote link renders whole groups.
+
+Cancel takes effect within one diffusion step (the link raises :class:`Cancelled` in the worker
+once the cancel event is set). A failure in one sentence becomes a chunk with ``error`` set (naming
+the sentence); the worker goes on with the next one.
 """
 
 from __future__ import annotations
@@ -20,16 +20,18 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from omnistudio.checks import DEFAULT_NUM_STEP, check_num_step, check_seed
-from omnistudio.engine.engine import Engine, Timings
+from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.script import Script, Sentence, parse_script
+from omnistudio.take.link import EngineLink, LocalEngine, Pending, Rendered, RenderItem
+from omnistudio.take.options import TakeOptions, sentence_seed
+from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +43,10 @@ _END = object()
 class Chunk:
     """One rendered sentence (or the error that stopped it)."""
 
-    sentence: Sentence
+    sentence: Any  # script.Sentence or the pipeline's planned sentence (.id, .text, .line, .lang, .speaker)
     pcm: np.ndarray  # float32 mono; empty when ``error`` is set
     sample_rate: int
-    timings: Timings | None
+    timings: Any  # engine Timings, None on error
     steps: int  # diffusion steps (backbone forwards) this sentence ran
     started_s: float  # since the stream was made
     ready_s: float
@@ -70,8 +72,8 @@ class Chunk:
 class _Job:
     """A group whose diffusion is done (or failed), waiting to be decoded and handed over."""
 
-    group: list[Sentence]
-    pending: Any  # engine.PendingAudio, None on error
+    group: list[Any]
+    pending: Any  # link.Pending (local split) or list[Rendered] (whole render); None on error
     started: float
     steps: int
     error: str | None = None
@@ -85,35 +87,36 @@ def _describe(exc: BaseException) -> str:
 
 
 class Stream:
-    """Iterate to get chunks in order; ``cancel()`` to stop; use as a context manager."""
+    """Iterate to get chunks in order; ``cancel()`` to stop; use as a context manager.
 
-    def __init__(self, engine: Engine, script: Script, voice: Any = None, resolve: VoiceResolver | None = None,
-                 num_step: int = DEFAULT_NUM_STEP, seed: int = 0, guidance_scale: float = 2.0,
-                 lookahead: int = 1, sampler: Any = "engine", batch: int = 1,
-                 overlap_decode: bool | None = None) -> None:
+    ``sentences[i]`` is rendered as ``items[i]`` (same index); ``options`` gives steps, guidance,
+    speed and the batch size (the first sentence alone, for time to first audio, then groups)."""
+
+    def __init__(self, link: EngineLink, sentences: Sequence[Any], items: Sequence[RenderItem],
+                 options: TakeOptions, lookahead: int = 1, overlap_decode: bool | None = None) -> None:
         self.created = time.perf_counter()
-        if voice is None and resolve is None:
-            raise UserError("a stream needs a voice (or a voice resolver)")
         if lookahead < 1:
             raise ValueError("lookahead must be at least 1")
-        if not 1 <= int(batch) <= 16:
-            raise UserError(f"batch size {batch} is out of range 1..16")
-        self.batch = int(batch)
-        self.engine, self.script = engine, script
-        self._resolve = resolve or (lambda _s: voice)
-        self.options = {"num_step": check_num_step(num_step), "guidance_scale": float(guidance_scale),
-                        "sampler": sampler}
-        self.seed = check_seed(seed)
+        if len(sentences) != len(items):
+            raise ValueError("one render item per sentence")
+        self.options = options.validated()
+        self.batch = self.options.batch
+        self.link = link
+        self.sentences = list(sentences)
+        self._items = {id(s): item for s, item in zip(self.sentences, items)}
         self._cancel = threading.Event()
+        local = isinstance(link, LocalEngine)
         if overlap_decode is None:  # on CUDA the vocoder has its own stream; on CPU it shares the cores
-            overlap_decode = str(engine.model.device).startswith("cuda")
+            overlap_decode = local and link.overlap_decode
+        overlap_decode = bool(overlap_decode and local)
+        self._local = local
         # With the decode lane one more group may be in flight: k decoding while k+1 diffuses.
         self._lane: queue.Queue[Any] | None = queue.Queue() if overlap_decode else None
         self._slots = threading.Semaphore(lookahead + (1 if overlap_decode else 0))
         self._queue: queue.Queue[Any] = queue.Queue()
         self._plan = self._groups()
-        self._group_ends = {group[-1].id for group in self._plan}  # a slot frees when a group is taken
-        self.steps = 0  # backbone forwards run by this stream's worker
+        self._group_ends = {id(group[-1]) for group in self._plan}  # a slot frees when a group is taken
+        self.steps = 0  # diffusion steps run by this stream's worker
         self.ttfa_s: float | None = None
         self.finished_s: float | None = None
         self.chunks_taken = 0
@@ -131,7 +134,6 @@ class Stream:
 
     def _run(self) -> None:
         """Diffusion, group by group; the decode half runs inline or on the decode lane."""
-        handle = self.engine.on_each_step(self._cancel.is_set, self._count_step)
         try:
             for group in self._plan:
                 while not self._slots.acquire(timeout=0.05):
@@ -150,7 +152,6 @@ class Stream:
             log.exception("stream worker failed")
             self._queue.put(exc)
         finally:
-            handle.remove()
             if self._lane is not None:
                 self._lane.put(_END)  # the lane ends the stream once it has decoded what is queued
             else:
@@ -159,10 +160,11 @@ class Stream:
     def _decode_lane(self) -> None:
         """Decode group k (on its own CUDA stream there) while the worker runs group k+1's diffusion."""
         cuda_stream = None
-        if str(self.engine.model.device).startswith("cuda"):
+        device = getattr(getattr(self.link, "engine", None), "model", None)
+        if device is not None and str(device.device).startswith("cuda"):
             import torch
 
-            cuda_stream = torch.cuda.Stream(device=self.engine.model.device)
+            cuda_stream = torch.cuda.Stream(device=device.device)
         try:
             while True:
                 job = self._lane.get()  # type: ignore[union-attr]
@@ -179,24 +181,30 @@ class Stream:
         self.finished_s = time.perf_counter() - self.created
         self._queue.put(_END)
 
-    def _groups(self) -> list[list[Sentence]]:
+    def _groups(self) -> list[list[Any]]:
         """The first sentence alone (time to first audio), then consecutive lines ``batch`` at a time."""
-        sentences = list(self.script.sentences)
+        sentences = self.sentences
         if self.batch == 1 or len(sentences) < 2:
             return [[s] for s in sentences]
         rest = sentences[1:]
         return [[sentences[0]]] + [rest[i:i + self.batch] for i in range(0, len(rest), self.batch)]
 
-    def _tokens(self, group: list[Sentence]) -> _Job | None:
-        """The diffusion half for ``group``: one pass for the group (per-sentence seeds, as when
-        rendered alone); if that fails, one sentence at a time so an error names its sentence."""
+    def _tokens(self, group: list[Any]) -> _Job | None:
+        """The diffusion half for ``group`` (one pass for the group, per-sentence seeds as when
+        rendered alone; a remote link renders it whole); if that fails, one sentence at a time so
+        an error names its sentence."""
         started = time.perf_counter() - self.created
+        items = [self._items[id(s)] for s in group]
         steps_before = self.steps
         try:
-            voices = [self._resolve(s) for s in group]
-            pending = self.engine.render_tokens([s.text for s in group], voices, [s.lang for s in group],
-                                                seeds=[self.seed + s.id for s in group], **self.options)
-            return _Job(group, pending, started, self.steps - steps_before)
+            if self._local:
+                pending: Any = self.link.render_tokens(items, self.options, self._cancel,  # type: ignore[attr-defined]
+                                                       on_step=self._count_step)
+                return _Job(group, pending, started, self.steps - steps_before)
+            rendered = self.link.render(items, self.options, self._cancel)
+            steps = max((r.steps for r in rendered), default=0)
+            self.steps += steps
+            return _Job(group, rendered, started, steps)
         except Cancelled:
             return None
         except Exception as exc:  # noqa: BLE001 - reported with its sentence; the worker goes on
@@ -217,20 +225,23 @@ class Stream:
         error, results = job.error, None
         if error is None:
             try:
-                results = self.engine.decode(job.pending, cuda_stream)
+                results = (self.link.decode(job.pending, cuda_stream)  # type: ignore[attr-defined]
+                           if isinstance(job.pending, Pending) else list(job.pending))
             except Exception as exc:  # noqa: BLE001
                 error = _describe(exc)
         if self._cancel.is_set():
             return False
         ready = time.perf_counter() - self.created
+        rate = self.link.sample_rate
         for i, sentence in enumerate(job.group):
-            if results is not None:
-                chunk = Chunk(sentence, results[i].pcm, self.engine.sample_rate, results[i].timings, job.steps,
-                              job.started, ready, None)
+            result: Rendered | None = results[i] if results is not None else None
+            if result is not None and result.ok:
+                chunk = Chunk(sentence, result.pcm, rate, result.timings, job.steps, job.started, ready, None)
             else:
+                why = result.error if result is not None else error
                 where = f"sentence {sentence.id + 1} (line {sentence.line}, \"{_short(sentence.text)}\")"
-                chunk = Chunk(sentence, np.zeros(0, dtype=np.float32), self.engine.sample_rate, None, job.steps,
-                              job.started, ready, f"{where}: {error}")
+                chunk = Chunk(sentence, np.zeros(0, dtype=np.float32), rate, None, job.steps,
+                              job.started, ready, f"{where}: {why}")
             if self.ttfa_s is None:
                 self.ttfa_s = ready
             self._queue.put(chunk)
@@ -250,7 +261,7 @@ class Stream:
             if isinstance(item, BaseException):
                 raise item
             self.chunks_taken += 1
-            if item.sentence.id in self._group_ends:
+            if id(item.sentence) in self._group_ends:
                 self._slots.release()  # the worker may render the next group while this one plays
             yield item
 
@@ -280,9 +291,35 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def open_stream(engine: Engine, script: Script | str, voice: Any = None, lang: str = "en",
-                **options: Any) -> Stream:
-    """What ``Engine.stream`` does: parse ``script`` if it is text, and start the worker."""
+DIRECT_VOICE = VoiceRef(anchor="voice")  # the key of a prompt object handed to open_stream directly
+
+
+def sentence_voice(sentence: Sentence, default: VoiceRef | None) -> VoiceRef | None:
+    """The VoiceRef a script sentence names (its blend or anchor tag), else ``default``."""
+    if sentence.blend is not None:
+        return VoiceRef(blend=sentence.blend)
+    if sentence.speaker is not None:
+        return VoiceRef(anchor=sentence.speaker)
+    return default
+
+
+def open_stream(engine: Any, script: Script | str, voice: Any = None, lang: str = "en",
+                resolve: VoiceResolver | None = None, num_step: int = DEFAULT_NUM_STEP, seed: int = 0,
+                guidance_scale: float = 2.0, batch: int = 1, lookahead: int = 1,
+                overlap_decode: bool | None = None) -> Stream:
+    """Stream ``script`` on ``engine`` with prompt objects given directly (``voice``, or
+    ``resolve(sentence)``): for tests and benches; clients build a take (:mod:`.pipeline`).
+    Seeds follow the one policy, :func:`~omnistudio.take.options.sentence_seed`."""
+    if voice is None and resolve is None:
+        raise UserError("a stream needs a voice (or a voice resolver)")
     if isinstance(script, str):
         script = parse_script(script, lang)
-    return Stream(engine, script, voice, **options)
+    pick = resolve or (lambda _s: voice)
+    by_index = {s.id: s for s in script.sentences}
+    link = LocalEngine(engine, voice_for=lambda item: pick(by_index[item.index]))
+    options = TakeOptions(num_step=num_step, guidance_scale=guidance_scale, seed=seed, batch=batch)
+    items = []
+    for s in script.sentences:
+        ref = sentence_voice(s, DIRECT_VOICE) or DIRECT_VOICE
+        items.append(RenderItem(s.id, s.text, ref, s.lang, sentence_seed(seed, s.text, ref.key(), s.lang)))
+    return Stream(link, script.sentences, items, options, lookahead=lookahead, overlap_decode=overlap_decode)

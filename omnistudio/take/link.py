@@ -1,0 +1,220 @@
+"""The one narrow interface a take renders through: :class:`EngineLink`, and :class:`LocalEngine`.
+
+The take pipeline never touches a model: it hands :class:`RenderItem` groups to a link and gets
+:class:`Rendered` sentences back. ``LocalEngine`` runs the Engine in this process (on the calling
+thread: the pipeline's stream worker); the server adds a batching link, the remote studio a link over
+the server's WebSocket. Cancel: ``render`` raises :class:`~omnistudio.errors.Cancelled` within one
+diffusion step once ``cancel`` is set.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from omnistudio.errors import Cancelled
+from omnistudio.take.options import TakeOptions
+from omnistudio.voices.resolve import VoiceRef, resolve_voice, voice_action, voice_label
+
+
+@dataclass(frozen=True)
+class RenderItem:
+    """One sentence to render: its index in the take, text, voice, language and seed (already chosen)."""
+
+    index: int
+    text: str
+    voice: VoiceRef
+    lang: str
+    seed: int
+
+
+@dataclass
+class Rendered:
+    """One rendered sentence: float32 mono PCM at the link's rate (24 kHz), or the error that stopped it."""
+
+    index: int
+    pcm: np.ndarray
+    timings: Any = None  # omnistudio.engine.engine.Timings (None on error)
+    steps: int = 0  # diffusion steps the pass that made it ran
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class PrepareEvent:
+    """Progress of the prepare phase: voice ``done``/``total`` (1-based while working on it)."""
+
+    done: int
+    total: int
+    voice: str  # the voice's label (anchor, blend key, file name)
+    lang: str
+    action: str  # ready | load | build | blend (what is being done), then "done" once it is
+
+    def describe(self) -> str:
+        """``preparing voices 1/2: valentina (es)`` (+ what is happening when it takes time)."""
+        what = {"build": " - building its prompt", "load": " - loading", "blend": " - blending"}.get(self.action, "")
+        return f"preparing voices {self.done}/{self.total}: {self.voice} ({self.lang}){what}"
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    model: str
+    device: str
+    dtype: str
+    sampler: str  # fast | stock
+
+
+@dataclass(frozen=True)
+class AnchorInfo:
+    id: str
+    name: str
+    langs: tuple[str, ...]
+    states: dict[str, str] = field(default_factory=dict)  # lang -> ready | saved | missing
+
+
+@dataclass(frozen=True)
+class VoiceList:
+    anchors: tuple[AnchorInfo, ...]
+    duos: tuple[tuple[str, str, float, tuple[str, ...]], ...]  # (a, b, ratio, langs)
+
+
+PrepareProgress = Callable[[PrepareEvent], None]
+
+
+@runtime_checkable
+class EngineLink(Protocol):
+    """What the take pipeline needs from an engine, local or remote."""
+
+    sample_rate: int
+
+    @property
+    def info(self) -> LinkInfo: ...
+
+    def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
+                cancel: threading.Event | None = None) -> None: ...
+
+    def render(self, items: Sequence[RenderItem], options: TakeOptions,
+               cancel: threading.Event | None = None) -> list[Rendered]: ...
+
+    def voices(self) -> VoiceList: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class Pending:
+    """The diffusion half done by :meth:`LocalEngine.render_tokens`, waiting for :meth:`LocalEngine.decode`."""
+
+    items: list[RenderItem]
+    audio: Any  # omnistudio.engine.engine.PendingAudio
+    steps: int
+
+
+class LocalEngine:
+    """An :class:`EngineLink` over an in-process Engine.
+
+    ``voice_for`` (tests, special clients) replaces the resolver: item -> prompt object."""
+
+    def __init__(self, engine: Any, voice_for: Callable[[RenderItem], Any] | None = None) -> None:
+        self.engine = engine
+        self.sample_rate = int(engine.sample_rate)
+        self.voice_for = voice_for
+        self.calls = 0  # diffusion passes run (tests count them)
+        self._decode_lane = str(getattr(engine.model, "device", "cpu")).startswith("cuda")
+
+    @property
+    def info(self) -> LinkInfo:
+        loaded = self.engine.loaded
+        return LinkInfo(str(getattr(loaded.spec, "name", "?")), str(loaded.device), str(getattr(loaded, "dtype", "")),
+                        "fast" if self.engine.sampler is not None else "stock")
+
+    @property
+    def overlap_decode(self) -> bool:
+        """On CUDA the vocoder runs on its own stream, overlapping the next group's diffusion."""
+        return self._decode_lane
+
+    # --------------------------------------------------------------- voices
+    def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
+                cancel: threading.Event | None = None) -> None:
+        """Resolve every voice (building missing or stale prompts), reporting each before and after."""
+        todo = list(dict.fromkeys(voices))
+        for number, (ref, lang) in enumerate(todo, start=1):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("prepare cancelled")
+            label = voice_label(ref)
+            action = "ready" if self.voice_for is not None else voice_action(self.engine, ref, lang)
+            if progress is not None:
+                progress(PrepareEvent(number, len(todo), label, lang, action))
+            if self.voice_for is None:
+                resolve_voice(self.engine, ref, lang)
+            if progress is not None:
+                progress(PrepareEvent(number, len(todo), label, lang, "done"))
+
+    def _prompt(self, item: RenderItem) -> Any:
+        if self.voice_for is not None:
+            return self.voice_for(item)
+        return resolve_voice(self.engine, item.voice, item.lang)
+
+    def voices(self) -> VoiceList:
+        from omnistudio.voices.prompts import cache_for, prompt_dir, prompt_path
+        from omnistudio.voices.roster import LANGS, load_roster
+
+        roster = load_roster()
+        loaded = set(cache_for(self.engine).keys())
+        folder = prompt_dir()
+
+        def state(anchor: str, lang: str) -> str:
+            if (anchor, lang) in loaded:
+                return "ready"
+            return "saved" if prompt_path(anchor, lang, folder).exists() else "missing"
+
+        anchors = tuple(AnchorInfo(a.id, a.name, tuple(LANGS), {lang: state(a.id, lang) for lang in LANGS})
+                        for a in roster.anchors.values())
+        return VoiceList(anchors, tuple((d.anchors[0], d.anchors[1], d.ratio, tuple(d.langs)) for d in roster.duos))
+
+    # -------------------------------------------------------------- render
+    def render_tokens(self, items: Sequence[RenderItem], options: TakeOptions,
+                      cancel: threading.Event | None = None, on_step: Callable[[], None] | None = None) -> Pending:
+        """The diffusion half for a group (one pass, one seed per item); raises Cancelled within one
+        step. ``on_step`` runs before every diffusion step that is not cancelled."""
+        items = list(items)
+        steps = [0]
+
+        def count() -> None:
+            steps[0] += 1
+            if on_step is not None:
+                on_step()
+
+        should_cancel = cancel.is_set if cancel is not None else (lambda: False)
+        handle = self.engine.on_each_step(should_cancel, count)
+        try:
+            if should_cancel():
+                raise Cancelled("render cancelled")
+            prompts = [self._prompt(item) for item in items]
+            self.calls += 1
+            audio = self.engine.render_tokens([i.text for i in items], prompts, [i.lang for i in items],
+                                              num_step=options.num_step, seeds=[i.seed for i in items],
+                                              guidance_scale=options.guidance_scale, speed=options.speed_arg)
+        finally:
+            handle.remove()
+        return Pending(items, audio, steps[0])
+
+    def decode(self, pending: Pending, cuda_stream: Any = None) -> list[Rendered]:
+        """The vocoder half (on ``cuda_stream`` when given, after the tokens' event)."""
+        results = self.engine.decode(pending.audio, cuda_stream)
+        return [Rendered(item.index, r.pcm, r.timings, pending.steps) for item, r in zip(pending.items, results)]
+
+    def render(self, items: Sequence[RenderItem], options: TakeOptions,
+               cancel: threading.Event | None = None) -> list[Rendered]:
+        return self.decode(self.render_tokens(items, options, cancel))
+
+    def close(self) -> None:
+        """The engine belongs to whoever made it; nothing to release here."""
+

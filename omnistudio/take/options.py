@@ -1,0 +1,66 @@
+"""What a take is rendered with (:class:`TakeOptions`), and THE seed policy (:func:`sentence_seed`).
+
+Every client (studio, ``render``, the server) renders sentence ``s`` with
+``sentence_seed(base_seed, s.text, voice.key(), s.lang)``: a stable hash, so the same sentence in the
+same voice and language with the same base seed sounds the same wherever it is rendered, whatever
+its position in the script, and an unchanged sentence can be reused from the take cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+
+from omnistudio.audio.finishing import FinishingOptions
+from omnistudio.checks import DEFAULT_NUM_STEP, check_language, check_num_step, check_seed
+from omnistudio.errors import UserError
+from omnistudio.voices.resolve import VoiceRef
+
+MAX_BATCH = 16
+SEED_LIMIT = 2**31
+
+
+def sentence_seed(base_seed: int, text: str, voice_key: str, lang: str) -> int:
+    """The seed sentence ``text`` renders with: blake2b of (base seed, text, voice key, language), < 2**31."""
+    payload = "\x1f".join((str(int(base_seed)), " ".join(text.split()), voice_key, lang)).encode("utf-8")
+    return int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "big") % SEED_LIMIT
+
+
+@dataclass(frozen=True)
+class TakeOptions:
+    """Synthesis and finishing settings of one take (plain values; ``validated()`` checks them)."""
+
+    num_step: int = DEFAULT_NUM_STEP
+    guidance_scale: float = 2.0
+    seed: int = 0
+    seed_locked: bool = True  # False: every take draws a new base seed (nothing is reused)
+    speed: float = 1.0
+    batch: int = 1  # consecutive sentences rendered in one diffusion pass (after the first)
+    lang: str = "en"  # language of untagged lines
+    voice: VoiceRef | None = None  # voice of untagged lines
+    finishing: FinishingOptions = field(default_factory=FinishingOptions)
+
+    def validated(self) -> TakeOptions:
+        """A copy with every field checked, or one UserError naming the bad one."""
+        try:
+            guidance = float(self.guidance_scale)
+            speed = float(self.speed)
+        except (TypeError, ValueError):
+            raise UserError("guidance scale and speed must be numbers") from None
+        if not math.isfinite(guidance) or not 0.0 <= guidance <= 10.0:
+            raise UserError(f"guidance scale {self.guidance_scale} is out of range 0..10")
+        if not math.isfinite(speed) or not 0.25 <= speed <= 4.0:
+            raise UserError(f"speed {self.speed} is out of range 0.25..4")
+        if not 1 <= int(self.batch) <= MAX_BATCH:
+            raise UserError(f"batch size {self.batch} is out of range 1..{MAX_BATCH}")
+        if self.voice is not None and not isinstance(self.voice, VoiceRef):
+            raise UserError(f"the default voice must be a VoiceRef, got {type(self.voice).__name__}")
+        return replace(self, num_step=check_num_step(self.num_step), guidance_scale=guidance,
+                       seed=check_seed(self.seed), seed_locked=bool(self.seed_locked), speed=speed,
+                       batch=int(self.batch), lang=check_language(self.lang))
+
+    @property
+    def speed_arg(self) -> float | None:
+        """What the engine takes for ``speed`` (None: OmniVoice's own duration estimate)."""
+        return None if self.speed == 1.0 else self.speed
