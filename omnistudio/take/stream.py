@@ -80,6 +80,27 @@ class _Job:
     parts: list[_Job] | None = None  # a failed batch, redone one sentence at a time
 
 
+class _AnyOf:
+    """Set when any of its events is set (``set`` sets the first: the stream's own)."""
+
+    def __init__(self, *events: threading.Event) -> None:
+        self.events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+    def set(self) -> None:
+        self.events[0].set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        while not self.is_set():
+            if deadline is not None and time.perf_counter() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, UserError):
         return str(exc)
@@ -93,7 +114,8 @@ class Stream:
     speed and the batch size (the first sentence alone, for time to first audio, then groups)."""
 
     def __init__(self, link: EngineLink, sentences: Sequence[Any], items: Sequence[RenderItem],
-                 options: TakeOptions, lookahead: int = 1, overlap_decode: bool | None = None) -> None:
+                 options: TakeOptions, lookahead: int = 1, overlap_decode: bool | None = None,
+                 cancel: threading.Event | None = None) -> None:
         self.created = time.perf_counter()
         if lookahead < 1:
             raise ValueError("lookahead must be at least 1")
@@ -104,7 +126,7 @@ class Stream:
         self.link = link
         self.sentences = list(sentences)
         self._items = {id(s): item for s, item in zip(self.sentences, items)}
-        self._cancel = threading.Event()
+        self._cancel: Any = _AnyOf(threading.Event(), cancel) if cancel is not None else threading.Event()
         local = isinstance(link, LocalEngine)
         if overlap_decode is None:  # on CUDA the vocoder has its own stream; on CPU it shares the cores
             overlap_decode = local and link.overlap_decode

@@ -1,0 +1,297 @@
+"""Script in, finished audio out: the one take pipeline every client uses.
+
+    text -> plan (sentences with voice, language, seed, pause) -> prepare (every voice the take needs,
+    missing/stale prompts built, progress events) -> render (1-ahead :class:`Stream` through an
+    :class:`EngineLink`, batch groups, decode lane) -> take cache (LRU, bounded in bytes)
+    -> Stitcher (seams, breaths, room tone) -> sinks (player, file export, /dev/shm, network).
+
+The studio, ``omnistudio render`` and the server build a :class:`Take` with :func:`plan` and
+:meth:`Take.run` and differ only in the sinks they attach. A sentence whose (voice, language, text,
+seed, synthesis settings) were rendered before is taken from the cache, not rendered again, so with
+the seed locked a replay renders nothing and an export writes exactly what was heard.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from omnistudio.audio.finishing import live_stitcher, pauses
+from omnistudio.errors import Cancelled, UserError
+from omnistudio.script import Script, parse_script
+from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem
+from omnistudio.take.options import SEED_LIMIT, TakeOptions, sentence_seed
+from omnistudio.take.sinks import Sink
+from omnistudio.take.stream import Chunk, Stream, sentence_voice
+from omnistudio.voices.resolve import VoiceRef
+
+DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # about 45 minutes of float32 audio at 24 kHz
+
+
+@dataclass(frozen=True)
+class PlannedSentence:
+    """One sentence of a take: what to say, in which voice and language, with which seed."""
+
+    id: int  # the sentence's index in its script (the studio highlights by it)
+    text: str
+    voice: VoiceRef
+    lang: str
+    seed: int
+    pause_s: float  # silence after it
+    line: int = 1
+    speaker: str | None = None  # the script's tag (None: the default voice)
+    start: int = 0  # character span in the source text
+    end: int = 0
+
+    def item(self) -> RenderItem:
+        return RenderItem(self.id, self.text, self.voice, self.lang, self.seed)
+
+
+def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: int | None = None,
+         speakers: Any = None) -> list[PlannedSentence]:
+    """The sentences of ``script`` (text, a parsed Script, or script sentences) with voice, seed, pause.
+
+    ``base_seed``: the take's base seed (default ``options.seed``). A sentence with no speaker tag
+    takes ``options.voice``; with neither, one clear error naming the line."""
+    options = options.validated()
+    if isinstance(script, str):
+        script = parse_script(script, options.lang, speakers)
+    sentences = list(script.sentences if isinstance(script, Script) else script)
+    base = options.seed if base_seed is None else int(base_seed)
+    gaps = pauses([s.line for s in sentences])
+    planned = []
+    for sentence, gap in zip(sentences, gaps):
+        voice = sentence_voice(sentence, options.voice)
+        if voice is None:
+            raise UserError(f"line {sentence.line} has no speaker tag and no voice is selected")
+        seed = sentence_seed(base, sentence.text, voice.key(), sentence.lang)
+        planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed, gap, sentence.line,
+                                       sentence.speaker, getattr(sentence, "start", 0), getattr(sentence, "end", 0)))
+    if not planned:
+        raise UserError("nothing to render")
+    return planned
+
+
+# ------------------------------------------------------------------ cache
+class TakeCache:
+    """Rendered sentences by (link, voice, language, text, seed, settings); LRU, bounded in bytes."""
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        if max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
+        self.max_bytes = int(max_bytes)
+        self.bytes = 0
+        self._items: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: tuple[Any, ...]) -> bool:
+        return key in self._items
+
+    def get(self, key: tuple[Any, ...]) -> Rendered | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return hit
+
+    def put(self, key: tuple[Any, ...], rendered: Rendered) -> None:
+        size = int(rendered.pcm.nbytes)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.bytes -= int(old.pcm.nbytes)
+            if size > self.max_bytes:
+                return  # larger than the whole cache: not kept
+            self._items[key] = rendered
+            self.bytes += size
+            while self.bytes > self.max_bytes:
+                _key, evicted = self._items.popitem(last=False)
+                self.bytes -= int(evicted.pcm.nbytes)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.bytes = 0
+
+
+def cache_key(link: EngineLink, sentence: PlannedSentence, options: TakeOptions) -> tuple[Any, ...]:
+    return (link.info, sentence.voice.key(), sentence.lang, sentence.text, sentence.seed, options.num_step,
+            options.guidance_scale, options.speed)
+
+
+# ------------------------------------------------------------------- take
+@dataclass
+class TakeResult:
+    """What a finished take reports (timings, per-sentence rows) and holds (the stitched audio)."""
+
+    pcm: np.ndarray  # the live-stitched take (seams, breaths, room tone): what the player got
+    sample_rate: int
+    chunks: list[tuple[np.ndarray, float, int]]  # (sentence pcm, pause after, sentence id) for finishing
+    sentences: list[dict[str, Any]]
+    base_seed: int
+    rendered: int  # sentences rendered by the link in this take
+    reused: int  # sentences taken from the cache
+    steps: int
+    ttfa_s: float
+    total_s: float
+    prepare_s: float
+    events: list[PrepareEvent] = field(default_factory=list)
+
+    @property
+    def audio_s(self) -> float:
+        return len(self.pcm) / self.sample_rate
+
+    def timings(self) -> dict[str, Any]:
+        audio = self.audio_s
+        return {"ttfa_s": round(self.ttfa_s, 4), "total_s": round(self.total_s, 4), "audio_s": round(audio, 3),
+                "rtf": round(self.total_s / audio, 4) if audio else None, "prepare_s": round(self.prepare_s, 4),
+                "rendered": self.rendered, "reused": self.reused, "sentences": self.sentences}
+
+
+class Take:
+    """One rendering of planned sentences through a link, into sinks. Use :func:`build_take`."""
+
+    def __init__(self, link: EngineLink, sentences: Sequence[PlannedSentence], options: TakeOptions,
+                 cache: TakeCache | None = None, base_seed: int = 0, lookahead: int = 1) -> None:
+        self.link = link
+        self.sentences = list(sentences)
+        self.options = options.validated()
+        self.base_seed = base_seed
+        self.finishing = replace(self.options.finishing, seed=base_seed % SEED_LIMIT)
+        self.cache = cache if cache is not None else TakeCache()
+        self.lookahead = lookahead
+        self.stream: Stream | None = None
+
+    def voices(self, sentences: Sequence[PlannedSentence] | None = None) -> list[tuple[VoiceRef, str]]:
+        """Every (voice, language) the take needs, in order of first use."""
+        return list(dict.fromkeys((s.voice, s.lang) for s in (self.sentences if sentences is None else sentences)))
+
+    def missing(self) -> list[PlannedSentence]:
+        """The sentences the cache does not hold (these will be rendered)."""
+        return [s for s in self.sentences if cache_key(self.link, s, self.options) not in self.cache]
+
+    def run(self, sinks: Sequence[Sink] = (), progress: Callable[[PrepareEvent], None] | None = None,
+            cancel: threading.Event | None = None, on_chunk: Callable[[Chunk], None] | None = None) -> TakeResult:
+        """Prepare the voices, render what the cache lacks (1-ahead), stitch, feed ``sinks`` in order.
+
+        A failed sentence is reported through ``on_chunk``; the sinks get nothing after it and are
+        aborted at the end, and UserError says how many failed. ``cancel``: Cancelled is raised
+        (sinks aborted) within one diffusion step."""
+        cancel = cancel or threading.Event()
+        started = time.perf_counter()
+        events: list[PrepareEvent] = []
+
+        def report(event: PrepareEvent) -> None:
+            events.append(event)
+            if progress is not None:
+                progress(event)
+
+        hits = {s.id: r for s in self.sentences if (r := self.cache.get(cache_key(self.link, s, self.options)))}
+        todo = [s for s in self.sentences if s.id not in hits]
+        for sink in sinks:
+            sink.begin(self)
+        try:
+            if todo:
+                self.link.prepare(self.voices(todo), report, cancel)
+            prepare_s = time.perf_counter() - started
+            result = self._stream(todo, hits, sinks, cancel, on_chunk, started)
+        except BaseException:
+            for sink in sinks:
+                sink.abort()
+            raise
+        result.prepare_s, result.events = prepare_s, events
+        for sink in sinks:
+            sink.end(result)
+        return result
+
+    def _chunks(self, todo: list[PlannedSentence], hits: dict[int, Rendered], started: float,
+                cancel: threading.Event) -> Iterator[Chunk]:
+        stream = None
+        if todo:
+            stream = self.stream = Stream(self.link, todo, [s.item() for s in todo], self.options, self.lookahead,
+                                          cancel=cancel)
+        rate = self.link.sample_rate
+        try:
+            rendered = iter(stream) if stream is not None else iter(())
+            for sentence in self.sentences:
+                hit = hits.get(sentence.id)
+                if hit is None:
+                    chunk = next(rendered, None)
+                    if chunk is None:
+                        return  # the stream was cancelled
+                    yield chunk
+                else:
+                    now = time.perf_counter() - started
+                    yield Chunk(sentence, hit.pcm, rate, hit.timings, 0, now, now, None)
+        finally:
+            if stream is not None:
+                stream.close()
+
+    def _stream(self, todo: list[PlannedSentence], hits: dict[int, Rendered], sinks: Sequence[Sink],
+                cancel: threading.Event, on_chunk: Callable[[Chunk], None] | None, started: float) -> TakeResult:
+        stitcher = live_stitcher(self.link.sample_rate, self.finishing)
+        pieces: list[np.ndarray] = []
+        chunks: list[tuple[np.ndarray, float, int]] = []
+        rows: list[dict[str, Any]] = []
+        failures: list[str] = []
+        ttfa: float | None = None
+        rendered = 0
+        for chunk in self._chunks(todo, hits, started, cancel):
+            if cancel.is_set():
+                break
+            sentence: PlannedSentence = chunk.sentence
+            if ttfa is None:
+                ttfa = time.perf_counter() - started
+            rows.append(chunk.as_dict())
+            rendered += sentence.id not in hits
+            if on_chunk is not None:
+                on_chunk(chunk)
+            if not chunk.ok:
+                failures.append(chunk.error or "")
+                continue
+            if sentence.id not in hits:
+                self.cache.put(cache_key(self.link, sentence, self.options),
+                               Rendered(sentence.id, chunk.pcm, chunk.timings, chunk.steps))
+            if failures:
+                continue  # nothing reaches the sinks after a failure; keep reporting
+            chunks.append((chunk.pcm, sentence.pause_s, sentence.id))
+            piece = stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id)
+            pieces.append(piece)
+            for sink in sinks:
+                sink.chunk(chunk, piece)
+        if cancel.is_set():
+            raise Cancelled("take cancelled")
+        if failures:
+            raise UserError(f"{len(failures)} of {len(self.sentences)} sentences failed; nothing written")
+        tail = stitcher.finish()
+        pieces.append(tail)
+        for sink in sinks:
+            sink.tail(tail)
+        pcm = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+        steps = self.stream.steps if self.stream is not None else 0
+        return TakeResult(pcm, self.link.sample_rate, chunks, rows, self.base_seed, rendered, len(hits), steps,
+                          ttfa or 0.0, time.perf_counter() - started, 0.0)
+
+
+def build_take(link: EngineLink, script: Script | str | Sequence[Any], options: TakeOptions,
+               cache: TakeCache | None = None, speakers: Any = None, lookahead: int = 1) -> Take:
+    """The one way every client makes a take: plan ``script`` with the seed policy and wrap it.
+
+    With ``options.seed_locked`` off, the take draws a fresh base seed (so nothing is reused)."""
+    options = options.validated()
+    base = options.seed if options.seed_locked else secrets.randbelow(SEED_LIMIT)
+    return Take(link, plan(script, options, base, speakers), options, cache, base, lookahead)

@@ -1,0 +1,149 @@
+"""Where a take's audio goes: the live player, a finished file (+ sidecar, + /dev/shm), memory.
+
+A sink gets ``begin(take)``, then for each sentence in order ``chunk(chunk, piece)`` (the rendered
+sentence and the live-stitched piece the player gets), then ``tail(pcm)`` (the stitcher's last
+samples) and ``end(result)``; or ``abort()`` when the take failed or was cancelled (a file sink then
+writes nothing). The server's network stream is one more sink.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from omnistudio.take.pipeline import Take, TakeResult
+    from omnistudio.take.stream import Chunk
+
+
+class Sink:
+    """No-op base: override what the sink needs."""
+
+    def begin(self, take: Take) -> None:
+        """The take is about to render (its voices are not prepared yet)."""
+
+    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None:
+        """Sentence ``chunk`` is ready; ``piece`` is its live-stitched audio (seams, pause, room tone)."""
+
+    def tail(self, pcm: np.ndarray) -> None:
+        """The stitcher's last samples (the end of the take)."""
+
+    def end(self, result: TakeResult) -> None:
+        """Every sentence was delivered."""
+
+    def abort(self) -> None:
+        """The take failed or was cancelled: nothing more comes."""
+
+
+class PlayerSink(Sink):
+    """Writes the live-stitched pieces to a :class:`~omnistudio.audio.player.Player` ring.
+
+    ``on_piece(start_frame, end_frame, chunk)`` runs before each piece is queued (the studio maps
+    frames to sentences with it); ``cancel`` stops a blocked write; ``drain`` waits for the end."""
+
+    def __init__(self, player: Any, cancel: threading.Event | None = None,
+                 on_piece: Callable[[int, int, Any], None] | None = None, drain: bool = False) -> None:
+        self.player = player
+        self.cancel = cancel or threading.Event()
+        self.on_piece = on_piece
+        self.drain = drain
+        self.frames = 0
+
+    def _write(self, pcm: np.ndarray) -> None:
+        done = 0
+        while done < len(pcm) and not self.cancel.is_set():
+            wrote = self.player.write(pcm[done:], timeout=0.1)
+            if wrote == 0 and getattr(self.player, "_closed", False):
+                return
+            done += wrote
+        self.frames += done
+
+    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None:
+        if self.on_piece is not None:
+            start = self.player.ring.total_written
+            self.on_piece(start, start + len(piece), chunk)
+        self._write(piece)
+
+    def tail(self, pcm: np.ndarray) -> None:
+        self._write(pcm)
+
+    def end(self, result: TakeResult) -> None:
+        if self.drain:
+            self.player.drain()
+        else:
+            self.player.finish()
+
+    def abort(self) -> None:
+        self.player.finish()
+
+
+class FileSink(Sink):
+    """The finished file: sentences stitched without room tone, normalised to the target loudness
+    under the true-peak ceiling, room tone under it, written atomically with its JSON sidecar (and
+    /dev/shm/NAME when the finishing options name one). Nothing is written if the take fails."""
+
+    def __init__(self, path: Path, extra: dict[str, Any] | None = None, shm_root: Path | None = None) -> None:
+        from omnistudio.audio.export import check_output_path
+
+        self.path = Path(path)
+        check_output_path(self.path)
+        self.extra = dict(extra or {})
+        self.shm_root = shm_root
+        self.finished: Any = None  # audio.finishing.FinishedRender once written
+        self._take: Any = None
+
+    def begin(self, take: Take) -> None:
+        self._take = take
+
+    def end(self, result: TakeResult) -> None:
+        from omnistudio.audio.finishing import finish_render
+
+        timings = {**result.timings(), **self.extra}
+        self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
+                                      timings=timings, shm_root=self.shm_root)
+
+
+class ShmSink(Sink):
+    """Hands the live-stitched take to another process through /dev/shm/NAME (see docs/shm.md)."""
+
+    def __init__(self, name: str, root: Path | None = None) -> None:
+        from omnistudio.audio.shm import check_shm_name
+
+        self.name = check_shm_name(name)
+        self.root = root
+        self.path: Path | None = None
+
+    def end(self, result: TakeResult) -> None:
+        from omnistudio.audio.shm import SHM_DIR, write_shm
+
+        self.path = write_shm(self.name, result.pcm, result.sample_rate, self.root or SHM_DIR)
+
+
+class MemorySink(Sink):
+    """Keeps the live-stitched pieces (tests, a client that wants the whole take in memory)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[np.ndarray] = []
+        self.sentences: list[int] = []
+        self.ended = self.aborted = False
+
+    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None:
+        self.pieces.append(piece)
+        self.sentences.append(chunk.sentence.id)
+
+    def tail(self, pcm: np.ndarray) -> None:
+        self.pieces.append(pcm)
+
+    def end(self, result: TakeResult) -> None:
+        self.ended = True
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    @property
+    def pcm(self) -> np.ndarray:
+        return np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)

@@ -1,0 +1,192 @@
+"""The take pipeline: plan, prepare before the first chunk, 1-ahead render through a link, the take
+cache (reuse with the seed locked, bounded in bytes), sinks, cancel."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from omnistudio.errors import Cancelled, UserError
+from omnistudio.take.link import LinkInfo, LocalEngine, PrepareEvent, Rendered, RenderItem, VoiceList
+from omnistudio.take.options import TakeOptions, sentence_seed
+from omnistudio.take.pipeline import TakeCache, build_take, plan
+from omnistudio.take.sinks import FileSink, MemorySink
+from omnistudio.voices.resolve import VoiceRef, resolve_voice
+from take_roster import flite_desk, flite_recordings  # noqa: F401
+
+REF_TEXT = "This is the reference voice for our test."
+
+
+class FakeLink:
+    """An EngineLink that is not an engine (as a remote one is): deterministic tones, counted calls."""
+
+    sample_rate = 24_000
+    info = LinkInfo("fake", "cpu", "float32", "fast")
+
+    def __init__(self, seconds: float = 0.5) -> None:
+        self.seconds = seconds
+        self.calls: list[list[int]] = []
+        self.prepared: list[tuple[str, str]] = []
+
+    def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: Any = None, cancel: Any = None) -> None:
+        for n, (ref, lang) in enumerate(voices, start=1):
+            self.prepared.append((ref.key(), lang))
+            if progress:
+                progress(PrepareEvent(n, len(voices), ref.key(), lang, "done"))
+
+    def render(self, items: Sequence[RenderItem], options: TakeOptions, cancel: Any = None) -> list[Rendered]:
+        self.calls.append([i.index for i in items])
+        n = int(self.seconds * self.sample_rate)
+        return [Rendered(i.index, np.random.default_rng(i.seed).uniform(-0.3, 0.3, n).astype(np.float32), None, 1)
+                for i in items]
+
+    def voices(self) -> VoiceList:
+        return VoiceList((), ())
+
+    def close(self) -> None:
+        pass
+
+
+def test_plan_gives_each_sentence_its_voice_seed_and_pause() -> None:
+    options = TakeOptions(seed=5, voice=VoiceRef(anchor="ruby"))
+    sentences = plan("Hello there. Second one.\n[storm+ruby@0.3:es] Hola.\n[cy] Bye.", options, speakers=None)
+    assert [(s.voice.key(), s.lang) for s in sentences] == [("ruby", "en"), ("ruby", "en"),
+                                                             ("storm+ruby@0.30", "es"), ("cy", "es")]
+    assert sentences[2].voice.blend is not None and sentences[2].voice.blend.alpha == 0.3  # typed, not a string
+    assert [s.pause_s for s in sentences] == [0.15, 0.45, 0.45, 0.0]
+    assert sentences[0].seed == sentence_seed(5, "Hello there.", "ruby", "en")
+    with pytest.raises(UserError, match="line 1 has no speaker tag"):
+        plan("Untagged.", TakeOptions())
+
+
+def test_a_take_through_a_remote_style_link_with_batches(tmp_path: Path) -> None:
+    link = FakeLink()
+    text = "\n".join(f"[ruby] Sentence number {i}." for i in range(7))
+    take = build_take(link, text, TakeOptions(batch=3, seed=1))
+    sink = MemorySink()
+    result = take.run([sink])
+    assert link.calls == [[0], [1, 2, 3], [4, 5, 6]]  # first alone (time to first audio), then groups
+    assert sink.sentences == list(range(7)) and sink.ended and not sink.aborted
+    assert np.array_equal(sink.pcm, result.pcm) and result.rendered == 7 and result.reused == 0
+    assert link.prepared == [("ruby", "en")]
+
+
+def test_replay_with_the_seed_locked_renders_nothing(tmp_path: Path) -> None:
+    link, cache = FakeLink(), TakeCache()
+    text = "[ruby] One. Two.\n[storm] Three."
+    first = build_take(link, text, TakeOptions(seed=9), cache).run()
+    assert len(link.calls) == 3
+    again = build_take(link, text, TakeOptions(seed=9), cache).run()
+    assert len(link.calls) == 3 and again.rendered == 0 and again.reused == 3  # nothing rendered again
+    assert np.array_equal(first.pcm, again.pcm)
+    edited = build_take(link, "[ruby] One. Two changed.\n[storm] Three.", TakeOptions(seed=9), cache).run()
+    assert link.calls[3:] == [[1]] and edited.reused == 2  # only the edited sentence
+    unlocked = build_take(link, text, TakeOptions(seed=9, seed_locked=False), cache).run()
+    assert unlocked.rendered == 3 and unlocked.base_seed != 9  # a new seed: new takes
+
+
+def test_take_cache_stays_under_its_byte_bound_over_200_sentences() -> None:
+    link = FakeLink(seconds=0.25)  # 24 kB per sentence
+    bound = 40 * 24_000
+    cache = TakeCache(max_bytes=bound)
+    seen = []
+    text = "\n".join(f"[ruby] Line {i} of the long bulletin." for i in range(200))
+    take = build_take(link, text, TakeOptions(batch=4), cache)
+
+    class Watch(MemorySink):
+        def chunk(self, chunk: Any, piece: np.ndarray) -> None:
+            seen.append(cache.bytes)
+
+    take.run([Watch()])
+    assert len(seen) == 200 and max(seen) <= bound and cache.bytes <= bound
+    assert len(cache) == 40  # full, oldest evicted
+    # the most recent sentences are kept (least recently used go first)
+    again = build_take(link, text, TakeOptions(batch=4), cache)
+    assert [s.id for s in again.missing()] == list(range(160))
+
+
+def test_take_cache_lru_order_and_oversize() -> None:
+    cache = TakeCache(max_bytes=3 * 400)
+
+    def r(i: int) -> Rendered:
+        return Rendered(i, np.zeros(100, dtype=np.float32))
+
+    for i in range(3):
+        cache.put(("k", i), r(i))
+    assert cache.get(("k", 0)) is not None  # 0 is now the most recent
+    cache.put(("k", 3), r(3))
+    assert ("k", 1) not in cache and ("k", 0) in cache and cache.bytes == 1200
+    cache.put(("big",), Rendered(9, np.zeros(1000, dtype=np.float32)))
+    assert ("big",) not in cache and cache.bytes == 1200
+
+
+def test_failed_sentence_aborts_the_sinks(tmp_path: Path) -> None:
+    class Flaky(FakeLink):
+        def render(self, items: Sequence[RenderItem], options: TakeOptions, cancel: Any = None) -> list[Rendered]:
+            out = super().render(items, options, cancel)
+            return [Rendered(r.index, r.pcm[:0], None, 0, "boom") if r.index == 1 else r for r in out]
+
+    out = tmp_path / "take.wav"
+    sink, seen = MemorySink(), []
+    with pytest.raises(UserError, match="1 of 3 sentences failed; nothing written"):
+        build_take(Flaky(), "[ruby] First line here. Second line here. Third line here.", TakeOptions()).run([sink, FileSink(out)], on_chunk=seen.append)
+    assert sink.aborted and sink.sentences == [0] and not out.exists()
+    assert [c.ok for c in seen] == [True, False, True] and 'sentence 2 (line 1, "Second line here.")' in (seen[1].error or "")
+
+
+def test_prepare_builds_missing_prompts_before_the_first_chunk(tiny_engine: Any, flite_desk: Path) -> None:  # noqa: F811
+    from omnistudio.engine.engine import Engine
+
+    engine = Engine(tiny_engine.loaded)  # a fresh engine: nothing cached on the device
+    link = LocalEngine(engine)
+    order: list[str] = []
+    take = build_take(link, "[ana] Good evening.\n[ben:es] Buenas noches.\n[ana:en] Bye.",
+                      TakeOptions(num_step=2, seed=3))
+    take.run([MemorySink()], progress=lambda e: order.append(f"{e.action} {e.voice} {e.lang}"),
+             on_chunk=lambda c: order.append(f"chunk {c.sentence.id}"))
+    assert order[:4] == ["build ana en", "done ana en", "build ben es", "done ben es"]
+    assert order[4:] == ["chunk 0", "chunk 1", "chunk 2"]
+    assert (flite_desk / "prompts" / "ana_en.omni_prompt.safetensors").exists()
+    assert PrepareEvent(1, 2, "valentina", "es", "ready").describe() == "preparing voices 1/2: valentina (es)"
+    # the anchors really differ: same text and seed policy, different recorded voices
+    a = engine.synthesize("Same words.", engine_prompt(engine, "ana"), num_step=2, seed=1).pcm
+    b = engine.synthesize("Same words.", engine_prompt(engine, "ben"), num_step=2, seed=1).pcm
+    assert a.shape != b.shape or not np.array_equal(a, b)
+
+
+def engine_prompt(engine: Any, anchor: str) -> Any:
+    return resolve_voice(engine, VoiceRef(anchor=anchor), "en")
+
+
+def test_direct_take_matches_a_one_off_synthesis(tiny_engine: Any, ref_wav: Path) -> None:
+    voice = VoiceRef.recording_of(ref_wav, REF_TEXT)
+    link = LocalEngine(tiny_engine)
+    take = build_take(link, "One two. Three four.", TakeOptions(num_step=3, seed=11, voice=voice))
+    rows = []
+    take.run(on_chunk=rows.append)
+    prompt = resolve_voice(tiny_engine, voice, "en")
+    alone = tiny_engine.synthesize("Three four.", prompt, num_step=3,
+                                   seed=sentence_seed(11, "Three four.", voice.key(), "en"))
+    np.testing.assert_array_equal(rows[1].pcm, alone.pcm)
+    assert link.calls == 2
+
+
+def test_cancel_stops_a_take_within_one_step(tiny_engine: Any, ref_wav: Path) -> None:
+    voice = VoiceRef.recording_of(ref_wav, REF_TEXT)
+    cancel = threading.Event()
+    sink = MemorySink()
+    text = "\n".join(f"Sentence {i} of a long bulletin." for i in range(8))
+    take = build_take(LocalEngine(tiny_engine), text, TakeOptions(num_step=4, voice=voice))
+
+    def on_chunk(chunk: Any) -> None:
+        if chunk.sentence.id == 1:
+            cancel.set()
+
+    with pytest.raises(Cancelled):
+        take.run([sink], cancel=cancel, on_chunk=on_chunk)
+    assert sink.aborted and take.stream is not None and take.stream.steps <= 3 * 4
