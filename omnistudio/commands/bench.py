@@ -116,11 +116,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
-    from omnistudio.voices.session import open_engine
+    from omnistudio.commands.voice_args import engine_from_args
 
     args.sampler = sampler  # "stock": the sentence bench installs its own samplers per variant
     args.progress(0, 1, "loading model")
-    return open_engine(args)
+    return engine_from_args(args)
 
 
 def _with_progress(args: argparse.Namespace, runner: Callable[[argparse.Namespace], Any]) -> Any:

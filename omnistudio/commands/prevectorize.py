@@ -40,14 +40,14 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_language
     from omnistudio.voices.prompts import ensure_prompt
     from omnistudio.voices.roster import load_roster
-    from omnistudio.voices.session import open_engine
+    from omnistudio.commands.voice_args import engine_from_args
 
     langs = [check_language(lang) for lang in _split(args.lang) or []] or None
     roster = load_roster()
     pairs = roster.pairs(_split(args.anchors), langs)
     transcriber = open_transcriber(args.asr_model)
     with status("loading model") as update:
-        engine = open_engine(args, progress=update)
+        engine = engine_from_args(args, progress=update)
 
     rows: list[dict] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_output_path, write_audio
     from omnistudio.console import status
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
-    from omnistudio.voices.session import check_voice_args
+    from omnistudio.commands.voice_args import check_voice_args, voice_from_args
 
     # Every cheap check first: nothing is loaded or written for bad input.
     text = check_text(args.text)
@@ -40,21 +40,16 @@ def run(args: argparse.Namespace) -> int:
     seed = check_seed(args.seed)
     check_output_path(args.output)
     voice_kind = check_voice_args(args)
-    if args.blend:
-        from omnistudio.checks import check_alpha, check_pair
-
-        if not args.voice:
-            raise UserError("--blend needs --voice (the first anchor of the blend)")
-        check_pair(args.voice, args.blend)
-        check_alpha(args.alpha)
-    if voice_kind is None:
+    ref = voice_from_args(args)  # a blend is checked here (two anchors, alpha in [0, 1])
+    if voice_kind is None or ref is None:
         raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
-    from omnistudio.voices.session import open_engine, resolve_voice
+    from omnistudio.commands.voice_args import engine_from_args
+    from omnistudio.voices.resolve import resolve_voice
 
     with status("loading model") as update:
-        engine = open_engine(args, progress=update)
-        voice = resolve_voice(engine, args, lang, progress=update)
+        engine = engine_from_args(args, progress=update)
+        voice = resolve_voice(engine, ref, lang, progress=update)
         update("synthesising")
         result = engine.synthesize(text, voice, language=lang, num_step=num_step, seed=seed,
                                    guidance_scale=args.guidance)
