@@ -13,6 +13,7 @@ from omnistudio.engine.sampler import FastSampler
 from omnistudio.studio.adapters import Sentence
 from omnistudio.studio.controller import Studio
 from omnistudio.studio.events import EngineState, Notice, SentenceRendered
+from omnistudio.voices.resolve import Blend, VoiceRef
 
 
 def wait(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
@@ -42,7 +43,7 @@ def test_morph_slider_blend_is_built_and_auditioned(studio) -> None:  # noqa: AN
     wait(lambda: ("ruby", "storm", "en", 0.7) in blend_cache_for(studio.engine), what="blend built")
     studio.audition("ruby", "en")
     wait(lambda: any(isinstance(e, SentenceRendered) for e in studio.events), what="audition rendered")
-    assert ("ruby", "en", ("storm", 0.7)) in studio._voices  # the audition used the blend
+    assert studio.last_take.sentences[0].voice == VoiceRef(blend=Blend("ruby", "storm", 0.7))  # used the blend
     assert studio.set_blend("ruby", 0.5) is False  # an anchor with itself
     assert any(isinstance(e, Notice) and "itself" in e.message for e in studio.events)
     assert studio.set_blend("storm", 1.0) is True and studio.blend is None  # alpha 1: the anchor alone
@@ -52,7 +53,7 @@ def test_stop_takes_effect_within_one_diffusion_step(studio) -> None:  # noqa: A
     steps: list[int] = []
 
     def count(_module: Any, _args: Any) -> None:
-        if threading.current_thread().name != "studio-engine":
+        if threading.current_thread().name != "omnistudio-stream":  # the take's render worker
             return
         steps.append(1)
         if len(steps) == 3:

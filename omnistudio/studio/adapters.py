@@ -1,19 +1,12 @@
-"""The studio's seams to the core modules that land separately (script, prompts, blend, finishing).
-
-Each function here is the one place the studio touches such a module, with a small fallback for
-when it is not there yet, so wiring changes stay in this file.
-"""
+"""The studio's seams to the core: the editor's sentences (with character spans), the anchor rows,
+start-up prompts, duos and the finishing options from the settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from omnistudio.errors import UserError
-
+from omnistudio.script import Blend
 
 
 @dataclass(frozen=True)
@@ -27,6 +20,12 @@ class Sentence:
     start: int  # character offsets in the source text
     end: int
     line: int = 1  # 1-based script line (sets the pause after it)
+    blend: Blend | None = None  # the typed blend when ``speaker`` is one
+
+    @property
+    def id(self) -> int:
+        """The take pipeline's name for the sentence's index."""
+        return self.index
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ def parse_script(text: str, lang: str = "en", speakers: Any = None) -> list[Sent
         begin = max(pos, line_starts[min(s.line - 1, len(line_starts) - 1)])
         found = text.find(s.text, begin)
         start, end = (found, found + len(s.text)) if found >= 0 else (begin, begin)
-        out.append(Sentence(s.id, s.text, s.speaker, s.lang, start, end, s.line))
+        out.append(Sentence(s.id, s.text, s.speaker, s.lang, start, end, s.line, s.blend))
         pos = max(pos, end)
     return out
 
@@ -99,32 +98,9 @@ def duos() -> list[tuple[str, str, float, tuple[str, ...]]]:
     return [(d.anchors[0], d.anchors[1], d.ratio, tuple(d.langs)) for d in load_roster().duos]
 
 
-def anchor_voice(engine: Any, anchor_id: str, lang: str, progress: Any = None) -> Any:
-    try:
-        from omnistudio.voices.prompts import anchor_prompt
-    except ImportError:
-        raise UserError("anchor voice prompts are not available yet (omnistudio.voices.prompts)") from None
-    return anchor_prompt(engine, anchor_id, lang, progress=progress)
-
-
-def blend_voice(engine: Any, a: str, b: str, lang: str, alpha: float) -> Any:
-    from omnistudio.voices.blend import anchor_blend
-
-    return anchor_blend(engine, a, b, lang, alpha)
-
-
 def finishing_options(settings: Any) -> Any:
     """The studio settings as render finishing options (target loudness, room tone, breaths)."""
     from omnistudio.audio.finishing import FinishingOptions
 
     return FinishingOptions(target_lufs=settings.target_lufs, room_tone=settings.room_tone,
                             breaths=settings.breaths, seed=settings.seed)
-
-
-def write_finished(path: Path, chunks: list[tuple[np.ndarray, float, int]], sample_rate: int, settings: Any,
-                   timings: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
-    """Stitch, normalise to the settings' target, write audio + sidecar; return (sidecar path, loudness)."""
-    from omnistudio.audio.finishing import finish_render
-
-    result = finish_render(chunks, sample_rate, path, finishing_options(settings), timings=timings)
-    return result.sidecar_path, dict(result.sidecar.get("loudness", {}))

@@ -3,8 +3,11 @@
 Threads:
 - the caller's (UI) thread calls the public methods; none of them blocks on the engine: each puts
   a command on the queue (after the cheap checks, which raise UserError at once);
-- the engine thread loads the model, resolves voices, renders sentences and writes them to the
-  player ring (sentence k+1 renders while k plays: the ring holds what is ahead);
+- the engine thread loads the model and runs takes (:mod:`omnistudio.take.pipeline`, the same path
+  as ``omnistudio render`` and the server): prepare every voice first (progress events), then the
+  take's 1-ahead stream renders sentence k+1 while k plays; a sentence rendered before with the same
+  voice, text, seed and settings comes from the take cache, so a replay with the seed locked
+  renders nothing and an export writes what was heard;
 - the output callback (a sound card, or :class:`VirtualOutput` when there is none) plays the ring.
 Results reach the client only through ``report(event)`` (events in :mod:`.events`), which must be
 thread-safe (the app passes ``post_message``), and through :meth:`Studio.poll`, which the client
@@ -16,10 +19,8 @@ from __future__ import annotations
 import gc
 import logging
 import queue
-import random
 import threading
 import time
-from argparse import Namespace
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -27,71 +28,64 @@ from typing import Any
 
 import numpy as np
 
-from omnistudio.audio.finishing import live_stitcher, pauses
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.audio.player import Player
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.errors import Cancelled, UserError, describe
+from omnistudio.script import Blend
 from omnistudio.studio import adapters
 from omnistudio.studio.adapters import Sentence
 from omnistudio.studio.events import (EngineState, Exported, Failure, MeterReading, Notice, PlaybackStarted,
-                                      PromptsLoaded, SentenceRendered, Snapshot)
+                                      Preparing, PromptsLoaded, SentenceRendered, Snapshot)
 from omnistudio.studio.playback import Schedule, VirtualOutput
 from omnistudio.studio.settings import StudioSettings
+from omnistudio.take.link import LocalEngine, PrepareEvent
+from omnistudio.take.options import TakeOptions
+from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take
+from omnistudio.take.sinks import FileSink, PlayerSink
+from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
 
 AUDITION = {"en": "Good evening, and welcome to the news at nine.",
             "es": "Buenas noches, estas son las noticias de las nueve."}
-VoiceResolver = Callable[[Any, str, str, "tuple[str, float] | None"], Any]
-
-
-def parse_blend(speaker: str) -> tuple[str, tuple[str, float] | None]:
-    """``a+b@0.70`` (as the script parser writes blends) -> ("a", ("b", 0.7)); a plain id -> (id, None)."""
-    from omnistudio.script import blend_parts
-
-    parts = blend_parts(speaker)
-    return (parts[0], (parts[1], parts[2])) if parts else (speaker, None)
-
-
-def roster_voice(engine: Any, anchor: str, lang: str, blend: tuple[str, float] | None) -> Any:
-    """The default voice resolver: the anchor's saved prompt, or its blend with a partner."""
-    if blend is not None and blend[1] < 1.0:
-        return adapters.blend_voice(engine, anchor, blend[0], lang, blend[1])
-    return adapters.anchor_voice(engine, anchor, lang)
+VoiceFor = Callable[[Any], Any]  # a RenderItem -> the prompt object (tests: one fixed reference)
 
 
 class Studio:
     """Headless studio: everything the Textual app shows comes from here."""
 
     def __init__(self, model: str | None = None, device: str | None = None, dtype: str | None = None, *,
-                 engine: Any = None, settings: StudioSettings | None = None,
+                 engine: Any = None, link: Any = None, settings: StudioSettings | None = None,
                  report: Callable[[object], None] | None = None, audio: str = "auto", virtual_rate: float = 1.0,
-                 voice_resolver: VoiceResolver | None = None, warm: bool = True) -> None:
+                 voice_resolver: VoiceFor | None = None, warm: bool = True,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         if audio not in ("auto", "device", "virtual"):
             raise UserError(f"audio mode '{audio}': use auto, device or virtual")
-        self.model_args = Namespace(model=model, device=device, dtype=dtype, sampler="fast")
+        self.model_spec = (model, device, dtype)
         self.engine = engine
+        self.link = link  # an EngineLink; made over ``engine`` once it is loaded (LocalEngine)
         self.settings = (settings or StudioSettings()).validated()
         self.report: Callable[[object], None] = report or (lambda event: None)
         self.audio_mode = audio
         self.virtual_rate = virtual_rate
-        self.resolve_voice = voice_resolver or roster_voice
+        self.voice_resolver = voice_resolver
         self.warm = warm  # load saved prompts and warm up the engine before reporting ready
         self.state = "loading"
         self.anchor: str | None = self.settings.anchor or None
-        self.blend: tuple[str, float] | None = None
+        self.blend: Blend | None = None  # the morph slider's blend of the selected anchor
         self.player: Player | None = None
         self.output: VirtualOutput | None = None
         self.silent = False
         self.schedule = Schedule()
         self.meter = LoudnessMeter(SAMPLE_RATE)
+        self.cache = TakeCache(cache_bytes)
+        self.last_take: Take | None = None
+        self._played_seed: int | None = None  # base seed of the last take played (export reuses it)
         self._tap_buf = np.zeros(SAMPLE_RATE, dtype=np.float32)
         self._commands: queue.Queue[tuple[str, tuple[Any, ...]]] = queue.Queue()
         self._rendering_play = False
-        self._generation = 0  # bumped by stop(): queued renders of an older generation are dropped
-        self._voices: dict[tuple[str, str, Any], Any] = {}
-        self._rendered: dict[tuple[Any, ...], Any] = {}
+        self._cancel = threading.Event()  # the current play's; stop() sets it, the next play gets a new one
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
 
     # ------------------------------------------------------------ lifecycle
@@ -144,26 +138,45 @@ class Studio:
         sentences = [s for s in self.parse(text) if s.end > from_offset]
         if not sentences:
             raise UserError("nothing to play after the cursor")
+        if any(s.speaker is None for s in sentences) and not self.anchor:
+            raise UserError("pick an anchor first (or tag the line, e.g. [ruby])")
         self._start_play(sentences)
         return sentences
 
+    def voice(self, anchor: str | None = None) -> VoiceRef | None:
+        """The selected voice: the anchor, or its blend with the slider's partner."""
+        anchor = anchor or self.anchor
+        if not anchor:
+            return None
+        if self.blend is not None and anchor == self.anchor:
+            return VoiceRef(blend=self.blend)
+        return VoiceRef(anchor=anchor)
+
+    def take_options(self, voice: VoiceRef | None = None) -> TakeOptions:
+        """The settings as take options (the same values ``render`` gets from its flags)."""
+        s = self.settings
+        return TakeOptions(num_step=s.num_step, guidance_scale=s.guidance_scale, seed=s.seed,
+                           seed_locked=s.seed_lock, speed=s.speed, lang=s.language,
+                           voice=voice or self.voice(), finishing=adapters.finishing_options(s))
+
     def audition(self, anchor: str, lang: str) -> None:
         """A short fixed sentence in ``anchor``'s voice (with the current blend when it is selected)."""
-        speaker = anchor if self.blend is None or anchor != self.anchor else \
-            f"{anchor}+{self.blend[0]}@{self.blend[1]:.2f}"
         text = AUDITION[lang]
-        self._start_play([Sentence(0, text, speaker, lang, 0, 0)], audition=True)
+        self._start_play([Sentence(0, text, None, lang, 0, 0)], audition=True, voice=self.voice(anchor))
 
-    def _start_play(self, sentences: list[Sentence], audition: bool = False) -> None:
+    def _start_play(self, sentences: list[Sentence], audition: bool = False, voice: VoiceRef | None = None) -> None:
         self.stop()
         self.meter = LoudnessMeter(SAMPLE_RATE)
         self.player.tap.skip()  # type: ignore[union-attr]
         if self.player is not None and self.player.paused:
             self.player.resume()
-        self._commands.put(("play", (self._generation, sentences, time.perf_counter(), audition)))
+        self._commands.put(("play", (self._cancel, sentences, time.perf_counter(), audition,
+                                     self.take_options(voice))))
 
     def stop(self) -> None:
-        self._generation += 1
+        """Stop playback and any render (within one diffusion step); queued plays are dropped."""
+        self._cancel.set()
+        self._cancel = threading.Event()
         if self.player is not None:
             self.player.stop()
         self.schedule.clear()
@@ -179,12 +192,11 @@ class Studio:
         return self.player.paused
 
     def export(self, text: str, path: Path) -> None:
-        """Render (reusing what was already rendered), normalise and write ``path`` plus its sidecar."""
-        from omnistudio.audio.export import check_output_path
-
+        """Normalise and write ``path`` plus its sidecar: what was heard (taken from the take cache)
+        for unchanged sentences, rendered for the others."""
         sentences = self.parse(text)
-        check_output_path(path)
-        self._commands.put(("export", (sentences, path)))
+        FileSink(path)  # checks the path now, on the UI thread
+        self._commands.put(("export", (sentences, path, self.take_options())))
 
     def select(self, anchor: str | None, lang: str | None = None) -> None:
         self.anchor = anchor
@@ -193,21 +205,18 @@ class Studio:
 
     def set_blend(self, partner: str | None, alpha: float) -> bool:
         """Blend the selected anchor with ``partner`` at ``alpha`` (1.0: the anchor alone). False if unavailable."""
-        from omnistudio.checks import check_alpha, check_pair
-
         if partner is None or alpha >= 1.0:
             self.blend = None
             return True
         try:
-            check_pair(self.anchor or "", partner)
-            check_alpha(alpha)
+            blend = Blend(self.anchor or "", partner, alpha)
         except UserError as exc:
             self.blend = None
             self.report(Notice(str(exc), "warning"))
             return False
-        self.blend = (partner, round(float(alpha), 2))
+        self.blend = blend
         if self.anchor:  # build it now, so the next audition uses it at once
-            self._commands.put(("voice", (f"{self.anchor}+{partner}@{self.blend[1]:.2f}", self.settings.language)))
+            self._commands.put(("prepare", ([(VoiceRef(blend=blend), self.settings.language)],)))
         return True
 
     def apply_settings(self, settings: StudioSettings) -> None:
@@ -261,13 +270,17 @@ class Studio:
         self.report(EngineState(state, detail))
 
     def _do_load(self) -> None:
-        if self.engine is None:
-            from omnistudio.voices.session import open_engine
+        if self.link is None:
+            if self.engine is None:
+                from omnistudio.voices.session import open_engine
 
-            self._set_state("loading", str(self.model_args.model or "default model"))
-            self.engine = open_engine(self.model_args, progress=lambda text: self._set_state("loading", text))
+                model, device, dtype = self.model_spec
+                self._set_state("loading", str(model or "default model"))
+                self.engine = open_engine(model, device, dtype, "fast",
+                                          progress=lambda text: self._set_state("loading", text))
+            self.link = LocalEngine(self.engine, voice_for=self.voice_resolver)
         self._set_state("warming")
-        if self.warm:
+        if self.warm and self.engine is not None:
             notice = adapters.start_prompts(self.engine, progress=lambda text: self._set_state("warming", text))
             if notice:
                 self.report(Notice(notice, "warning"))
@@ -278,84 +291,56 @@ class Studio:
         gc.freeze()
         self._set_state("ready")
 
-    def _voice(self, speaker: str | None, lang: str) -> Any:
-        name = speaker or self.anchor
-        if not name:
-            raise UserError("pick an anchor first (or tag the line, e.g. [ruby])")
-        anchor, blend = parse_blend(name) if speaker else (name, self.blend)
-        key = (anchor, lang, blend)
-        if key not in self._voices:
-            self._voices[key] = self.resolve_voice(self.engine, anchor, lang, blend)
-        return self._voices[key]
+    def _preparing(self, event: PrepareEvent) -> None:
+        self.report(Preparing(event.done, event.total, event.voice, event.lang, event.action, event.describe()))
+        if event.action != "done":
+            self._set_state("rendering", event.describe())
 
-    def _do_voice(self, speaker: str, lang: str) -> None:
-        self._voice(speaker, lang)
+    def _do_prepare(self, voices: list[tuple[VoiceRef, str]]) -> None:
+        self.link.prepare(voices, self._preparing)  # type: ignore[union-attr]
+        self._set_state("ready")
 
-    def _render(self, sentence: Sentence) -> Any:
-        s = self.settings
-        seed = s.seed if s.seed_lock else random.randrange(2**31)
-        voice_key = (sentence.speaker or self.anchor, self.blend if not sentence.speaker else None)
-        key = (sentence.text, sentence.lang, voice_key, s.num_step, s.guidance_scale, seed, s.speed)
-        if key not in self._rendered:
-            voice = self._voice(sentence.speaker, sentence.lang)
-            generation = self._generation
-            handle = self.engine.on_each_step(lambda: generation != self._generation)  # stop: within one step
-            try:
-                self._rendered[key] = self.engine.synthesize(
-                    sentence.text, voice, language=sentence.lang, num_step=s.num_step, seed=seed,
-                    guidance_scale=s.guidance_scale, speed=None if s.speed == 1.0 else s.speed)
-            finally:
-                handle.remove()
-        result = self._rendered[key]
-        t = result.timings
-        self.report(SentenceRendered(sentence.index, t.wall_s, t.audio_s, t.rtf))
-        return result
+    def _rendered(self, chunk: Any) -> None:
+        t = chunk.timings
+        if chunk.ok and t is not None:
+            self.report(SentenceRendered(chunk.sentence.id, t.wall_s, t.audio_s, t.rtf))
 
-    def _do_play(self, generation: int, sentences: list[Sentence], asked_at: float, audition: bool) -> None:
-        if generation != self._generation or self.player is None:
+    def _do_play(self, cancel: threading.Event, sentences: list[Sentence], asked_at: float, audition: bool,
+                 options: TakeOptions) -> None:
+        if cancel.is_set() or self.player is None:
             return
         player = self.player
         self._set_state("rendering")
         self._rendering_play = True
-        stitcher = live_stitcher(SAMPLE_RATE, adapters.finishing_options(self.settings))
-        gaps = pauses([s.line for s in sentences])
+        started = [False]
+
+        def on_piece(start: int, end: int, chunk: Any) -> None:
+            self.schedule.add(start, end, -1 if audition else chunk.sentence.id)
+            if not started[0]:
+                started[0] = True
+                self.report(PlaybackStarted(time.perf_counter() - asked_at, self.silent))
+
         try:
-            first = True
-            for sentence, gap in zip(sentences, gaps):
-                if generation != self._generation:
-                    break
-                pcm = self._render(sentence).pcm
-                if generation != self._generation:
-                    break
-                piece = stitcher.push(pcm, gap, sentence.index)  # what is played is what is exported
-                start = player.ring.total_written
-                self.schedule.add(start, start + len(piece), -1 if audition else sentence.index)
-                if first:
-                    self.report(PlaybackStarted(time.perf_counter() - asked_at, self.silent))
-                    first = False
-                self._write(player, piece, generation)
-            self._write(player, stitcher.finish(), generation)
-            player.finish()
+            take = build_take(self.link, sentences, options, self.cache)  # type: ignore[arg-type]
+            self.last_take = take
+            if not audition:
+                self._played_seed = take.base_seed
+            take.run([PlayerSink(player, cancel, on_piece)], progress=self._preparing, cancel=cancel,
+                     on_chunk=self._rendered)
         finally:
             self._rendering_play = False
             self._set_state("ready")
 
-    def _write(self, player: Player, pcm: np.ndarray, generation: int) -> None:
-        done = 0
-        while done < len(pcm) and generation == self._generation:
-            done += player.write(pcm[done:], timeout=0.1)
-
-    def _do_export(self, sentences: list[Sentence], path: Path) -> None:
+    def _do_export(self, sentences: list[Sentence], path: Path, options: TakeOptions) -> None:
         self._set_state("rendering", f"exporting {path.name}")
         try:
-            chunks, per_sentence = [], []
-            for sentence, gap in zip(sentences, pauses([s.line for s in sentences])):
-                result = self._render(sentence)
-                chunks.append((result.pcm, gap, sentence.index))
-                per_sentence.append({"id": sentence.index, "render_s": result.timings.wall_s,
-                                     "rtf": result.timings.rtf})
-            sidecar, report = adapters.write_finished(path, chunks, SAMPLE_RATE, self.settings,
-                                                      {"sentences": per_sentence})
+            # With the seed unlocked, export the take that was heard (its base seed), not a new one.
+            base = None if options.seed_locked else self._played_seed
+            take = build_take(self.link, sentences, options, self.cache, base_seed=base)  # type: ignore[arg-type]
+            sink = FileSink(path)
+            result = take.run([sink], progress=self._preparing, on_chunk=self._rendered)
         finally:
             self._set_state("ready")
-        self.report(Exported(path, sidecar, report))
+        finished = sink.finished
+        self.report(Exported(path, finished.sidecar_path, {**dict(finished.sidecar.get("loudness", {})),
+                                                            "rendered": result.rendered, "reused": result.reused}))

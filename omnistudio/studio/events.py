@@ -21,6 +21,18 @@ class PromptsLoaded:
 
 
 @dataclass(frozen=True)
+class Preparing:
+    """The prepare phase of a take: voice ``done`` of ``total`` (a prompt being built, loaded, blended)."""
+
+    done: int
+    total: int
+    voice: str
+    lang: str
+    action: str  # ready | load | build | blend, then done
+    text: str  # "preparing voices 1/2: valentina (es)"
+
+
+@dataclass(frozen=True)
 class SentenceRendered:
     index: int
     render_s: float

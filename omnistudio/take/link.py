@@ -153,7 +153,12 @@ class LocalEngine:
             if progress is not None:
                 progress(PrepareEvent(number, len(todo), label, lang, action))
             if self.voice_for is None:
-                resolve_voice(self.engine, ref, lang)
+                handle = self.engine.on_each_step(cancel.is_set) if cancel is not None else None
+                try:  # a prompt built by voice design stops within one diffusion step too
+                    resolve_voice(self.engine, ref, lang)
+                finally:
+                    if handle is not None:
+                        handle.remove()
             if progress is not None:
                 progress(PrepareEvent(number, len(todo), label, lang, "done"))
 

@@ -288,10 +288,15 @@ class Take:
 
 
 def build_take(link: EngineLink, script: Script | str | Sequence[Any], options: TakeOptions,
-               cache: TakeCache | None = None, speakers: Any = None, lookahead: int = 1) -> Take:
+               cache: TakeCache | None = None, speakers: Any = None, lookahead: int = 1,
+               base_seed: int | None = None) -> Take:
     """The one way every client makes a take: plan ``script`` with the seed policy and wrap it.
 
-    With ``options.seed_locked`` off, the take draws a fresh base seed (so nothing is reused)."""
+    With ``options.seed_locked`` off, the take draws a fresh base seed (so nothing is reused)
+    unless ``base_seed`` names one (e.g. the studio exporting the take that was heard)."""
     options = options.validated()
-    base = options.seed if options.seed_locked else secrets.randbelow(SEED_LIMIT)
+    if base_seed is not None:
+        base = int(base_seed)
+    else:
+        base = options.seed if options.seed_locked else secrets.randbelow(SEED_LIMIT)
     return Take(link, plan(script, options, base, speakers), options, cache, base, lookahead)
