@@ -35,7 +35,8 @@ from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.script import Blend
 from omnistudio.studio import adapters
 from omnistudio.studio.adapters import Sentence
-from omnistudio.studio.events import (EngineState, Exported, Failure, MeterReading, Notice, PlaybackStarted,
+from omnistudio.studio.events import (EngineState, Exported, Failure, MeterReading, Notice, PlaybackFinished,
+                                      PlaybackStarted,
                                       Preparing, PromptsLoaded, SentenceRendered, Snapshot)
 from omnistudio.studio.playback import Schedule, VirtualOutput
 from omnistudio.studio.settings import StudioSettings
@@ -312,7 +313,7 @@ class Studio:
         player = self.player
         self._set_state("rendering")
         self._rendering_play = True
-        started = [False]
+        started, finished = [False], False
 
         def on_piece(start: int, end: int, chunk: Any) -> None:
             self.schedule.add(start, end, -1 if audition else chunk.sentence.id)
@@ -327,9 +328,11 @@ class Studio:
                 self._played_seed = take.base_seed
             take.run([PlayerSink(player, cancel, on_piece)], progress=self._preparing, cancel=cancel,
                      on_chunk=self._rendered)
+            finished = True
         finally:
             self._rendering_play = False
             self._set_state("ready")
+            self.report(PlaybackFinished(cancelled=not finished))
 
     def _do_export(self, sentences: list[Sentence], path: Path, options: TakeOptions) -> None:
         self._set_state("rendering", f"exporting {path.name}")

@@ -48,6 +48,8 @@ class PlaybackStarted:
 
 @dataclass(frozen=True)
 class PlaybackFinished:
+    """A take's rendering ended (its audio may still be playing out of the ring)."""
+
     cancelled: bool
 
 
