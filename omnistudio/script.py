@@ -51,7 +51,7 @@ ABBREVIATIONS = {
            "jan", "feb", "apr", "aug", "sept", "oct", "nov", "dec", "cf", "ca"},
     "es": {"sr", "sra", "srta", "sres", "dr", "dra", "dres", "ud", "uds", "vd", "vds", "d", "dña", "excmo",
            "excma", "ilmo", "ilma", "lic", "ing", "arq", "prof", "profa", "gral", "cnel", "tte", "cap",
-           "pág", "págs", "núm", "nro", "n.º", "nº", "art", "cap", "av", "avda", "c", "aprox", "tel",
+           "pág", "págs", "núm", "nro", "n.º", "nº", "art", "av", "avda", "c", "aprox", "tel",
            "dpto", "depto", "admón", "cía", "ee",
            "vol", "fig", "ej", "p.ej", "pza", "sta", "sto", "fdo", "atte", "izq", "dcha"},
 }

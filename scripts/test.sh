@@ -11,6 +11,9 @@ if PULSE_EXPORTS=$(bash scripts/pulse-null-sink.sh start); then
 else
   echo "test.sh: could not start the PulseAudio null sink; device tests will skip" >&2
 fi
+# Architecture and lint first (seconds): import-linter's contracts and ruff, configured in pyproject.toml.
+"$BIN/lint-imports" --no-cache || exit 1
+"$BIN/ruff" check . || exit 1
 "$BIN/python" -m pytest "$@"
 status=$?
 if [ $status -eq 5 ]; then

@@ -16,8 +16,9 @@ import pytest
 import soundfile as sf
 
 from omnistudio.audio.export import check_target_lufs, check_true_peak, normalise, write_audio
-from omnistudio.audio.finishing import FinishingOptions, add_finishing_options, finish_render, finishing_options
+from omnistudio.audio.finishing import FinishingOptions, finish_render
 from omnistudio.audio.loudness import analyze_file, measure
+from omnistudio.commands.finishing_args import add_finishing_options, finishing_options
 from omnistudio.errors import UserError
 
 SR = 24_000

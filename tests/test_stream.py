@@ -9,12 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from omnistudio.engine.reference import Reference
-from omnistudio.take.stream import Stream
 from omnistudio.bench.stream import stream_benchmark
+from omnistudio.engine.reference import Reference
 from omnistudio.script import parse_script
 from omnistudio.take.options import sentence_seed
-from omnistudio.take.stream import open_stream
+from omnistudio.take.stream import Stream, open_stream
 
 REF_TEXT = "This is the reference voice for our test."
 SCRIPT = "One two. Three four.\nFive six. Seven eight."

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile as sf
-
 from take_roster import flite_desk, flite_recordings  # noqa: F401
+from test_player import null_sink  # noqa: F401  (the PulseAudio null sink fixture)
 
 SCRIPT = ("[ana] Good evening, here is the news.\n"
           "[ben:es] Buenas noches, estas son las noticias.\n"
@@ -112,7 +112,7 @@ def test_replay_with_the_seed_locked_renders_nothing_again(tiny_engine: Any, fli
         studio.engine.render_tokens = counting  # every engine call of the studio goes through here
         for n in (1, 2):
             studio.play(SCRIPT)
-            wait(lambda: finished(studio) == n, what="played through")
+            wait(lambda n=n: finished(studio) == n, what="played through")
         assert sum(counted) == 4  # four sentences rendered once; the replay took every one from the cache
         assert sum(isinstance(e, SentenceRendered) for e in studio.events) == 8  # both plays reported
         studio.play(SCRIPT.replace("dry tonight", "wet tomorrow"))
@@ -123,8 +123,8 @@ def test_replay_with_the_seed_locked_renders_nothing_again(tiny_engine: Any, fli
 
 
 @pytest.mark.device
-def test_missing_prompts_are_built_before_the_first_sound_with_no_underrun(tiny_engine: Any, flite_desk: Path,  # noqa: F811
-                                                                          null_sink: str) -> None:
+def test_missing_prompts_are_built_before_the_first_sound_with_no_underrun(
+        tiny_engine: Any, flite_desk: Path, null_sink: str) -> None:  # noqa: F811
     from omnistudio.studio.events import Failure, PlaybackStarted, Preparing
 
     studio = open_studio(fast_engine(tiny_engine), audio="device")
@@ -145,5 +145,3 @@ def test_missing_prompts_are_built_before_the_first_sound_with_no_underrun(tiny_
     finally:
         studio.close()
 
-
-from test_player import null_sink  # noqa: E402, F401  (the PulseAudio null sink fixture)

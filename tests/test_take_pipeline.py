@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from take_roster import flite_desk, flite_recordings  # noqa: F401
 
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.take.link import LinkInfo, LocalEngine, PrepareEvent, Rendered, RenderItem, VoiceList
@@ -17,7 +18,6 @@ from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.take.pipeline import TakeCache, build_take, plan
 from omnistudio.take.sinks import FileSink, MemorySink
 from omnistudio.voices.resolve import VoiceRef, resolve_voice
-from take_roster import flite_desk, flite_recordings  # noqa: F401
 
 REF_TEXT = "This is the reference voice for our test."
 

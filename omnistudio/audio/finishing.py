@@ -1,20 +1,11 @@
 """Broadcast finishing for a render: stitch sentences, normalise, add room tone, write file +
 sidecar, optionally hand the PCM to /dev/shm.
 
-Wiring into a command (e.g. ``omnistudio render``)::
+Use (the take pipeline's FileSink does this; the CLI flags are in ``commands/finishing_args.py``)::
 
-    from omnistudio.audio.finishing import add_finishing_options, finishing_options, finish_render
-
-    def add_parser(sub):
-        p = sub.add_parser("render", ...)
-        add_finishing_options(p)            # --target-lufs --true-peak --room-tone/--no-room-tone
-                                            # --breaths/--no-breaths --shm NAME
-    def run(args):
-        options = finishing_options(args)   # validates; UserError before any model is loaded
-        check_output_path(args.output)
-        chunks = [(pcm, pause_s), ...]      # float32 24 kHz per sentence + the pause after it
-        result = finish_render(chunks, 24000, args.output, options, timings={...})
-        # result.sidecar (dict, also written as OUTPUT.json next to the file), result.shm_path
+    chunks = [(pcm, pause_s), ...]      # float32 24 kHz per sentence + the pause after it
+    result = finish_render(chunks, 24000, output, FinishingOptions(...), timings={...})
+    # result.sidecar (dict, also written as OUTPUT.json next to the file), result.shm_path
 
 Order: sentences are stitched (zero-crossing seams, 8 ms crossfades, breaths in pauses > 280 ms)
 without room tone; the result is normalised to the target (integrated, dual-mono) under the
@@ -24,7 +15,6 @@ normalisation gain; a last check keeps the true peak under the ceiling.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -34,9 +24,15 @@ from typing import Any
 import numpy as np
 
 from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, Stitcher
-from omnistudio.audio.export import (PRESETS, TARGET_LUFS, TRUE_PEAK_DBTP, apply_ceiling, check_output_path,
-                                     check_target_lufs, check_true_peak, export_finished, normalise,
-                                     sidecar_path)
+from omnistudio.audio.export import (
+    TARGET_LUFS,
+    TRUE_PEAK_DBTP,
+    apply_ceiling,
+    check_output_path,
+    export_finished,
+    normalise,
+    sidecar_path,
+)
 
 
 @dataclass(frozen=True)
@@ -76,34 +72,6 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
     """The stitcher for playback (seams, crossfades, breaths, room tone). A file is finished from
     the same chunks by :func:`finish_render`, which adds the loudness normalisation."""
     return Stitcher(sample_rate, room_tone=options.room_tone, breaths=options.breaths, seed=options.seed)
-
-
-def add_finishing_options(parser: argparse.ArgumentParser) -> None:
-    """Add the finishing flags; values are checked by ``finishing_options(args)``."""
-    group = parser.add_argument_group("finishing")
-    group.add_argument("--target-lufs", default=str(TARGET_LUFS), metavar="LUFS",
-                       help=f"integrated loudness target, -70..0 or a preset "
-                            f"({', '.join(f'{k} {v:g}' for k, v in PRESETS.items())}); default {TARGET_LUFS:g}")
-    group.add_argument("--true-peak", default=str(TRUE_PEAK_DBTP), metavar="DBTP",
-                       help=f"true-peak ceiling in dBTP (default {TRUE_PEAK_DBTP:g})")
-    group.add_argument("--room-tone", action=argparse.BooleanOptionalAction, default=True,
-                       help=f"pink comfort noise at {ROOM_TONE_DB:g} dBFS under the audio (default on)")
-    group.add_argument("--breaths", action=argparse.BooleanOptionalAction, default=True,
-                       help="a soft breath in pauses longer than 280 ms (default on)")
-    group.add_argument("--shm", metavar="NAME", default=None,
-                       help="also write the PCM to /dev/shm/NAME for a downstream process (see docs/shm.md)")
-
-
-def finishing_options(args: argparse.Namespace) -> FinishingOptions:
-    """Validate the finishing flags of parsed ``args`` (UserError on a bad value)."""
-    from omnistudio.audio.shm import check_shm_name
-
-    shm = getattr(args, "shm", None)
-    return FinishingOptions(
-        target_lufs=check_target_lufs(getattr(args, "target_lufs", TARGET_LUFS)),
-        true_peak_db=check_true_peak(getattr(args, "true_peak", TRUE_PEAK_DBTP)),
-        room_tone=bool(getattr(args, "room_tone", True)), breaths=bool(getattr(args, "breaths", True)),
-        shm_name=check_shm_name(shm) if shm is not None else None)
 
 
 def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),

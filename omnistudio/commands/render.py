@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from omnistudio.audio.finishing import add_finishing_options
+from omnistudio.commands.finishing_args import add_finishing_options
 from omnistudio.errors import UserError
 
 
@@ -91,7 +91,7 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_output_path
-    from omnistudio.audio.finishing import finishing_options
+    from omnistudio.commands.finishing_args import finishing_options
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.script import parse_script, read_script
     from omnistudio.take.options import TakeOptions

@@ -29,9 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_output_path, write_audio
-    from omnistudio.console import status
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
     from omnistudio.commands.voice_args import check_voice_args, voice_from_args
+    from omnistudio.console import status
 
     # Every cheap check first: nothing is loaded or written for bad input.
     text = check_text(args.text)

@@ -19,7 +19,6 @@ reference frame.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass

@@ -35,9 +35,19 @@ from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.script import Blend
 from omnistudio.studio import adapters
 from omnistudio.studio.adapters import Sentence
-from omnistudio.studio.events import (EngineState, Exported, Failure, MeterReading, Notice, PlaybackFinished,
-                                      PlaybackStarted,
-                                      Preparing, PromptsLoaded, SentenceRendered, Snapshot)
+from omnistudio.studio.events import (
+    EngineState,
+    Exported,
+    Failure,
+    MeterReading,
+    Notice,
+    PlaybackFinished,
+    PlaybackStarted,
+    Preparing,
+    PromptsLoaded,
+    SentenceRendered,
+    Snapshot,
+)
 from omnistudio.studio.playback import Schedule, VirtualOutput
 from omnistudio.studio.settings import StudioSettings
 from omnistudio.take.link import LocalEngine, PrepareEvent

@@ -11,13 +11,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from omnistudio.take.pipeline import Take, TakeResult
-    from omnistudio.take.stream import Chunk
+# The sink methods take the pipeline's Take, TakeResult and stream Chunk; typed Any here so this
+# module imports nothing of the pipeline (which imports it): no import cycle, not even for types.
+Take = TakeResult = Chunk = Any
 
 
 class Sink:

@@ -1,0 +1,38 @@
+"""The CLI's finishing flags (``--target-lufs --true-peak --room-tone --breaths --shm``) as
+:class:`~omnistudio.audio.finishing.FinishingOptions` (the core takes plain values)."""
+
+from __future__ import annotations
+
+import argparse
+
+from omnistudio.audio.dsp import ROOM_TONE_DB
+from omnistudio.audio.export import PRESETS, TARGET_LUFS, TRUE_PEAK_DBTP, check_target_lufs, check_true_peak
+from omnistudio.audio.finishing import FinishingOptions
+
+
+def add_finishing_options(parser: argparse.ArgumentParser) -> None:
+    """Add the finishing flags; values are checked by ``finishing_options(args)``."""
+    group = parser.add_argument_group("finishing")
+    group.add_argument("--target-lufs", default=str(TARGET_LUFS), metavar="LUFS",
+                       help=f"integrated loudness target, -70..0 or a preset "
+                            f"({', '.join(f'{k} {v:g}' for k, v in PRESETS.items())}); default {TARGET_LUFS:g}")
+    group.add_argument("--true-peak", default=str(TRUE_PEAK_DBTP), metavar="DBTP",
+                       help=f"true-peak ceiling in dBTP (default {TRUE_PEAK_DBTP:g})")
+    group.add_argument("--room-tone", action=argparse.BooleanOptionalAction, default=True,
+                       help=f"pink comfort noise at {ROOM_TONE_DB:g} dBFS under the audio (default on)")
+    group.add_argument("--breaths", action=argparse.BooleanOptionalAction, default=True,
+                       help="a soft breath in pauses longer than 280 ms (default on)")
+    group.add_argument("--shm", metavar="NAME", default=None,
+                       help="also write the PCM to /dev/shm/NAME for a downstream process (see docs/shm.md)")
+
+
+def finishing_options(args: argparse.Namespace) -> FinishingOptions:
+    """Validate the finishing flags of parsed ``args`` (UserError on a bad value)."""
+    from omnistudio.audio.shm import check_shm_name
+
+    shm = getattr(args, "shm", None)
+    return FinishingOptions(
+        target_lufs=check_target_lufs(getattr(args, "target_lufs", TARGET_LUFS)),
+        true_peak_db=check_true_peak(getattr(args, "true_peak", TRUE_PEAK_DBTP)),
+        room_tone=bool(getattr(args, "room_tone", True)), breaths=bool(getattr(args, "breaths", True)),
+        shm_name=check_shm_name(shm) if shm is not None else None)
