@@ -1,15 +1,16 @@
 # The two set-up commands (see README): `make run` opens the studio, `make test` runs the whole suite.
-# Both create their own virtual environment in .venv.
+# Both create their own virtual environment in .venv. `make run` opens the real model (k2-fsa/OmniVoice,
+# downloaded with progress on first use; offline: `tiny` with a demo banner); MODEL=DIR|tiny picks another.
 
 PYTHON ?= python3
 VENV ?= .venv
-MODEL ?= tiny
+MODEL ?=
 BIN := $(VENV)/bin
 
 .PHONY: run test install system-deps bench clean
 
 run: install
-	$(BIN)/omnistudio --model $(MODEL)
+	$(BIN)/omnistudio $(if $(MODEL),--model $(MODEL))
 
 test: system-deps install
 	bash scripts/test.sh

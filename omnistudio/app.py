@@ -23,6 +23,7 @@ from omnistudio.studio import events as ev
 from omnistudio.studio.adapters import AnchorRow, duos, load_anchor_rows
 from omnistudio.studio.autosave import Autosave
 from omnistudio.studio.controller import Studio
+from omnistudio.studio.welcome import EXAMPLE_SCRIPT, first_anchor
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.lufs_meter import LufsMeter
 from omnistudio.widgets.script_editor import ScriptEditor
@@ -45,7 +46,7 @@ class StudioApp(App[None]):
 
     def __init__(self, studio: Studio, rows: Sequence[AnchorRow] | None = None, autosave: Autosave | None = None,
                  duo_list: Sequence[tuple[str, str, float, tuple[str, ...]]] | None = None, live: bool = True,
-                 subtitle: str = "") -> None:
+                 subtitle: str = "", banner: str | None = None, welcome: bool = True) -> None:
         super().__init__()
         self.studio = studio
         self.rows = rows
@@ -53,6 +54,8 @@ class StudioApp(App[None]):
         self.duo_list = duo_list
         self.live = live  # False: no polling (snapshot tests feed the widgets fixed values)
         self.sub_title = subtitle
+        self.banner = banner  # shown above the editor (e.g. the demo model's notice)
+        self.welcome = welcome  # first start: an anchor selected, the example script in an empty editor
         self.partner: str | None = None
         self.sentences: dict[int, tuple[int, int]] = {}
         self._duo_index = -1
@@ -66,12 +69,16 @@ class StudioApp(App[None]):
         picker = screen.query_one(AnchorPicker)
         picker.lang = self.studio.settings.language
         picker.set_rows(self.rows if self.rows is not None else self._roster_rows())
+        if not self.studio.anchor and self.welcome:
+            self.studio.select(first_anchor([row.id for row in picker.rows]))
         if self.studio.anchor:
             picker.selected = self.studio.anchor
         restored = self.autosave.restore()
         if restored:
             screen.query_one(ScriptEditor).load_text(restored)
             self.notify("restored the autosaved script", timeout=3)
+        elif self.welcome:
+            screen.query_one(ScriptEditor).load_text(EXAMPLE_SCRIPT)
         screen.update_morph_label()  # type: ignore[attr-defined]
         self.studio.report = lambda event: self.post_message(StudioEvent(event))
         try:

@@ -33,6 +33,7 @@ def make_app(engine: Any, ref_wav: Path, autosave_path: Path, **kwargs: Any):  #
     from omnistudio.studio.autosave import Autosave
 
     studio = make_studio(engine, ref_wav, virtual_rate=kwargs.pop("virtual_rate", 1.0))
+    kwargs.setdefault("welcome", False)  # pinned: an empty editor, no anchor selected (tests/test_studio_welcome.py)
     return StudioApp(studio, rows=ROWS, autosave=Autosave(autosave_path, interval=0.0), duo_list=DUOS, **kwargs)
 
 

@@ -17,20 +17,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.app import StudioApp
-    from omnistudio.config import default_model
+    from omnistudio.engine.model import check_model_dir, resolve_model
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import load_settings
-
-    from omnistudio.engine.model import check_model_dir, resolve_model
+    from omnistudio.studio.welcome import studio_model
 
     settings, warning = load_settings()
-    model = getattr(args, "model", None) or default_model()
+    model, banner = studio_model(getattr(args, "model", None))  # tiny + a demo banner when offline
     spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
     if spec.kind == "dir" and spec.path is not None:
         check_model_dir(spec.path)
     studio = Studio(model, getattr(args, "device", None), getattr(args, "dtype", None), settings=settings,
                     audio=getattr(args, "audio", "auto"))
-    app = StudioApp(studio, subtitle=f"model {model}")
+    app = StudioApp(studio, subtitle=f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
+                    banner=banner)
     if warning:
         app.call_later(app.notify, warning, severity="warning")
     app.run()

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label
+from textual.widgets import Footer, Header, Label, Static
 
 from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
@@ -49,6 +49,9 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         studio = self.app.studio  # type: ignore[attr-defined]
         yield Header()
+        banner = getattr(self.app, "banner", None)
+        if banner:
+            yield Static(banner, id="banner")
         with Horizontal(id="body"):
             yield AnchorPicker(id="picker")
             with Vertical(id="center"):
