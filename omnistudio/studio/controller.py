@@ -269,11 +269,11 @@ class Studio:
             except Cancelled:
                 self._set_state("ready")
             except UserError as exc:
-                self._set_state("ready" if self.engine is not None else "error")
+                self._set_state("ready" if self.link is not None else "error")
                 self.report(Failure("Cannot do that", str(exc)))
             except Exception as exc:  # noqa: BLE001 - the engine thread must survive any failure
                 log.exception("studio engine command %s failed", name)
-                self._set_state("ready" if self.engine is not None else "error", str(exc))
+                self._set_state("ready" if self.link is not None else "error", str(exc))
                 self.report(Failure("Engine error", describe(exc)))
 
     def _set_state(self, state: str, detail: str = "") -> None:
