@@ -190,3 +190,22 @@ def test_cancel_stops_a_take_within_one_step(tiny_engine: Any, ref_wav: Path) ->
     with pytest.raises(Cancelled):
         take.run([sink], cancel=cancel, on_chunk=on_chunk)
     assert sink.aborted and take.stream is not None and take.stream.steps <= 3 * 4
+
+
+def test_say_follows_the_seed_policy(tiny_engine: Any, ref_wav: Path, tmp_path: Path) -> None:
+    import soundfile as sf
+
+    from omnistudio.cli import main
+
+    out = tmp_path / "say.wav"
+    assert main(["say", "Good evening.", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "--model", "tiny",
+                 "--device", "cpu", "--num-step", "3", "--seed", "5", "--sampler", "stock", "-o", str(out)]) == 0
+    voice = VoiceRef.recording_of(ref_wav, REF_TEXT)
+    rendered = LocalEngine(tiny_engine).render([RenderItem(0, "Good evening.", voice, "en", sentence_seed(
+        5, "Good evening.", voice.key(), "en"))], TakeOptions(num_step=3))[0]
+    said, _sr = sf.read(str(out), dtype="float32")
+    expected = tmp_path / "expected.wav"
+    from omnistudio.audio.export import write_audio
+
+    write_audio(expected, rendered.pcm, 24_000)
+    assert np.array_equal(said, sf.read(str(expected), dtype="float32")[0])

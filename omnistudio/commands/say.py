@@ -45,14 +45,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
     from omnistudio.commands.voice_args import engine_from_args
+    from omnistudio.take.options import sentence_seed
     from omnistudio.voices.resolve import resolve_voice
 
     with status("loading model") as update:
         engine = engine_from_args(args, progress=update)
         voice = resolve_voice(engine, ref, lang, progress=update)
         update("synthesising")
-        result = engine.synthesize(text, voice, language=lang, num_step=num_step, seed=seed,
-                                   guidance_scale=args.guidance)
+        # the one seed policy: the same sentence, voice and seed as in a script or the studio
+        result = engine.synthesize(text, voice, language=lang, num_step=num_step,
+                                   seed=sentence_seed(seed, text, ref.key(), lang), guidance_scale=args.guidance)
         write_audio(args.output, result.pcm, result.sample_rate)
     if args.json:
         payload = {"output": str(args.output), "sample_rate": result.sample_rate,
