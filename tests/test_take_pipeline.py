@@ -152,6 +152,9 @@ def test_prepare_builds_missing_prompts_before_the_first_chunk(tiny_engine: Any,
     assert order[:4] == ["build ana en", "done ana en", "build ben es", "done ben es"]
     assert order[4:] == ["chunk 0", "chunk 1", "chunk 2"]
     assert (flite_desk / "prompts" / "ana_en.omni_prompt.safetensors").exists()
+    states = {a.id: a.state for a in link.voices().anchors}  # what a client's anchor list shows
+    assert (states["ana"]["en"], states["ben"]["es"], states["cy"]["en"]) == ("ready", "ready", "missing")
+    assert link.voices().duos == (("ana", "ben", 0.5, ("en",)),)
     assert PrepareEvent(1, 2, "valentina", "es", "ready").describe() == "preparing voices 1/2: valentina (es)"
     # the anchors really differ: same text and seed policy, different recorded voices
     a = engine.synthesize("Same words.", engine_prompt(engine, "ana"), num_step=2, seed=1).pcm

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omnistudio.script import Blend
+from omnistudio.take.link import AnchorInfo, local_voices
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,7 @@ class Sentence:
         return self.index
 
 
-@dataclass(frozen=True)
-class AnchorRow:
-    id: str
-    name: str
-    langs: tuple[str, ...]
-    state: dict[str, str]  # lang -> missing | ready | stale
+AnchorRow = AnchorInfo  # a picker row: id, name, langs, state per language
 
 
 def parse_script(text: str, lang: str = "en", speakers: Any = None) -> list[Sentence]:
@@ -55,29 +51,11 @@ def parse_script(text: str, lang: str = "en", speakers: Any = None) -> list[Sent
     return out
 
 
-def load_anchor_rows(engine: Any = None) -> list[AnchorRow]:
-    """The roster as picker rows, with each language's prompt state when it can be known."""
-    from omnistudio.voices.roster import LANGS, load_roster
-
-    roster = load_roster()
-    try:
-        states = _prompt_states(engine, roster)
-    except Exception:  # noqa: BLE001 - the state column is advisory
-        states = {}
-    return [AnchorRow(a.id, a.name, tuple(LANGS), {lang: states.get((a.id, lang), "missing") for lang in LANGS})
-            for a in roster.anchors.values()]
-
-
-def _prompt_states(engine: Any, roster: Any) -> dict[tuple[str, str], str]:
-    """ready: on the device; saved: a prompt file exists; otherwise missing (built on first use)."""
-    from omnistudio.voices import prompts
-
-    loaded = set(prompts.cache_for(engine).keys()) if engine is not None else set()
-    folder = prompts.prompt_dir()
-    saved = {p.name for p in folder.glob("*.omni_prompt.safetensors")} if folder.is_dir() else set()
-    return {(a, lang): "ready" if (a, lang) in loaded else
-            ("saved" if prompts.prompt_path(a, lang, folder).name in saved else "missing")
-            for a, lang in roster.pairs()}
+def load_anchor_rows(source: Any = None) -> list[AnchorRow]:
+    """The roster as picker rows from an engine link (local or remote) or an engine."""
+    if hasattr(source, "voices"):
+        return list(source.voices().anchors)
+    return list(local_voices(source).anchors)
 
 
 def start_prompts(engine: Any, progress: Any) -> str | None:
@@ -92,10 +70,8 @@ def start_prompts(engine: Any, progress: Any) -> str | None:
     return f"{len(errors)} prompt file(s) could not be loaded (see the log)" if errors else None
 
 
-def duos() -> list[tuple[str, str, float, tuple[str, ...]]]:
-    from omnistudio.voices.roster import load_roster
-
-    return [(d.anchors[0], d.anchors[1], d.ratio, tuple(d.langs)) for d in load_roster().duos]
+def duos(source: Any = None) -> list[tuple[str, str, float, tuple[str, ...]]]:
+    return list(source.voices().duos if hasattr(source, "voices") else local_voices().duos)
 
 
 def finishing_options(settings: Any) -> Any:

@@ -73,10 +73,12 @@ class LinkInfo:
 
 @dataclass(frozen=True)
 class AnchorInfo:
+    """One roster anchor and, per language, its prompt's state (the studio's picker row)."""
+
     id: str
     name: str
     langs: tuple[str, ...]
-    states: dict[str, str] = field(default_factory=dict)  # lang -> ready | saved | missing
+    state: dict[str, str] = field(default_factory=dict)  # lang -> ready (on the device) | saved | missing
 
 
 @dataclass(frozen=True)
@@ -168,21 +170,7 @@ class LocalEngine:
         return resolve_voice(self.engine, item.voice, item.lang)
 
     def voices(self) -> VoiceList:
-        from omnistudio.voices.prompts import cache_for, prompt_dir, prompt_path
-        from omnistudio.voices.roster import LANGS, load_roster
-
-        roster = load_roster()
-        loaded = set(cache_for(self.engine).keys())
-        folder = prompt_dir()
-
-        def state(anchor: str, lang: str) -> str:
-            if (anchor, lang) in loaded:
-                return "ready"
-            return "saved" if prompt_path(anchor, lang, folder).exists() else "missing"
-
-        anchors = tuple(AnchorInfo(a.id, a.name, tuple(LANGS), {lang: state(a.id, lang) for lang in LANGS})
-                        for a in roster.anchors.values())
-        return VoiceList(anchors, tuple((d.anchors[0], d.anchors[1], d.ratio, tuple(d.langs)) for d in roster.duos))
+        return local_voices(self.engine)
 
     # -------------------------------------------------------------- render
     def render_tokens(self, items: Sequence[RenderItem], options: TakeOptions,
@@ -223,3 +211,24 @@ class LocalEngine:
     def close(self) -> None:
         """The engine belongs to whoever made it; nothing to release here."""
 
+
+def local_voices(engine: Any = None) -> VoiceList:
+    """The roster with each (anchor, language) prompt's state: ready (on ``engine``'s device), saved
+    (a prompt file exists), else missing (built on first use). States are advisory: on an error
+    reading them every state is "missing"."""
+    from omnistudio.voices import prompts
+    from omnistudio.voices.roster import LANGS, load_roster
+
+    roster = load_roster()
+    try:
+        loaded = set(prompts.cache_for(engine).keys()) if engine is not None else set()
+        folder = prompts.prompt_dir()
+        saved = {p.name for p in folder.glob("*" + prompts.SUFFIX)} if folder.is_dir() else set()
+        states = {(a, lang): "ready" if (a, lang) in loaded else
+                  ("saved" if prompts.prompt_path(a, lang, folder).name in saved else "missing")
+                  for a, lang in roster.pairs()}
+    except Exception:  # noqa: BLE001 - the state column is advisory
+        states = {}
+    anchors = tuple(AnchorInfo(a.id, a.name, tuple(LANGS), {lang: states.get((a.id, lang), "missing") for lang in LANGS})
+                    for a in roster.anchors.values())
+    return VoiceList(anchors, tuple((d.anchors[0], d.anchors[1], d.ratio, tuple(d.langs)) for d in roster.duos))
