@@ -10,7 +10,6 @@ import pytest
 
 from omnistudio.cli import main
 from omnistudio.engine.engine import Engine
-from omnistudio.engine.sampler import FastSampler
 from omnistudio.errors import UserError
 from omnistudio.script import blend_parts, parse_script, parse_tag
 from omnistudio.take.stream import open_stream
@@ -44,9 +43,10 @@ def test_bad_blend_tags(line: str, needle: str) -> None:
         parse_script(line, "en", speakers=ANCHORS)
 
 
-@pytest.fixture(scope="module")
-def fast_engine(tiny_engine):  # noqa: ANN001, ANN201
-    return Engine(tiny_engine.loaded, sampler=FastSampler(tiny_engine.model))
+# What each line of DIALOGUE must be spoken with: (anchor, blend partner, alpha) and its sentence id.
+EXPECTED = [("ruby", None, 1.0), ("ruby", None, 1.0), ("storm", None, 1.0), ("ruby", "storm", 0.7),
+            ("ruby", None, 1.0)]
+SEED, STEPS = 9, 6
 
 
 def _stream_pcm(engine: Engine, batch: int) -> list[np.ndarray]:
@@ -61,19 +61,43 @@ def _stream_pcm(engine: Engine, batch: int) -> list[np.ndarray]:
             return anchor_blend(engine, parts[0], parts[1], sentence.lang, parts[2])
         return anchor_prompt(engine, sentence.speaker, sentence.lang)
 
-    with open_stream(engine, script, resolve=voice, num_step=6, seed=9, batch=batch) as stream:
+    with open_stream(engine, script, resolve=voice, num_step=STEPS, seed=SEED, batch=batch) as stream:
         chunks = list(stream)
     assert [c.sentence.id for c in chunks] == list(range(len(script)))  # streamed in script order
     assert all(c.ok for c in chunks)
     return [c.pcm for c in chunks]
 
 
-def test_batched_stream_equals_one_line_at_a_time(fast_engine) -> None:  # noqa: ANN001
-    one = _stream_pcm(fast_engine, 1)
-    two = _stream_pcm(fast_engine, 2)
-    three = _stream_pcm(fast_engine, 3)
-    for a, b, c in zip(one, two, three):
-        assert np.array_equal(a, b) and np.array_equal(a, c)
+def _expected_pcm(engine: Engine) -> list[np.ndarray]:
+    """Each line on its own, with the voice and seed it must get (sentence i: SEED + i)."""
+    from omnistudio.engine.morph import blend_prompts
+    from omnistudio.voices.prompts import anchor_prompt
+
+    texts = [s.text for s in parse_script(DIALOGUE, "en", speakers=ANCHORS).sentences]
+    out = []
+    for i, (text, (a, b, alpha)) in enumerate(zip(texts, EXPECTED)):
+        voice = anchor_prompt(engine, a, "en")
+        if b is not None:
+            voice = blend_prompts(engine.model, voice, anchor_prompt(engine, b, "en"), alpha)
+        out.append(engine.synthesize(text, voice, num_step=STEPS, seed=SEED + i).pcm)
+    return out
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_each_streamed_line_is_its_speaker_and_seed(voice_engine, voice_roster, batch: int) -> None:  # noqa: ANN001
+    """Batched or not, chunk i is synthesize(line i, its speaker, SEED + i) bit for bit: a speaker
+    mix-up, a wrong blend or a wrong seed changes it (the four anchors are different recordings)."""
+    expected = _expected_pcm(voice_engine)
+    from omnistudio.voices.prompts import anchor_prompt
+
+    storm_line = parse_script(DIALOGUE, "en", speakers=ANCHORS).sentences[2].text
+    as_ruby = voice_engine.synthesize(storm_line, anchor_prompt(voice_engine, "ruby", "en"), num_step=STEPS,
+                                      seed=SEED + 2).pcm
+    assert not np.array_equal(as_ruby, expected[2])  # ruby and storm really sound different here
+    got = _stream_pcm(voice_engine, batch)
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert g.shape == e.shape and np.array_equal(g, e), f"line {i} ({EXPECTED[i]}) differs"
 
 
 def test_render_dialogue_with_blends_and_batches(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
