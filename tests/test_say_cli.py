@@ -70,19 +70,25 @@ def _bad_refs(tmp: Path) -> dict[str, Path]:
 
 def _assert_one_line_error(capsys: pytest.CaptureFixture, rc: int, out: Path) -> str:
     err = capsys.readouterr().err.strip()
-    assert rc != 0
+    assert rc == 2, err
     assert err.startswith("omnistudio: error:") and "\n" not in err, err
     assert "Traceback" not in err
     assert not out.exists()
     return err
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty", "non-audio", "zero-length", "nan", "1-hour", "silent"])
+BAD_REF_MESSAGES = {"missing": "does not exist", "empty": "is empty (0 bytes)", "non-audio": "not a readable audio file",
+                    "zero-length": "has no samples", "nan": "contains NaN or infinite samples",
+                    "1-hour": "is 3600.0 s long; the limit is 30 s", "silent": "is silent"}
+
+
+@pytest.mark.parametrize("kind", list(BAD_REF_MESSAGES))
 def test_bad_reference_files(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     ref = _bad_refs(tmp_path)[kind]
     out = tmp_path / "out.wav"
     rc = say(["--ref-audio", str(ref), "--ref-text", "Hello there.", "Hi.", "-o", str(out)])
-    _assert_one_line_error(capsys, rc, out)
+    err = _assert_one_line_error(capsys, rc, out)
+    assert f"reference audio {ref} {BAD_REF_MESSAGES[kind]}" in err, err  # names the file and what is wrong
 
 
 @pytest.mark.parametrize(
@@ -110,12 +116,15 @@ def test_reference_without_transcript(tmp_path: Path, ref_wav: Path, capsys: pyt
 
 def test_unwritable_output(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture) -> None:
     # /proc refuses new files even to root; chmod alone would not stop root (CI runs as root).
-    for out in (Path("/proc/omnistudio-out.wav"), tmp_path / "no-such-dir" / "out.wav", tmp_path / "out.mp3",
-                tmp_path):
+    cases = {Path("/proc/omnistudio-out.wav"): "output folder /proc is not writable",
+             tmp_path / "no-such-dir" / "out.wav": f"output folder {tmp_path / 'no-such-dir'} does not exist",
+             tmp_path / "out.mp3": f"unknown output extension '.mp3' for {tmp_path / 'out.mp3'}",
+             tmp_path: f"unknown output extension '(none)' for {tmp_path}"}
+    for out, message in cases.items():
         rc = say(["--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "Hello.", "-o", str(out)])
         err = capsys.readouterr().err.strip()
         assert rc == 2 and err.startswith("omnistudio: error:") and "\n" not in err, err
-        assert str(out.parent) in err or ".mp3" in err or "directory" in err or "extension" in err
+        assert message in err, err
     assert not (tmp_path / "out.mp3").exists()
 
 
