@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Mutation check: break the product on purpose, one bug at a time, and show that a test fails.
+
+Each mutation replaces one piece of product code (in a scratch copy of the checkout, never in
+place) and runs the tests that must catch it. A mutation that no test notices, or whose code
+is no longer where the script looks (the code moved: update the pattern), is reported and makes
+the script exit 1.
+
+    python scripts/mutations.py            # every mutation
+    python scripts/mutations.py seed       # the ones whose name contains "seed"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    what: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTATIONS = [
+    Mutation("swap-dialogue-voices", "lines 2 and 3 of a script are spoken with each other's voice",
+             "omnistudio/take/stream.py",
+             "voices = [self._resolve(s) for s in group]",
+             "voices = [self._resolve(self.script.sentences[{1: 2, 2: 1}.get(s.id, s.id)]) for s in group]",
+             ("tests/test_dialogue.py::test_each_streamed_line_is_its_speaker_and_seed",)),
+    Mutation("blend-wrong-positions", "a blend is written one frame after the reference frames",
+             "omnistudio/engine/morph.py",
+             "embeds[row, start:start + override.size(0)] = override.to(embeds.dtype)",
+             "embeds[row, start + 1:start + 1 + override.size(0)] = override.to(embeds.dtype)",
+             ("tests/test_blend.py::test_blend_of_a_voice_with_itself_is_that_voice",
+              "tests/test_blend.py::test_alpha_zero_is_b_written_at_a_positions")),
+    Mutation("ignore-instruct", "voice design renders an anchor's reference without its instruct",
+             "omnistudio/voices/prompts.py",
+             "instruct=source.instruct,",
+             "instruct=None,",
+             ("tests/test_prompt_recipes.py::test_design_prompts_are_rendered_from_each_anchors_recipe",)),
+    Mutation("wrong-batch-seed", "the second item of a batch gets the seed + 1",
+             "omnistudio/engine/engine.py",
+             "for sd in seed_list]",
+             "for sd in [*seed_list[:1], *[s + 1 for s in seed_list[1:2]], *seed_list[2:]]]",
+             ("tests/test_dialogue.py::test_each_streamed_line_is_its_speaker_and_seed",
+              "tests/test_blend.py::test_batched_dialogue_equals_one_at_a_time")),
+]
+
+
+def scratch_copy() -> Path:
+    """The checkout's tracked and untracked (not ignored) files, in a temporary folder."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    target = Path(tempfile.mkdtemp(prefix="omnistudio-mutants-"))
+    for name in files:
+        source = ROOT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
+def run(mutation: Mutation, tree: Path) -> tuple[str, str, float]:
+    """("killed" | "survived" | "missing" | "error", detail, seconds)."""
+    path = tree / mutation.file
+    original = path.read_text(encoding="utf-8")
+    if original.count(mutation.old) != 1:
+        return "missing", f"pattern found {original.count(mutation.old)} times in {mutation.file}", 0.0
+    path.write_text(original.replace(mutation.old, mutation.new), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("CI", None)  # a skip must stay a skip here, not count as a kill
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                               *mutation.tests], cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    seconds = time.perf_counter() - started
+    failed = re.findall(r"^FAILED (\S+)", proc.stdout, flags=re.M)
+    summary = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    if proc.returncode == 1 and failed:
+        return "killed", f"{summary}; failed: {', '.join(f.split('::')[-1] for f in failed)}", seconds
+    if proc.returncode == 0:
+        return "survived", summary, seconds
+    return "error", f"pytest exit {proc.returncode}: {summary}", seconds
+
+
+def main(argv: list[str]) -> int:
+    chosen = [m for m in MUTATIONS if not argv or any(a in m.name for a in argv)]
+    tree = scratch_copy()
+    try:
+        # The unmutated tree must pass the same tests, or a "kill" would mean nothing.
+        baseline = {t for m in chosen for t in m.tests}
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        env.pop("CI", None)
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                               *sorted(baseline)], cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
+        print(f"baseline (no mutation): {(proc.stdout.strip().splitlines() or ['?'])[-1]}", flush=True)
+        if proc.returncode != 0:
+            print("the tests fail without any mutation: fix them first", file=sys.stderr)
+            return 1
+        bad = 0
+        for mutation in chosen:
+            verdict, detail, seconds = run(mutation, tree)
+            bad += verdict != "killed"
+            print(f"{mutation.name:22} {verdict.upper():8} ({seconds:5.0f} s) {mutation.what}\n"
+                  f"{'':22} {detail}", flush=True)
+        print(f"{len(chosen) - bad} of {len(chosen)} mutations made a test fail")
+        return 1 if bad else 0
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
