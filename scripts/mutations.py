@@ -111,6 +111,7 @@ def main(argv: list[str]) -> int:
                                *sorted(baseline)], cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
         print(f"baseline (no mutation): {(proc.stdout.strip().splitlines() or ['?'])[-1]}", flush=True)
         if proc.returncode != 0:
+            print(proc.stdout[-3000:], file=sys.stderr)
             print("the tests fail without any mutation: fix them first", file=sys.stderr)
             return 1
         bad = 0

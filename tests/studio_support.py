@@ -1,4 +1,5 @@
-"""Shared helpers for the studio tests: a studio on the tiny engine with a fixed voice and rows."""
+"""Shared helpers for the studio tests: a studio on the tiny engine with fixed rows, where each anchor
+speaks with its own recording (the test roster's flite speakers), so a wrong voice changes the audio."""
 
 from __future__ import annotations
 
@@ -17,22 +18,41 @@ DUOS = [("ruby", "storm", 0.5, ("en",))]
 SCRIPT = "[ruby] Good evening. Here is the news.\nAnd now the weather."
 
 
-def make_studio(engine: Any, ref_wav: Path, **kwargs: Any):  # noqa: ANN201
+def voice_resolver(engine: Any, voices_dir: Path) -> Any:
+    """The studio's ``voice_for(item)``: an anchor -> its own recording in ``voices_dir``
+    (tests/voices_support.py writes them); in Spanish ruby borrows valentina's, as in the test
+    roster. A blend mixes the two anchors' prompts; any other voice is the first anchor's."""
+    from omnistudio.engine.morph import blend_prompts
     from omnistudio.engine.reference import Reference
+    from voices_support import ANCHORS, transcript
+
+    def reference(anchor: str, lang: str) -> Reference:
+        owner = "valentina" if (anchor, lang) == ("ruby", "es") else anchor
+        return Reference(voices_dir / f"{owner}_{lang}.wav", transcript(owner, lang))
+
+    def resolve(item: Any) -> Any:
+        ref, lang = item.voice, item.lang
+        if ref.blend is not None:
+            a, b = (engine.prompt_for(reference(x, lang)) for x in (ref.blend.a, ref.blend.b))
+            return blend_prompts(engine.model, a, b, ref.blend.alpha)
+        return engine.prompt_for(reference(ref.anchor if ref.anchor in ANCHORS else ANCHORS[0], lang))
+
+    return resolve
+
+
+def make_studio(engine: Any, voice_roster_file: Path, **kwargs: Any):  # noqa: ANN201
     from omnistudio.studio.controller import Studio
 
-    from conftest import REF_TEXT
-
-    reference = Reference(ref_wav, REF_TEXT)
     kwargs.setdefault("audio", "virtual")
-    return Studio(engine=engine, warm=False, voice_resolver=lambda *_: reference, **kwargs)
+    return Studio(engine=engine, warm=False, voice_resolver=voice_resolver(engine, voice_roster_file.parent),
+                  **kwargs)
 
 
-def make_app(engine: Any, ref_wav: Path, autosave_path: Path, **kwargs: Any):  # noqa: ANN201
+def make_app(engine: Any, voice_roster_file: Path, autosave_path: Path, **kwargs: Any):  # noqa: ANN201
     from omnistudio.app import StudioApp
     from omnistudio.studio.autosave import Autosave
 
-    studio = make_studio(engine, ref_wav, virtual_rate=kwargs.pop("virtual_rate", 1.0))
+    studio = make_studio(engine, voice_roster_file, virtual_rate=kwargs.pop("virtual_rate", 1.0))
     kwargs.setdefault("welcome", False)  # pinned: an empty editor, no anchor selected (tests/test_studio_welcome.py)
     return StudioApp(studio, rows=ROWS, autosave=Autosave(autosave_path, interval=0.0), duo_list=DUOS, **kwargs)
 

@@ -21,18 +21,18 @@ def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TextArea, "cursor_blink", False)
 
 
-def test_pick_type_play_stop_export(tiny_engine, ref_wav: Path, tmp_path: Path) -> None:
-    asyncio.run(_pick_type_play_stop_export(tiny_engine, ref_wav, tmp_path))
+def test_pick_type_play_stop_export(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:
+    asyncio.run(_pick_type_play_stop_export(tiny_engine, voice_roster_file, tmp_path))
 
 
-async def _pick_type_play_stop_export(tiny_engine, ref_wav: Path, tmp_path: Path) -> None:
+async def _pick_type_play_stop_export(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:
     from omnistudio.widgets.anchor_picker import AnchorPicker
     from omnistudio.widgets.lufs_meter import LufsMeter
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.telemetry import Telemetry
     from omnistudio.widgets.transport import Transport
 
-    app = make_app(tiny_engine, ref_wav, tmp_path / "autosave.script")
+    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script")
     async with app.run_test(size=(120, 36)) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: screen.query_one(Telemetry).engine_state == "ready", what="engine ready")
@@ -80,15 +80,15 @@ async def _pick_type_play_stop_export(tiny_engine, ref_wav: Path, tmp_path: Path
     assert abs(measure(data.astype("float32"), sr).integrated_lufs - (-23.0)) < 0.5
 
 
-def test_autosave_restored_after_crash(tiny_engine, ref_wav: Path, tmp_path: Path) -> None:
-    asyncio.run(_autosave_restored_after_crash(tiny_engine, ref_wav, tmp_path))
+def test_autosave_restored_after_crash(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:
+    asyncio.run(_autosave_restored_after_crash(tiny_engine, voice_roster_file, tmp_path))
 
 
-async def _autosave_restored_after_crash(tiny_engine, ref_wav: Path, tmp_path: Path) -> None:
+async def _autosave_restored_after_crash(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:
     from omnistudio.widgets.script_editor import ScriptEditor
 
     path = tmp_path / "autosave.script"
-    app = make_app(tiny_engine, ref_wav, path)
+    app = make_app(tiny_engine, voice_roster_file, path)
     async with app.run_test(size=(120, 36)) as pilot:
         editor = app.screen.query_one(ScriptEditor)
         editor.focus()
@@ -98,7 +98,7 @@ async def _autosave_restored_after_crash(tiny_engine, ref_wav: Path, tmp_path: P
         saved = path.read_text()
         app.autosave.flush = lambda: False  # type: ignore[method-assign]
     assert saved == "Breaking news."
-    app2 = make_app(tiny_engine, ref_wav, path)
+    app2 = make_app(tiny_engine, voice_roster_file, path)
     async with app2.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         assert app2.screen.query_one(ScriptEditor).text == "Breaking news."

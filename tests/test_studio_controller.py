@@ -25,7 +25,8 @@ def wait(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None
 
 
 @pytest.fixture()
-def studio(tiny_engine):  # noqa: ANN001, ANN201
+def studio(tiny_engine, voice_roster):  # noqa: ANN001, ANN201
+    """A studio whose anchors are the test roster's recorded speakers (its own engine and caches)."""
     events: list[object] = []
     engine = Engine(tiny_engine.loaded, sampler=FastSampler(tiny_engine.model))
     s = Studio(engine=engine, warm=False, audio="virtual", report=events.append).start()

@@ -24,8 +24,8 @@ def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def app(tiny_engine, ref_wav: Path, tmp_path: Path):  # noqa: ANN001, ANN201
-    return make_app(tiny_engine, ref_wav, tmp_path / "autosave.script", live=False)
+def app(tiny_engine, voice_roster_file: Path, tmp_path: Path):  # noqa: ANN001, ANN201
+    return make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", live=False)
 
 
 async def until_ready(pilot) -> None:  # noqa: ANN001

@@ -35,12 +35,12 @@ def test_the_studio_opens_the_real_model_unless_offline(monkeypatch) -> None:  #
     assert "noise, not speech" in DEMO_BANNER and "--model" in DEMO_BANNER
 
 
-def test_first_start_selects_an_anchor_and_plays_the_example(tiny_engine, ref_wav: Path, tmp_path: Path) -> None:  # noqa: ANN001
+def test_first_start_selects_an_anchor_and_plays_the_example(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.telemetry import Telemetry
 
     async def run() -> None:
-        app = make_app(tiny_engine, ref_wav, tmp_path / "autosave.script", welcome=True, banner=DEMO_BANNER,
+        app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", welcome=True, banner=DEMO_BANNER,
                        virtual_rate=20.0)
         async with app.run_test(size=(120, 34)) as pilot:
             screen = app.main_screen
