@@ -48,6 +48,8 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     result = json.loads(capsys.readouterr().out)
     assert result["mode"] == "sentences" and result["model"] == "tiny"
     assert [v["name"] for v in result["variants"]] == ["stock", "lossless", "default"]
+    for v in result["variants"]:  # what README's speed table claims for both: stock's tokens and samples
+        assert v["tokens_identical"] is True and v["max_abs_diff"] == 0.0, v
     assert result["compile"] == {"backbone": "off", "vocoder": "off"}
 
 
