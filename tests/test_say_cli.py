@@ -77,7 +77,7 @@ def _assert_one_line_error(capsys: pytest.CaptureFixture, rc: int, out: Path) ->
     return err
 
 
-BAD_REF_MESSAGES = {"missing": "does not exist", "empty": "is empty (0 bytes)", "non-audio": "not a readable audio file",
+BAD_REF_MESSAGES = {"missing": "does not exist", "empty": "is empty (0 bytes)", "non-audio": "is not a readable audio file",
                     "zero-length": "has no samples", "nan": "contains NaN or infinite samples",
                     "1-hour": "is 3600.0 s long; the limit is 30 s", "silent": "is silent"}
 
