@@ -38,8 +38,8 @@ class Mutation:
 MUTATIONS = [
     Mutation("swap-dialogue-voices", "lines 2 and 3 of a script are spoken with each other's voice",
              "omnistudio/take/stream.py",
-             "voices = [self._resolve(s) for s in group]",
-             "voices = [self._resolve(self.script.sentences[{1: 2, 2: 1}.get(s.id, s.id)]) for s in group]",
+             "voice_for=lambda item: pick(by_index[item.index])",
+             "voice_for=lambda item: pick(by_index[{1: 2, 2: 1}.get(item.index, item.index)])",
              ("tests/test_dialogue.py::test_each_streamed_line_is_its_speaker_and_seed",)),
     Mutation("blend-wrong-positions", "a blend is written one frame after the reference frames",
              "omnistudio/engine/morph.py",

@@ -12,6 +12,7 @@ from omnistudio.cli import main
 from omnistudio.engine.engine import Engine
 from omnistudio.errors import UserError
 from omnistudio.script import blend_parts, parse_script, parse_tag
+from omnistudio.take.options import sentence_seed
 from omnistudio.take.stream import open_stream
 
 DIALOGUE = ("[ruby] Good evening. Here are tonight's headlines.\n"
@@ -43,9 +44,9 @@ def test_bad_blend_tags(line: str, needle: str) -> None:
         parse_script(line, "en", speakers=ANCHORS)
 
 
-# What each line of DIALOGUE must be spoken with: (anchor, blend partner, alpha) and its sentence id.
-EXPECTED = [("ruby", None, 1.0), ("ruby", None, 1.0), ("storm", None, 1.0), ("ruby", "storm", 0.7),
-            ("ruby", None, 1.0)]
+# What each sentence of DIALOGUE must be spoken with: (anchor, blend partner, alpha, the voice's key).
+EXPECTED = [("ruby", None, 1.0, "ruby"), ("ruby", None, 1.0, "ruby"), ("storm", None, 1.0, "storm"),
+            ("ruby", "storm", 0.7, "ruby+storm@0.70"), ("ruby", None, 1.0, "ruby")]
 SEED, STEPS = 9, 6
 
 
@@ -69,30 +70,32 @@ def _stream_pcm(engine: Engine, batch: int) -> list[np.ndarray]:
 
 
 def _expected_pcm(engine: Engine) -> list[np.ndarray]:
-    """Each line on its own, with the voice and seed it must get (sentence i: SEED + i)."""
+    """Each line on its own, with the voice and seed it must get (the seed policy: base seed, text,
+    voice key and language)."""
     from omnistudio.engine.morph import blend_prompts
     from omnistudio.voices.prompts import anchor_prompt
 
     texts = [s.text for s in parse_script(DIALOGUE, "en", speakers=ANCHORS).sentences]
     out = []
-    for i, (text, (a, b, alpha)) in enumerate(zip(texts, EXPECTED)):
+    for text, (a, b, alpha, key) in zip(texts, EXPECTED):
         voice = anchor_prompt(engine, a, "en")
         if b is not None:
             voice = blend_prompts(engine.model, voice, anchor_prompt(engine, b, "en"), alpha)
-        out.append(engine.synthesize(text, voice, num_step=STEPS, seed=SEED + i).pcm)
+        seed = sentence_seed(SEED, text, key, "en")
+        out.append(engine.synthesize(text, voice, num_step=STEPS, seed=seed).pcm)
     return out
 
 
 @pytest.mark.parametrize("batch", [1, 2, 3])
 def test_each_streamed_line_is_its_speaker_and_seed(voice_engine, voice_roster, batch: int) -> None:  # noqa: ANN001
-    """Batched or not, chunk i is synthesize(line i, its speaker, SEED + i) bit for bit: a speaker
+    """Batched or not, chunk i is synthesize(line i, its speaker, its seed) bit for bit: a speaker
     mix-up, a wrong blend or a wrong seed changes it (the four anchors are different recordings)."""
     expected = _expected_pcm(voice_engine)
     from omnistudio.voices.prompts import anchor_prompt
 
     storm_line = parse_script(DIALOGUE, "en", speakers=ANCHORS).sentences[2].text
     as_ruby = voice_engine.synthesize(storm_line, anchor_prompt(voice_engine, "ruby", "en"), num_step=STEPS,
-                                      seed=SEED + 2).pcm
+                                      seed=sentence_seed(SEED, storm_line, "storm", "en")).pcm
     assert not np.array_equal(as_ruby, expected[2])  # ruby and storm really sound different here
     got = _stream_pcm(voice_engine, batch)
     assert len(got) == len(expected)

@@ -73,4 +73,4 @@ def test_studio_is_interactive_before_the_engine_is_ready(tiny_engine, tmp_path:
 def _load() -> str:
     import os
 
-    return "load average %.1f %.1f %.1f" % os.getloadavg()
+    return "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
