@@ -24,8 +24,8 @@ _SOUNDFILE = {"wav": ("WAV", "PCM_16"), "flac": ("FLAC", "PCM_16"), "mp3": ("MP3
 
 
 def pcm16(pcm: np.ndarray) -> bytes:
-    """Little-endian signed 16-bit samples (clipped to [-1, 1])."""
-    return (np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767).astype("<i2").tobytes()
+    """Little-endian signed 16-bit samples (clipped to [-1, 1], rounded as libsndfile does)."""
+    return np.rint(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767).astype("<i2").tobytes()
 
 
 def f32(pcm: np.ndarray) -> bytes:
@@ -47,9 +47,11 @@ def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
     import soundfile as sf
 
     container, subtype = _SOUNDFILE[fmt]
+    data = np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0)
+    if subtype == "PCM_16":  # our own rounding (libsndfile's differs between WAV and FLAC): = pcm16()
+        data = np.frombuffer(pcm16(data), "<i2")
     buf = io.BytesIO()
-    sf.write(buf, np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0), sample_rate, format=container,
-             subtype=subtype)
+    sf.write(buf, data, sample_rate, format=container, subtype=subtype)
     return buf.getvalue()
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+
+disable_created_metrics()  # no *_created series: they only add noise to scrapes
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -76,9 +76,9 @@ class CancelEvent(threading.Event):
     set_at: float | None = None
 
     def set(self) -> None:
-        if self.set_at is None:
-            self.set_at = time.perf_counter()
         super().set()
+        if self.set_at is None:
+            self.set_at = time.perf_counter()  # after the flag: a step timed later saw it set
 
 
 class BatchingLink:
@@ -194,15 +194,16 @@ class BatchingLink:
         step_starts: list[float] = []
 
         def should_cancel() -> bool:
+            now = time.perf_counter()  # taken before the check, so a late step is a real one
             if any(t.cancel.is_set() for t in group):
                 return True
-            step_starts.append(time.perf_counter())
+            step_starts.append(now)
             return False
 
         try:
             results = self.inner.render([t.item for t in group], group[0].options, should_cancel)
         except Cancelled:
-            self._cancelled(group, step_starts)
+            self._cancelled(group)
             return
         except Exception as exc:  # noqa: BLE001 - one request's failure must not end the worker
             if len(group) > 1:  # find the culprit: the items go back, each to be rendered alone
@@ -211,6 +212,8 @@ class BatchingLink:
             else:
                 group[0].future.set_exception(exc)
             return
+        finally:
+            self._count_late_steps(group, step_starts)
         self.stats.passes += 1
         self.stats.items += len(group)
         self.stats.batch_sizes.append(len(group))
@@ -219,12 +222,17 @@ class BatchingLink:
         for ticket, rendered in zip(group, results):
             ticket.future.set_result(rendered)
 
-    def _cancelled(self, group: list[_Ticket], step_starts: list[float]) -> None:
+    def _count_late_steps(self, group: list[_Ticket], step_starts: list[float]) -> None:
+        """Steps of this pass that started after one of its requests asked to cancel (should be 0)."""
+        asked = [t.cancel.set_at for t in group if getattr(t.cancel, "set_at", None) is not None]
+        if asked:
+            self.stats.steps_after_cancel += sum(1 for s in step_starts if s > min(asked))
+
+    def _cancelled(self, group: list[_Ticket]) -> None:
         now = time.perf_counter()
         self.stats.cancelled_passes += 1
         gone = [t for t in group if t.cancel.is_set()]
         asked = min((getattr(t.cancel, "set_at", None) or now) for t in gone) if gone else now
-        self.stats.steps_after_cancel += sum(1 for s in step_starts if s > asked)
         self.stats.cancel_latency_s.append(now - asked)
         for ticket in gone:
             ticket.future.set_exception(Cancelled("request cancelled"))
