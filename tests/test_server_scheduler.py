@@ -32,7 +32,7 @@ class FakeLink:
         self.gate.wait(5)
         self.passes.append([i.index for i in items])
         for _ in range(self.steps):
-            if cancel():
+            if cancel.is_set():
                 raise Cancelled("cancelled")
             time.sleep(0.01)
         if any("boom" in i.text for i in items):

@@ -45,10 +45,9 @@ def check_port(host: str, port: int) -> None:
 def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
     """Load, warm up, then publish the link (the routes answer 503 until then)."""
     from omnistudio.console import status
-    from omnistudio.server.pipeline import LocalEngine, parse_voice
+    from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
     from omnistudio.server.protocol import DEFAULT_VOICE
     from omnistudio.server.scheduler import BatchingLink
-    from omnistudio.server.standin import resolve_voice
     from omnistudio.voices.session import open_engine
     from omnistudio.voices.startup import start_prompts
 

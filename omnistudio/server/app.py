@@ -179,11 +179,11 @@ def create_app(state: ServerState) -> FastAPI:
     async def voices() -> dict[str, Any]:
         from omnistudio.server.listing import voice_listing
 
-        return voice_listing(state.link)
+        return voice_listing(await asyncio.to_thread(link().voices))
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        info = state.link.info if state.link is not None else {}
+        info = link_info(state)
         return {"object": "list", "data": [{"id": p.MODEL_ID, "object": "model", "created": 0,
                                             "owned_by": "omnistudio", "omnistudio": info}]}
 
@@ -192,7 +192,7 @@ def create_app(state: ServerState) -> FastAPI:
         body = {"status": state.status, "detail": state.detail, "active": state.admission.active,
                 "max_queue": state.admission.max_queue}
         if state.link is not None:
-            body["engine"] = state.link.info
+            body["engine"] = link_info(state)
         return JSONResponse(body, status_code=200 if state.status == "ready" else 503)
 
     @app.get("/metrics")
@@ -241,6 +241,14 @@ def create_app(state: ServerState) -> FastAPI:
         await serve_session(ws, state, link, finish)
 
     return app
+
+
+def link_info(state: ServerState) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    if state.link is None:
+        return {}
+    return {**asdict(state.link.info), "max_batch": state.link.max_batch}
 
 
 def _header(value: float) -> str:

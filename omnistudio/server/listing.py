@@ -1,26 +1,23 @@
 """``GET /v1/audio/voices``: every anchor (shipped and added with ``voices add``), its languages and
-prompt states, and the canonical duos (blends written ``a+b@alpha``)."""
+prompt states, and the canonical duos, written as ``voice`` strings the speech routes take."""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def voice_listing(link: Any) -> dict[str, Any]:
-    from omnistudio.voices.prompts import prompt_state
-    from omnistudio.voices.roster import LANGS, load_roster, user_roster_path
+def voice_listing(voices: Any) -> dict[str, Any]:
+    """``voices``: the link's :class:`~omnistudio.take.link.VoiceList`."""
+    from omnistudio.voices.roster import load_roster, user_roster_path
 
-    roster = load_roster()
-    fingerprint = getattr(getattr(getattr(link, "inner", None), "engine", None), "loaded", None)
-    fingerprint = getattr(fingerprint, "fingerprint", None)
-    custom = user_roster_path()
-    voices = []
-    for anchor in roster.anchors.values():
-        prompts = {lang: prompt_state(roster, anchor.id, lang, fingerprint)[0] for lang in LANGS}
-        voices.append({"id": anchor.id, "name": anchor.name, "languages": list(LANGS), "prompts": prompts,
-                       "custom": anchor.origin == custom,
-                       "examples": [anchor.id] + [f"{anchor.id}:{lang}" for lang in LANGS]})
-    duos = [{"voice": f"{d.anchors[0]}+{d.anchors[1]}@{d.ratio:g}", "anchors": list(d.anchors),
-             "languages": list(d.langs), "alpha": d.ratio} for d in roster.duos]
-    return {"object": "list", "voices": voices, "duos": duos,
+    roster, custom = load_roster(), user_roster_path()
+    out = []
+    for anchor in voices.anchors:
+        known = roster.anchors.get(anchor.id)
+        out.append({"id": anchor.id, "name": anchor.name, "languages": list(anchor.langs), "prompts": dict(anchor.states),
+                    "custom": known is not None and known.origin == custom,
+                    "examples": [anchor.id] + [f"{anchor.id}:{lang}" for lang in anchor.langs]})
+    duos = [{"voice": f"{a}+{b}@{ratio:g}", "anchors": [a, b], "languages": list(langs), "alpha": ratio}
+            for a, b, ratio, langs in voices.duos]
+    return {"object": "list", "voices": out, "duos": duos,
             "blend_syntax": "anchor_a+anchor_b@alpha (alpha in [0, 1]); add :lang for a language"}

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnistudio.checks import (DEFAULT_NUM_STEP, check_language, check_num_step, check_seed, check_text)
+from omnistudio.checks import DEFAULT_NUM_STEP, check_language, check_seed, check_text
 from omnistudio.errors import UserError
-from omnistudio.server.pipeline import RenderItem, TakeOptions, VoiceRef, parse_voice, plan_take
+from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
 
 MAX_INPUT_CHARS = 4096  # OpenAI's limit for /v1/audio/speech input
 MAX_SCRIPT_CHARS = 20_000  # /tts/* and the WebSocket take whole scripts
@@ -85,16 +85,12 @@ class WsRequest(_Options):
 
 @dataclass(frozen=True)
 class SpeechJob:
-    """What a take is built from: the planned sentences and the diffusion options."""
+    """What a take is built from: its planned sentences and options (checked, no model needed)."""
 
-    items: list[RenderItem]
+    sentences: list[PlannedSentence]
     options: TakeOptions
-    stitch: bool = True  # False: each item's PCM as rendered (pre-planned items, for a remote link)
+    stitch: bool = True  # False: each sentence's PCM as rendered (pre-planned items, for a remote link)
     target_lufs: float | None = None
-
-    @property
-    def voices(self) -> list[tuple[VoiceRef, str]]:
-        return list(dict.fromkeys((i.voice, i.lang) for i in self.items))
 
 
 def check_format(value: str) -> str:
@@ -102,20 +98,6 @@ def check_format(value: str) -> str:
     if fmt not in FORMATS:
         raise UserError(f"response_format '{value}' is not supported: use one of {', '.join(FORMATS)}")
     return fmt
-
-
-def check_speed(value: float | None) -> float | None:
-    if value is None:
-        return None
-    if not (math.isfinite(value) and 0.25 <= value <= 4.0):
-        raise UserError(f"speed {value} is outside 0.25..4.0")
-    return None if value == 1.0 else float(value)
-
-
-def check_guidance(value: float) -> float:
-    if not (math.isfinite(value) and 0.0 <= value <= 10.0):
-        raise UserError(f"guidance_scale {value} is outside 0..10")
-    return float(value)
 
 
 def check_target(value: float | None) -> float | None:
@@ -126,9 +108,9 @@ def check_target(value: float | None) -> float | None:
     return check_target_lufs(value)
 
 
-def _options(req: _Options, lang: str) -> TakeOptions:
-    return TakeOptions(num_step=check_num_step(req.num_step), guidance_scale=check_guidance(req.guidance_scale),
-                       seed=check_seed(req.seed), speed=check_speed(req.speed), lang=lang)
+def _options(req: _Options, lang: str, voice: VoiceRef | None) -> TakeOptions:
+    return TakeOptions(num_step=req.num_step, guidance_scale=req.guidance_scale, seed=req.seed,
+                       speed=1.0 if req.speed is None else req.speed, batch=1, lang=lang, voice=voice).validated()
 
 
 def _text(text: str | None, limit: int, field: str) -> str:
@@ -140,22 +122,32 @@ def _text(text: str | None, limit: int, field: str) -> str:
         raise UserError(f"{field} is empty") from None
 
 
-def plan_job(text: str, voice: str, language: str | None, req: _Options, tags: bool = True) -> SpeechJob:
-    """Check everything a request asks for and plan its take (no model needed)."""
+def plan_job(text: str, voice: str, language: str | None, req: _Options) -> SpeechJob:
+    """Check everything a request asks for and plan its take with the one seed policy."""
     ref, voice_lang = parse_voice(voice)
-    lang = check_language(language or voice_lang or "en")
-    options = _options(req, lang)
+    _known(ref)
+    options = _options(req, check_language(language or voice_lang or "en"), ref)
     speakers = None
-    if tags and any(line.lstrip().startswith("[") for line in text.splitlines()):
+    if any(line.lstrip().startswith("[") for line in text.splitlines()):  # speaker tags: known anchors only
         from omnistudio.voices.roster import load_roster
 
         speakers = set(load_roster().anchors)
-    items = plan_take(text, ref, lang, options.seed, speakers=speakers)
-    return SpeechJob(items, options, True, check_target(req.target_lufs))
+    sentences = plan(text, options, None, speakers)
+    return SpeechJob(sentences, options, True, check_target(req.target_lufs))
+
+
+def _known(ref: VoiceRef) -> VoiceRef:
+    """Unknown anchors fail here, before the request is queued (one line with a close match)."""
+    from omnistudio.voices.roster import load_roster
+
+    roster = load_roster()
+    for anchor in ref.anchors():
+        roster.get(anchor)
+    return ref
 
 
 def speech_job(req: SpeechRequest) -> SpeechJob:
-    return plan_job(_text(req.input, MAX_INPUT_CHARS, "input"), req.voice, req.language, req, tags=False)
+    return plan_job(_text(req.input, MAX_INPUT_CHARS, "input"), req.voice, req.language, req)
 
 
 def generate_job(req: GenerateRequest) -> SpeechJob:
@@ -164,13 +156,16 @@ def generate_job(req: GenerateRequest) -> SpeechJob:
 
 def ws_job(req: WsRequest) -> SpeechJob:
     if req.items:
-        options = _options(req, check_language(req.language or req.items[0].lang))
-        items = []
+        options = _options(req, check_language(req.language or req.items[0].lang), None)
+        sentences = []
         for index, item in enumerate(req.items):
             ref, _ = parse_voice(item.voice)
-            items.append(RenderItem(index, _text(item.text, MAX_INPUT_CHARS, f"item {index} text"), ref,
-                                    check_language(item.lang), check_seed(item.seed), float(item.pause_s)))
-        return SpeechJob(items, options, stitch=False, target_lufs=None)
+            pause = float(item.pause_s)
+            if not (math.isfinite(pause) and 0.0 <= pause <= 10.0):
+                raise UserError(f"item {index} pause_s {item.pause_s} is outside 0..10")
+            sentences.append(PlannedSentence(index, _text(item.text, MAX_INPUT_CHARS, f"item {index} text"),
+                                             _known(ref), check_language(item.lang), check_seed(item.seed), pause))
+        return SpeechJob(sentences, options, stitch=False, target_lufs=None)
     text = req.script if req.script is not None else req.text
     return plan_job(_text(text, MAX_SCRIPT_CHARS, "script" if req.script is not None else "text"),
                     req.voice, req.language, req)

@@ -81,6 +81,20 @@ class CancelEvent(threading.Event):
             self.set_at = time.perf_counter()  # after the flag: a step timed later saw it set
 
 
+def asked_at(cancel: Any) -> float | None:
+    """When ``cancel`` (a :class:`CancelEvent`, or a stream's any-of several events) was set, if known."""
+    at = getattr(cancel, "set_at", None)
+    inner = [asked_at(e) for e in getattr(cancel, "events", ())]
+    return min([x for x in [at, *inner] if x is not None], default=None)
+
+
+class _Flag:
+    """A cancel flag for the wrapped link: set when any request of the pass is (read at each step)."""
+
+    def __init__(self, check: Callable[[], bool]) -> None:
+        self.is_set = check
+
+
 class BatchingLink:
     """An EngineLink over ``inner`` (the in-process link) shared by every request of the server."""
 
@@ -101,8 +115,8 @@ class BatchingLink:
 
     # ------------------------------------------------------------- the link
     @property
-    def info(self) -> dict[str, Any]:
-        return {**self.inner.info, "max_batch": self.max_batch}
+    def info(self) -> Any:
+        return self.inner.info
 
     def call(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on the engine thread (voice preparation, listings) and return its result."""
@@ -172,7 +186,8 @@ class BatchingLink:
             group += [t for t in self._waiting[1:] if not t.solo and t.key == first.key][:self.max_batch - 1]
         for ticket in group:
             self._waiting.remove(ticket)
-            ticket.future.set_running_or_notify_cancel()
+            if not ticket.future.running():  # a requeued ticket is running already
+                ticket.future.set_running_or_notify_cancel()
         return group
 
     def _work(self) -> None:
@@ -201,7 +216,7 @@ class BatchingLink:
             return False
 
         try:
-            results = self.inner.render([t.item for t in group], group[0].options, should_cancel)
+            results = self.inner.render([t.item for t in group], group[0].options, _Flag(should_cancel))
         except Cancelled:
             self._cancelled(group)
             return
@@ -224,7 +239,7 @@ class BatchingLink:
 
     def _count_late_steps(self, group: list[_Ticket], step_starts: list[float]) -> None:
         """Steps of this pass that started after one of its requests asked to cancel (should be 0)."""
-        asked = [t.cancel.set_at for t in group if getattr(t.cancel, "set_at", None) is not None]
+        asked = [at for t in group if (at := asked_at(t.cancel)) is not None]
         if asked:
             self.stats.steps_after_cancel += sum(1 for s in step_starts if s > min(asked))
 
@@ -232,7 +247,7 @@ class BatchingLink:
         now = time.perf_counter()
         self.stats.cancelled_passes += 1
         gone = [t for t in group if t.cancel.is_set()]
-        asked = min((getattr(t.cancel, "set_at", None) or now) for t in gone) if gone else now
+        asked = min((asked_at(t.cancel) or now) for t in gone) if gone else now
         self.stats.cancel_latency_s.append(now - asked)
         for ticket in gone:
             ticket.future.set_exception(Cancelled("request cancelled"))

@@ -1,14 +1,14 @@
-"""A request's take: planned sentences rendered through the shared link, as a stream of events.
+"""A request's take, built by the take pipeline, with a network sink that turns it into events.
 
-The take runs on its own thread (it blocks in ``link.render`` while the engine worker batches it
-with other requests' items); each event goes to the request's asyncio queue, which the route
-turns into HTTP chunks, SSE events or WebSocket frames. The route's sinks are the only thing
-that differs between the routes.
+The take runs on its own thread (its stream blocks in ``link.render`` while the engine worker
+batches its sentences with other requests'); the :class:`NetworkSink` puts each event on the
+request's asyncio queue, which the route turns into HTTP chunks, SSE events or WebSocket frames.
+The routes differ only in that last step.
 
-Events, in order: ``SentenceStart`` -> ``Audio`` (stitched PCM that is final now; with
-``stitch=False`` the item's PCM exactly as rendered) -> ``SentenceEnd`` per sentence, then one
-``Done`` (or ``Failed``). A cancel (client gone, WebSocket cancel, time limit) stops the render at
-the next diffusion step.
+Events, in order: per sentence ``SentenceStart`` -> ``Audio`` (the live-stitched piece; with
+``stitch=False`` the sentence's PCM exactly as rendered) -> ``SentenceEnd``; then ``Audio`` (the
+stitcher's tail) and one ``Done`` -- or ``Failed``. A cancel (client gone, WebSocket cancel, time
+limit) stops the render at the next diffusion step.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import numpy as np
 
 from omnistudio.audio.loudness import measure
 from omnistudio.errors import Cancelled, UserError, describe
-from omnistudio.server.pipeline import RenderItem, Rendered
+from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
 from omnistudio.server.protocol import SpeechJob
 from omnistudio.server.scheduler import CancelEvent
 
 
 @dataclass(frozen=True)
 class SentenceStart:
-    item: RenderItem
+    sentence: PlannedSentence
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,10 @@ class Audio:
 
 @dataclass(frozen=True)
 class SentenceEnd:
-    item: RenderItem
-    rendered: Rendered
+    sentence: PlannedSentence
+    frames: int
+    steps: int
+    timings: dict[str, Any]
     loudness: dict[str, Any]
 
 
@@ -56,11 +58,42 @@ class Done:
 @dataclass(frozen=True)
 class Failed:
     message: str
-    status: int  # 400 for the user's error, 499 cancelled, 504 time limit, 500 otherwise
+    status: int  # 400 the request's fault, 499 cancelled, 504 time limit, 500 otherwise
 
 
 def _figure(value: float) -> float | None:
     return round(float(value), 3) if math.isfinite(value) else None
+
+
+def loudness_figures(pcm: np.ndarray, sample_rate: int) -> dict[str, float | None]:
+    report = measure(pcm, sample_rate)
+    return {"integrated_lufs": _figure(report.integrated_lufs), "true_peak_dbtp": _figure(report.true_peak_dbtp),
+            "crest_factor_db": _figure(report.crest_factor_db)}
+
+
+class NetworkSink(Sink):
+    """The take's sink for a network client: every piece and figure becomes an event."""
+
+    def __init__(self, run: TakeRun) -> None:
+        self.run = run
+
+    def chunk(self, chunk: Any, piece: np.ndarray) -> None:
+        run, sentence = self.run, chunk.sentence
+        run.put(SentenceStart(sentence))
+        if run.ttfa_s is None:
+            run.ttfa_s = time.perf_counter() - run.started
+        if run.job.target_lufs is None:
+            run.put(Audio(sentence.id, piece if run.job.stitch else chunk.pcm))
+        timings = chunk.timings.as_dict() if chunk.timings is not None else {}
+        run.put(SentenceEnd(sentence, int(len(chunk.pcm)), int(chunk.steps), timings,
+                            loudness_figures(chunk.pcm, run.link.sample_rate)))
+        run.pieces.append(piece if run.job.stitch else chunk.pcm)
+
+    def tail(self, pcm: np.ndarray) -> None:
+        if self.run.job.stitch:
+            self.run.pieces.append(pcm)
+            if self.run.job.target_lufs is None:
+                self.run.put(Audio(-1, pcm))
 
 
 @dataclass
@@ -75,11 +108,12 @@ class TakeRun:
     ttfa_s: float | None = None
     wall_s: float = 0.0
     audio_s: float = 0.0
+    pieces: list[np.ndarray] = field(default_factory=list)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> TakeRun:
         self._loop = loop
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._started = time.perf_counter()
+        self.started = time.perf_counter()
         self._timer = threading.Timer(self.time_limit_s, self._time_up)
         self._timer.daemon = True
         self._timer.start()
@@ -90,7 +124,7 @@ class TakeRun:
         self.timed_out = True
         self.cancel.set()
 
-    def _put(self, event: Any) -> None:
+    def put(self, event: Any) -> None:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
 
     async def events(self) -> Any:
@@ -100,65 +134,36 @@ class TakeRun:
             if isinstance(event, (Done, Failed)):
                 return
 
-    # ----------------------------------------------------------- the thread
     def _run(self) -> None:
         try:
-            self._put(self._render())
+            self.put(self._render())
         except Cancelled:
-            self._put(Failed(f"the request ran past the server's {self.time_limit_s:g} s limit", 504)
-                      if self.timed_out else Failed("cancelled", 499))
+            self.put(Failed(f"the request ran past the server's {self.time_limit_s:g} s limit", 504)
+                     if self.timed_out else Failed("cancelled", 499))
         except UserError as exc:
-            self._put(Failed(str(exc), 400))
+            self.put(Failed(str(exc), 400))
         except Exception as exc:  # noqa: BLE001 - reported to this request only
-            self._put(Failed(describe(exc), 500))
+            self.put(Failed(describe(exc), 500))
         finally:
             self._timer.cancel()
-            self.wall_s = time.perf_counter() - self._started
+            self.wall_s = time.perf_counter() - self.started
 
     def _render(self) -> Done:
-        from omnistudio.audio.dsp import Stitcher
-
-        job, link = self.job, self.link
-        link.prepare(job.voices, None, self.cancel)
-        stitcher = Stitcher(link.sample_rate, seed=job.options.seed) if job.stitch else None
-        pieces: list[np.ndarray] = []
-        sentences = []
-        for item in job.items:
-            if self.cancel.is_set():
-                raise Cancelled("request cancelled")
-            self._put(SentenceStart(item))
-            rendered = link.render([item], job.options, self.cancel)[0]
-            if rendered.error:
-                raise UserError(f"sentence {item.index + 1}: {rendered.error}")
-            piece = stitcher.push(rendered.pcm, item.pause_s, item.index) if stitcher else rendered.pcm
-            if self.ttfa_s is None:
-                self.ttfa_s = time.perf_counter() - self._started
-            pieces.append(piece)
-            if job.target_lufs is None:
-                self._put(Audio(item.index, piece))
-            loudness = measure(rendered.pcm, link.sample_rate)
-            sentences.append(rendered)
-            self._put(SentenceEnd(item, rendered, {"integrated_lufs": _figure(loudness.integrated_lufs),
-                                                   "true_peak_dbtp": _figure(loudness.true_peak_dbtp)}))
-        if stitcher is not None:
-            pieces.append(stitcher.finish())
-            if job.target_lufs is None:
-                self._put(Audio(-1, pieces[-1]))
-        pcm = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+        job = self.job
+        take = Take(self.link, job.sentences, job.options, TakeCache(0), job.options.seed)
+        result = take.run([NetworkSink(self)], cancel=self.cancel)
+        if self.cancel.is_set():
+            raise Cancelled("request cancelled")
+        pcm = np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)
         if job.target_lufs is not None:
             from omnistudio.audio.export import normalise
 
-            pcm = normalise(pcm, link.sample_rate, job.target_lufs).pcm
-            self._put(Audio(-1, pcm))
-        return Done(pcm, self._summary(pcm, sentences))
-
-    def _summary(self, pcm: np.ndarray, sentences: list[Rendered]) -> dict[str, Any]:
-        report = measure(pcm, self.link.sample_rate)
-        wall = time.perf_counter() - self._started
+            pcm = normalise(pcm, self.link.sample_rate, job.target_lufs).pcm
+            self.put(Audio(-1, pcm))
+        wall = time.perf_counter() - self.started
         self.audio_s = len(pcm) / self.link.sample_rate
-        return {"sentences": len(sentences), "frames": int(len(pcm)), "audio_s": round(self.audio_s, 4),
-                "wall_s": round(wall, 4), "ttfa_s": round(self.ttfa_s or wall, 4),
-                "rtf": round(wall / self.audio_s, 4) if self.audio_s else None,
-                "integrated_lufs": _figure(report.integrated_lufs), "true_peak_dbtp": _figure(report.true_peak_dbtp),
-                "crest_factor_db": _figure(report.crest_factor_db),
-                "steps": sum(r.steps for r in sentences)}
+        summary = {"sentences": len(job.sentences), "frames": int(len(pcm)), "audio_s": round(self.audio_s, 4),
+                   "wall_s": round(wall, 4), "ttfa_s": round(self.ttfa_s or wall, 4),
+                   "rtf": round(wall / self.audio_s, 4) if self.audio_s else None,
+                   "steps": int(getattr(result, "steps", 0)), **loudness_figures(pcm, self.link.sample_rate)}
+        return Done(pcm, summary)

@@ -1,185 +1,120 @@
-"""STAND-IN for the take pipeline of issue 12 (voices/resolve, take/options, take/link, take/pipeline).
-
-Only the names of the agreed contract that the server needs, in their smallest form. This file is
-deleted when the real pipeline lands on main; nothing else in the package may import it but the
-server's ``pipeline.py`` shim.
+"""STAND-IN for take/pipeline.py and take/sinks.py of issue 12 (not on main yet), in their shape:
+``build_take(link, script, options)`` / ``Take(link, planned, options)`` and ``Take.run(sinks,
+progress, cancel)`` with sinks getting ``begin/chunk/tail/end/abort``. Smallest form: no take
+cache, no 1-ahead. Deleted when the real pipeline lands; only server/pipeline.py imports it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from omnistudio.checks import DEFAULT_NUM_STEP, check_alpha, check_language, check_pair
-from omnistudio.engine.engine import Timings
+from omnistudio.audio.finishing import live_stitcher, pauses
 from omnistudio.errors import Cancelled, UserError
-
-
-# ------------------------------------------------------------ voices/resolve
-@dataclass(frozen=True)
-class Blend:
-    a: str
-    b: str
-    alpha: float
-
-    def __post_init__(self) -> None:
-        check_alpha(self.alpha)
-        check_pair(self.a, self.b)
+from omnistudio.script import parse_script
+from omnistudio.take.link import RenderItem
+from omnistudio.take.options import TakeOptions, sentence_seed
+from omnistudio.take.stream import Chunk, sentence_voice
+from omnistudio.voices.resolve import VoiceRef
 
 
 @dataclass(frozen=True)
-class VoiceRef:
-    anchor: str | None = None
-    blend: Blend | None = None
-
-    def key(self) -> str:
-        if self.blend is not None:
-            return f"{self.blend.a}+{self.blend.b}@{self.blend.alpha:.2f}"
-        return str(self.anchor)
-
-
-def parse_voice(text: str) -> tuple[VoiceRef, str | None]:
-    from omnistudio.voices.roster import load_roster
-
-    body, _, lang = (text or "").strip().lower().partition(":")
-    if not body:
-        raise UserError("the voice is empty: give an anchor id such as 'ruby'")
-    roster = load_roster()
-    lang_code = check_language(lang) if lang else None
-    if "+" in body:
-        a, _, rest = body.partition("+")
-        b, _, alpha = rest.partition("@")
-        ref = VoiceRef(blend=Blend(roster.get(a).id, roster.get(b).id, check_alpha(alpha or 0.5)))
-    else:
-        ref = VoiceRef(anchor=roster.get(body).id)
-    return ref, lang_code
-
-
-def resolve_voice(engine: Any, ref: VoiceRef, lang: str, progress: Any = None) -> Any:
-    from omnistudio.voices.blend import anchor_blend
-    from omnistudio.voices.prompts import anchor_prompt
-
-    if ref.blend is not None:
-        return anchor_blend(engine, ref.blend.a, ref.blend.b, lang, ref.blend.alpha, progress=progress)
-    return anchor_prompt(engine, str(ref.anchor), lang, progress=progress)
-
-
-# -------------------------------------------------------------- take/options
-@dataclass(frozen=True)
-class TakeOptions:
-    num_step: int = DEFAULT_NUM_STEP
-    guidance_scale: float = 2.0
-    seed: int = 0
-    speed: float | None = None
-    lang: str = "en"
-
-
-def sentence_seed(base_seed: int, text: str, voice_key: str, lang: str) -> int:
-    digest = hashlib.sha256(f"{base_seed}\0{text}\0{voice_key}\0{lang}".encode()).digest()
-    return int.from_bytes(digest[:7], "little")
-
-
-# ----------------------------------------------------------------- take/link
-@dataclass(frozen=True)
-class RenderItem:
-    index: int
+class PlannedSentence:
+    id: int
     text: str
     voice: VoiceRef
     lang: str
     seed: int
-    pause_s: float = 0.0
+    pause_s: float
+    line: int = 1
+    speaker: str | None = None
+
+    def item(self) -> RenderItem:
+        return RenderItem(self.id, self.text, self.voice, self.lang, self.seed)
+
+
+class Sink:
+    def begin(self, take: Any) -> None: ...
+    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None: ...
+    def tail(self, pcm: np.ndarray) -> None: ...
+    def end(self, result: Any) -> None: ...
+    def abort(self) -> None: ...
 
 
 @dataclass
-class Rendered:
-    index: int
+class TakeResult:
     pcm: np.ndarray
-    timings: Timings | None
-    steps: int
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class PrepareEvent:
-    done: int
-    total: int
-    voice: str
-    lang: str
-    action: str
-
-
-class EngineLink(Protocol):
     sample_rate: int
-
-    def prepare(self, voices: list[tuple[VoiceRef, str]], progress: Any = None,
-                cancel: threading.Event | None = None) -> None: ...
-    def render(self, items: list[RenderItem], options: TakeOptions,
-               cancel: threading.Event | None = None) -> list[Rendered]: ...
+    steps: int
+    ttfa_s: float
+    total_s: float
 
 
-@dataclass
-class LocalEngine:
-    engine: Any
-    sample_rate: int = field(init=False)
+class TakeCache:
+    def __init__(self, max_bytes: int = 0) -> None:
+        self.max_bytes = max_bytes
 
-    def __post_init__(self) -> None:
-        self.sample_rate = self.engine.sample_rate
 
-    @property
-    def info(self) -> dict[str, Any]:
-        loaded = self.engine.loaded
-        return {"model": loaded.spec.name, "device": str(loaded.device),
-                "sampler": "fast" if self.engine.sampler is not None else "stock"}
+def plan(text: str, options: TakeOptions, base_seed: int | None = None, speakers: Any = None) -> list[PlannedSentence]:
+    options = options.validated()
+    script = parse_script(text, options.lang, speakers)
+    out = []
+    for s, gap in zip(script.sentences, pauses([s.line for s in script.sentences])):
+        voice = sentence_voice(s, options.voice)
+        if voice is None:
+            raise UserError(f"line {s.line} has no speaker tag and no voice is selected")
+        out.append(PlannedSentence(s.id, s.text, voice, s.lang, sentence_seed(options.seed, s.text, voice.key(), s.lang),
+                                   gap, s.line, s.speaker))
+    return out
 
-    def prepare(self, voices: list[tuple[VoiceRef, str]], progress: Any = None,
-                cancel: threading.Event | None = None) -> None:
-        for ref, lang in voices:
-            resolve_voice(self.engine, ref, lang)
 
-    def render(self, items: list[RenderItem], options: TakeOptions,
-               cancel: Callable[[], bool] | threading.Event | None = None) -> list[Rendered]:
-        should = cancel.is_set if isinstance(cancel, threading.Event) else (cancel or (lambda: False))
-        steps = [0]
+class Take:
+    def __init__(self, link: Any, sentences: Sequence[PlannedSentence], options: TakeOptions,
+                 cache: Any = None, base_seed: int = 0, lookahead: int = 1) -> None:
+        self.link, self.sentences, self.options, self.base_seed = link, list(sentences), options.validated(), base_seed
 
-        def count() -> None:
-            steps[0] += 1
-
-        handle = self.engine.on_each_step(should, count)
+    def run(self, sinks: Sequence[Sink] = (), progress: Any = None, cancel: threading.Event | None = None,
+            on_chunk: Any = None) -> TakeResult:
+        cancel = cancel or threading.Event()
+        started = time.perf_counter()
+        for sink in sinks:
+            sink.begin(self)
         try:
-            prompts = [resolve_voice(self.engine, i.voice, i.lang) for i in items]
-            out = self.engine.synthesize_batch([i.text for i in items], prompts, [i.lang for i in items],
-                                               num_step=options.num_step, seeds=[i.seed for i in items],
-                                               guidance_scale=options.guidance_scale, speed=options.speed)
-        finally:
-            handle.remove()
-        return [Rendered(i.index, s.pcm, s.timings, steps[0]) for i, s in zip(items, out)]
+            self.link.prepare(list(dict.fromkeys((s.voice, s.lang) for s in self.sentences)), progress, cancel)
+            stitcher = live_stitcher(self.link.sample_rate, self.options.finishing)
+            pieces, steps, ttfa = [], 0, None
+            for s in self.sentences:
+                t0 = time.perf_counter() - started
+                r = self.link.render([s.item()], self.options, cancel)[0]
+                if cancel.is_set():
+                    raise Cancelled("take cancelled")
+                if r.error:
+                    raise UserError(f"1 of {len(self.sentences)} sentences failed; nothing written")
+                ttfa = ttfa if ttfa is not None else time.perf_counter() - started
+                steps += r.steps
+                chunk = Chunk(s, r.pcm, self.link.sample_rate, r.timings, r.steps, t0, time.perf_counter() - started)
+                pieces.append(stitcher.push(r.pcm, s.pause_s, sentence_id=s.id))
+                for sink in sinks:
+                    sink.chunk(chunk, pieces[-1])
+            pieces.append(stitcher.finish())
+            for sink in sinks:
+                sink.tail(pieces[-1])
+        except BaseException:
+            for sink in sinks:
+                sink.abort()
+            raise
+        result = TakeResult(np.concatenate(pieces), self.link.sample_rate, steps, ttfa or 0.0,
+                            time.perf_counter() - started)
+        for sink in sinks:
+            sink.end(result)
+        return result
 
-    def close(self) -> None:
-        pass
 
-
-# ------------------------------------------------------------- take/pipeline
-def plan_take(text: str, voice: VoiceRef, lang: str, seed: int, speakers: Any = None) -> list[RenderItem]:
-    """Sentences of a script (speaker tags allowed) with voice, lang, seed and the pause after."""
-    from omnistudio.audio.finishing import pauses
-    from omnistudio.script import blend_parts, parse_script
-
-    script = parse_script(text, lang, speakers=speakers)
-    gaps = pauses([s.line for s in script.sentences])
-    items = []
-    for s, gap in zip(script.sentences, gaps):
-        ref = voice
-        if s.speaker is not None:
-            parts = blend_parts(s.speaker)
-            ref = VoiceRef(blend=Blend(*parts)) if parts else VoiceRef(anchor=s.speaker)
-        items.append(RenderItem(s.id, s.text, ref, s.lang, sentence_seed(seed, s.text, ref.key(), s.lang), gap))
-    return items
-
-
-__all__ = ["Blend", "Cancelled", "EngineLink", "LocalEngine", "PrepareEvent", "RenderItem", "Rendered",
-           "TakeOptions", "VoiceRef", "parse_voice", "plan_take", "resolve_voice", "sentence_seed"]
+def build_take(link: Any, script: str, options: TakeOptions, cache: Any = None, speakers: Any = None) -> Take:
+    options = options.validated()
+    return Take(link, plan(script, options, None, speakers), options, cache, options.seed)

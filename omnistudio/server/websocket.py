@@ -79,17 +79,16 @@ async def serve_session(ws: WebSocket, state: Any, link: Any, finish: Any) -> No
     listener = asyncio.create_task(_listen(ws, run))
     pack = encode.f32 if req.pcm == "f32" else encode.pcm16
     try:
-        await ws.send_json(p.ws_start(shared.sample_rate, req.pcm, len(job.items)))
+        await ws.send_json(p.ws_start(shared.sample_rate, req.pcm, len(job.sentences)))
         async for event in run.events():
             if isinstance(event, SentenceStart):
-                await ws.send_json(p.ws_sentence_start(event.item.index, event.item.text, event.item.voice.key(),
-                                                       event.item.lang))
+                sentence = event.sentence
+                await ws.send_json(p.ws_sentence_start(sentence.id, sentence.text, sentence.voice.key(), sentence.lang))
             elif isinstance(event, Audio) and len(event.pcm):
                 await ws.send_bytes(pack(event.pcm))
             elif isinstance(event, SentenceEnd):
-                r = event.rendered
-                timings = r.timings.as_dict() if r.timings is not None else {}
-                await ws.send_json(p.ws_sentence_end(r.index, int(len(r.pcm)), timings, event.loudness, r.steps))
+                await ws.send_json(p.ws_sentence_end(event.sentence.id, event.frames, event.timings, event.loudness,
+                                                     event.steps))
             elif isinstance(event, Done):
                 await ws.send_json(p.ws_done(event.summary))
             elif isinstance(event, Failed):
