@@ -120,3 +120,12 @@ def test_admission_refuses_past_the_limit() -> None:
 
 def test_length_buckets_are_ordered() -> None:
     assert length_bucket("a" * 10) < length_bucket("a" * 100) < length_bucket("a" * 1000)
+
+
+@pytest.mark.parametrize(("value", "needle"), [("0", "1..64"), ("a,b", "numbers separated by commas"), ("", "1..64")])
+def test_bench_serve_clients_are_checked(value: str, needle: str) -> None:
+    from omnistudio.commands.bench import clients_list
+
+    with pytest.raises(UserError, match=needle):
+        clients_list(value)
+    assert clients_list("8,1,4,4") == [1, 4, 8]
