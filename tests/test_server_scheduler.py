@@ -29,7 +29,7 @@ class FakeLink:
         self.gate.set()
 
     def render(self, items: list[RenderItem], options: TakeOptions, cancel: Any) -> list[Rendered]:
-        self.gate.wait(5)
+        self.gate.wait(30)
         self.passes.append([i.index for i in items])
         for _ in range(self.steps):
             if cancel.is_set():
@@ -58,7 +58,7 @@ def run_all(link: BatchingLink, jobs: list[tuple[list[RenderItem], TakeOptions, 
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(30)
     return out
 
 
@@ -69,7 +69,13 @@ def test_concurrent_items_share_passes_by_options_and_length() -> None:
     fast, slow = TakeOptions(num_step=4), TakeOptions(num_step=8)
     jobs = [([item(i)], fast, None) for i in range(4)] + [([item(10)], slow, None),
                                                            ([item(11, "long " * 60)], fast, None)]
-    threading.Timer(0.3, fake.gate.set).start()
+    def open_when_queued() -> None:  # the worker holds one item at the gate; the other five wait
+        deadline = time.monotonic() + 20
+        while len(link._waiting) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        fake.gate.set()
+
+    threading.Thread(target=open_when_queued).start()
     out = run_all(link, jobs)
     assert [r[0].index for r in out] == [0, 1, 2, 3, 10, 11]
     assert all(float(r[0].pcm[0]) == r[0].index for r in out)  # each its own seed
@@ -129,3 +135,34 @@ def test_bench_serve_clients_are_checked(value: str, needle: str) -> None:
     with pytest.raises(UserError, match=needle):
         clients_list(value)
     assert clients_list("8,1,4,4") == [1, 4, 8]
+
+
+class SlowLink(FakeLink):
+    """A link whose sentences take 50 steps of 10 ms, with the prepare step of a real one."""
+
+    def __init__(self) -> None:
+        super().__init__(steps=50)
+
+    def prepare(self, voices: Any, progress: Any = None, cancel: Any = None) -> None:
+        pass
+
+
+def test_time_limit_cancels_a_request_with_504() -> None:
+    import asyncio
+
+    from omnistudio.server import protocol as p
+    from omnistudio.server.serving import Failed, TakeRun
+
+    job = p.generate_job(p.GenerateRequest(text="One. Two. Three. Four. Five.", voice="ruby"))
+    link = BatchingLink(SlowLink())
+
+    async def events() -> list[Any]:
+        run = TakeRun(link, job, time_limit_s=0.3).start(asyncio.get_running_loop())
+        return [e async for e in run.events()]
+
+    started = time.perf_counter()
+    seen = asyncio.run(events())
+    assert isinstance(seen[-1], Failed) and seen[-1].status == 504 and "0.3 s limit" in seen[-1].message
+    assert time.perf_counter() - started < 1.5  # stopped at a step, not after the five sentences (2.5 s)
+    assert link.stats.steps_after_cancel == 0
+    link.close()
