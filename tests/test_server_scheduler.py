@@ -163,6 +163,6 @@ def test_time_limit_cancels_a_request_with_504() -> None:
 
     seen = asyncio.run(events())
     assert isinstance(seen[-1], Failed) and seen[-1].status == 504 and "0.3 s limit" in seen[-1].message
-    assert link.stats.cancelled_passes == 1 and len(slow.passes) < 5  # stopped inside a pass, not after five
+    assert len(slow.passes) <= 1 and link.stats.items == 0  # stopped inside the first pass (or before it)
     assert link.stats.steps_after_cancel == 0
     link.close()
