@@ -232,6 +232,8 @@ BAD = [
     ("too-long", {"input": "x" * 5000}, "the limit is 4096"),
     ("num-step", {"input": "Hi.", "num_step": 0}, "num_step 0 is out of range"),
     ("language", {"input": "Hi.", "language": "fr"}, "unknown language 'fr'"),
+    ("too-big", b'{"input": "' + b"x" * (1 << 20) + b'"}', "over 1048576 bytes"),
+    ("not-object", b"[1, 2]", "must be a JSON object"),
 ]
 
 

@@ -61,9 +61,13 @@ def _validation_line(exc: ValidationError | RequestValidationError) -> str:
 
 
 async def read_json(request: Request, model: type[BaseModel]) -> Any:
-    raw = await request.body()
-    if len(raw) > p.MAX_BODY_BYTES:
-        raise HTTPError(413, f"the request body is over {p.MAX_BODY_BYTES} bytes")
+    parts, size = [], 0
+    async for part in request.stream():  # counted as it arrives: a chunked body has no length header
+        size += len(part)
+        if size > p.MAX_BODY_BYTES:
+            raise HTTPError(413, f"the request body is over {p.MAX_BODY_BYTES} bytes")
+        parts.append(part)
+    raw = b"".join(parts)
     try:
         data = json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError):
