@@ -12,4 +12,8 @@ for pkg in omnivoice==0.2.1 pydub soundfile cffi pycparser platformdirs pysbd py
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any -d .whl "$pkg"
 done
+# The speech server's stack (bench --serve), with its dependencies resolved together.
+"$PY" -m pip download --quiet --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  --platform any -d .whl fastapi uvicorn websockets prometheus-client httpx
 du -sh .whl

@@ -63,6 +63,8 @@ echo "bench: batched vs sequential dialogue ($(left) s left)" >&2
 run_bench 90 --dialogue --sentences 8 --batch 2 || echo "dialogue run failed or ran out of time" >&2
 echo "bench: stream, time to first audio ($(left) s left)" >&2
 run_bench 60 --stream --sentences 8 || echo "stream run failed or ran out of time" >&2
+echo "bench: speech server, 1/4/8 clients, batching off vs on ($(left) s left)" >&2
+run_bench 120 --serve --clients 1,4,8 --sentences 16 || echo "serve run failed or ran out of time" >&2
 echo "bench: combined, compile $COMPILE_MODE ($(left) s left)" >&2
 run_bench "$(left)" --sentences "$SENTENCES" --only combined --compile "$COMPILE_MODE" || {
   echo "compile run did not finish in time; retrying with --compile default --only combined" >&2

@@ -45,6 +45,24 @@ def _dialogue(args: argparse.Namespace) -> Any:
                               seed=args.seed)
 
 
+def _serve(args: argparse.Namespace) -> Any:
+    from omnistudio.bench.serve import serve_benchmark
+
+    engine = _open(args, sampler="fast")
+    return serve_benchmark(engine, args.clients, requests=args.sentences, num_step=args.num_step,
+                           max_batch=args.max_batch, progress=args.progress)
+
+
+def clients_list(value: str) -> list[int]:
+    try:
+        counts = [int(v) for v in str(value).split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"--clients '{value}' must be numbers separated by commas, e.g. 1,4,8") from None
+    if not counts or any(not 1 <= c <= 64 for c in counts):
+        raise UserError(f"--clients '{value}': each count must be in 1..64")
+    return sorted(set(counts))
+
+
 def _meter(args: argparse.Namespace) -> Any:
     from omnistudio.audio.loudness import meter_benchmark
 
@@ -52,8 +70,8 @@ def _meter(args: argparse.Namespace) -> Any:
 
 
 MODES: dict[str, Callable[[argparse.Namespace], Any]] = {
-    "sentences": _sentences, "stream": _stream, "dialogue": _dialogue, "meter": _meter}
-DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "dialogue": 8, "meter": 1}
+    "sentences": _sentences, "stream": _stream, "dialogue": _dialogue, "meter": _meter, "serve": _serve}
+DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "dialogue": 8, "meter": 1, "serve": 8}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,6 +84,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     modes.add_argument("--dialogue", action="store_true", help="batched vs sequential dialogue throughput "
                        "(default 8 lines)")
     modes.add_argument("--meter", action="store_true", help="cost of the live loudness meter per 100 ms block")
+    modes.add_argument("--serve", action="store_true", help="speech server: throughput and TTFA p50/p95 per "
+                       "client count, cross-request batching off vs on (--sentences = requests, default 8)")
+    p.add_argument("--clients", default="1,4,8", help="--serve: concurrent client counts (default 1,4,8)")
+    p.add_argument("--max-batch", type=int, default=8, help="--serve: batch size when batching is on (default 8)")
     p.add_argument("--batch", type=int, default=2, help="dialogue batch size (default 2)")
     p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
                    "8 with --dialogue)")
@@ -84,7 +106,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_num_step, check_seed
 
-    mode = "stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else "sentences"
+    mode = ("stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else
+            "serve" if args.serve else "sentences")
+    if mode == "serve":
+        args.clients = clients_list(args.clients)
+        if not 2 <= args.max_batch <= 16:
+            raise UserError(f"--max-batch {args.max_batch} is out of range 2..16")
     if args.sentences is None:
         args.sentences = DEFAULT_SENTENCES[mode]
     try:
@@ -110,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result))
     elif mode == "sentences":
         print_table(result)
+    elif mode == "serve":
+        print_serve(result)
     else:
         print_summary(mode, result)
     return 0
@@ -171,3 +200,17 @@ SUMMARY_LINES = {
 def print_summary(mode: str, result: dict[str, Any]) -> None:
     where = f"{result['model']} on {result['device']}: " if "model" in result else ""
     print(where + SUMMARY_LINES[mode].format(**result))
+
+
+def print_serve(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"serve: {result['model']} on {result['device']}, {result['requests']} requests, "
+                  f"{result['num_step']} steps, max batch {result['max_batch']}")
+    for col in ("batching", "clients", "throughput (audio s / s)", "ratio", "TTFA p50 s", "TTFA p95 s", "mean batch"):
+        table.add_column(col, justify="right")
+    for r in result["rows"]:
+        table.add_row(r["batching"], str(r["clients"]), f"{r['throughput']:.3f}", f"{r['throughput_ratio']:.2f}x",
+                      f"{r['ttfa_p50_s']:.3f}", f"{r['ttfa_p95_s']:.3f}", str(r["mean_batch"]))
+    Console().print(table)

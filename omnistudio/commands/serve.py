@@ -1,0 +1,99 @@
+"""`omnistudio serve`: the speech server (OpenAI-compatible /v1/audio/speech, the seed's /tts/* routes
+and the stream-omni WebSocket) over the take pipeline; one engine worker owns the model."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from omnistudio.errors import UserError, first_line
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from omnistudio.cli import add_model_options
+
+    p = sub.add_parser("serve", help="speech server: OpenAI /v1/audio/speech, /tts/generate, WebSocket stream")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
+                   "needs --api-key-file)")
+    p.add_argument("--port", type=int, default=8005, help="TCP port (default 8005)")
+    p.add_argument("--api-key-file", type=Path, help="file with one API key per line (Authorization: Bearer KEY)")
+    p.add_argument("--max-queue", type=int, default=16, help="requests in flight before 429 (default 16)")
+    p.add_argument("--max-batch", type=int, default=8, help="sentences of concurrent requests per diffusion "
+                   "pass (default 8; 1 turns cross-request batching off)")
+    p.add_argument("--time-limit", type=float, default=300.0, help="seconds a request may take (default 300)")
+    p.add_argument("--no-warm-up", dest="warm_up", action="store_false", help="skip the warm-up render")
+    add_model_options(p)
+
+
+def check_port(host: str, port: int) -> None:
+    if not 1 <= port <= 65535:
+        raise UserError(f"port {port} is out of range 1..65535")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+            raise UserError(f"{host}:{port} {why}") from None
+
+
+def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
+    """Load, warm up, then publish the link (the routes answer 503 until then)."""
+    from omnistudio.console import status
+    from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
+    from omnistudio.server.protocol import DEFAULT_VOICE
+    from omnistudio.server.scheduler import BatchingLink
+    from omnistudio.voices.session import open_engine
+    from omnistudio.voices.startup import start_prompts
+
+    try:
+        with status("loading model") as update:
+            engine = open_engine(argparse.Namespace(model=args.model, device=args.device, dtype=args.dtype,
+                                                    sampler="fast"), progress=update)
+            state.status = "warming"
+            update(f"preparing the default voice {DEFAULT_VOICE}")
+            resolve_voice(engine, parse_voice(DEFAULT_VOICE)[0], "en")
+            start_prompts(engine, progress=update, warm=args.warm_up)
+        state.link = BatchingLink(LocalEngine(engine), args.max_batch,
+                                  on_pass=lambda size, _s: state.metrics.batch_size.observe(size))
+        state.status = "ready"
+        from omnistudio.console import err_console
+
+        err_console.print(f"omnistudio: serving {engine.loaded.spec.name} on http://{args.host}:{args.port} "
+                          f"(max batch {args.max_batch}, max queue {args.max_queue})", markup=False, highlight=False)
+    except Exception as exc:  # noqa: BLE001 - the server stops with one line
+        state.status, state.detail = "failed", first_line(exc)
+        server.should_exit = True
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from omnistudio.server.app import ServerState, create_app
+    from omnistudio.server.auth import check_bind
+    from omnistudio.server.middleware import Guard
+    from omnistudio.server.scheduler import Admission
+
+    keys = check_bind(args.host, args.api_key_file)  # every check before the model loads
+    Admission(args.max_queue)
+    if not 1 <= args.max_batch <= 16:
+        raise UserError(f"--max-batch {args.max_batch} is out of range 1..16")
+    if not 1 <= args.time_limit <= 86_400:
+        raise UserError(f"--time-limit {args.time_limit} is out of range 1..86400 s")
+    check_port(args.host, args.port)
+    state = ServerState(max_queue=args.max_queue, time_limit_s=args.time_limit, keys=keys)
+    app = Guard(create_app(state), state)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                                           access_log=False, lifespan="off", ws="websockets-sansio"))
+    threading.Thread(target=start_engine, args=(args, state, server), name="omnistudio-start", daemon=True).start()
+    server.run()
+    if state.link is not None:
+        state.link.close()
+    if state.status == "failed":
+        raise UserError(state.detail)
+    return 0

@@ -1,0 +1,1 @@
+"""The speech server: a third client of the take pipeline (HTTP, OpenAI-compatible, WebSocket)."""

@@ -1,0 +1,23 @@
+"""``GET /v1/audio/voices``: every anchor (shipped and added with ``voices add``), its languages and
+prompt states, and the canonical duos, written as ``voice`` strings the speech routes take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def voice_listing(voices: Any) -> dict[str, Any]:
+    """``voices``: the link's :class:`~omnistudio.take.link.VoiceList`."""
+    from omnistudio.voices.roster import load_roster, user_roster_path
+
+    roster, custom = load_roster(), user_roster_path()
+    out = []
+    for anchor in voices.anchors:
+        known = roster.anchors.get(anchor.id)
+        out.append({"id": anchor.id, "name": anchor.name, "languages": list(anchor.langs), "prompts": dict(anchor.states),
+                    "custom": known is not None and known.origin == custom,
+                    "examples": [anchor.id] + [f"{anchor.id}:{lang}" for lang in anchor.langs]})
+    duos = [{"voice": f"{a}+{b}@{ratio:g}", "anchors": [a, b], "languages": list(langs), "alpha": ratio}
+            for a, b, ratio, langs in voices.duos]
+    return {"object": "list", "voices": out, "duos": duos,
+            "blend_syntax": "anchor_a+anchor_b@alpha (alpha in [0, 1]); add :lang for a language"}

@@ -1,0 +1,78 @@
+"""ASGI middleware around the routes: API keys (401 before anything runs), the body-size limit,
+and one log line per request (method, route, status, audio seconds, wall time, TTFA)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from omnistudio.server.auth import OPEN_ROUTES, authorised
+from omnistudio.server.protocol import MAX_BODY_BYTES, error_body
+
+log = logging.getLogger("omnistudio.server")
+
+
+async def _refuse(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps(error_body(message, "invalid_request_error", code=str(status))).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def request_line(method: str, path: str, status: int, wall_s: float, take: Any) -> str:
+    audio = f"{take.audio_s:.2f}s" if take is not None and take.audio_s else "-"
+    ttfa = f"{take.ttfa_s * 1000:.0f}ms" if take is not None and take.ttfa_s is not None else "-"
+    return f"{method} {path} {status} audio={audio} wall={wall_s:.3f}s ttfa={ttfa}"
+
+
+class Guard:
+    """Wraps the app: keys, body size, log line and the per-route request counter."""
+
+    def __init__(self, app: Any, state: Any) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path, method = scope.get("path", ""), scope.get("method", "WS")
+        status = [0]
+
+        async def watched(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif message["type"] == "websocket.accept":
+                status[0] = 101
+            elif message["type"] == "websocket.close" and not status[0]:
+                status[0] = 403
+            await send(message)
+
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        try:
+            if path not in OPEN_ROUTES and not authorised(self.state.keys, headers.get("authorization")):
+                if scope["type"] == "websocket":
+                    await watched({"type": "websocket.close", "code": 1008})
+                    status[0] = 401
+                else:
+                    await _refuse(watched, 401, "missing or wrong API key: send Authorization: Bearer KEY",
+                                  [(b"www-authenticate", b"Bearer")])
+                return
+            length = headers.get("content-length", "0")
+            if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+                await _refuse(watched, 413, f"the request body is over {MAX_BODY_BYTES} bytes")
+                return
+            await self.app(scope, receive, watched)
+        finally:
+            take = scope.get("state", {}).get("take")
+            self.state.metrics.requests.labels(route=path if path in KNOWN_ROUTES else "other",
+                                               status=str(status[0])).inc()
+            if path not in ("/health", "/metrics"):
+                log.info("%s", request_line(method, path, status[0], time.perf_counter() - started, take))
+
+
+KNOWN_ROUTES = frozenset({"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/health", "/metrics",
+                          "/tts/generate", "/tts/generate-shm", "/ws/tts/stream-omni"})

@@ -1,0 +1,283 @@
+"""The server's queue and batcher: one engine worker thread, items from concurrent requests batched.
+
+:class:`BatchingLink` is an :class:`EngineLink`: each request's take calls ``render(items, ...)``
+from its own thread exactly as it would call the in-process link; the call queues its items and
+waits. The one worker thread owns the model: it takes the oldest waiting item and every other
+waiting item with the same diffusion options (num_step, guidance, speed) and the same text-length
+bucket, up to ``max_batch``, and renders them in one diffusion pass through the wrapped link. The
+fast sampler gives each item its own noise generator, so an item's audio is the same whether it
+ran alone or in a batch (tests check it bit for bit).
+
+Cancel: a request's cancel event stops the pass it is in at the next diffusion step; the other
+items of that pass go back to the front of the queue and are rendered again (same seeds, same
+audio), so nothing else is disturbed. :class:`Admission` bounds the requests in flight: past
+``max_queue`` a request is refused at once (the HTTP layer answers 429 with Retry-After).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from omnistudio.errors import Cancelled, UserError, describe
+from omnistudio.server.pipeline import RenderItem, Rendered, TakeOptions
+
+log = logging.getLogger(__name__)
+
+LENGTH_BUCKETS = (48, 96, 192, 384)  # characters; items of one pass come from one bucket
+
+
+def length_bucket(text: str) -> int:
+    return next((i for i, edge in enumerate(LENGTH_BUCKETS) if len(text) <= edge), len(LENGTH_BUCKETS))
+
+
+class Busy(Exception):
+    """The queue is full: come back later."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(f"the server is busy; retry after {retry_after_s} s")
+        self.retry_after_s = retry_after_s
+
+
+@dataclass
+class Stats:
+    """What the worker did (read by /metrics and the bench)."""
+
+    passes: int = 0
+    items: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+    cancelled_passes: int = 0
+    steps_after_cancel: int = 0  # diffusion steps started after a cancel was asked (0 = within one step)
+    cancel_latency_s: list[float] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Ticket:
+    item: RenderItem
+    options: TakeOptions
+    cancel: threading.Event
+    future: Future = field(default_factory=Future)
+    solo: bool = False  # rendered alone (after a batch it was in failed)
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        o = self.options
+        return (o.num_step, float(o.guidance_scale), o.speed, length_bucket(self.item.text))
+
+
+class CancelEvent(threading.Event):
+    """A request's cancel flag that remembers when it was set (for the steps-after-cancel count)."""
+
+    set_at: float | None = None
+
+    def set(self) -> None:
+        super().set()
+        if self.set_at is None:
+            self.set_at = time.perf_counter()  # after the flag: a step timed later saw it set
+
+
+def asked_at(cancel: Any) -> float | None:
+    """When ``cancel`` (a :class:`CancelEvent`, or a stream's any-of several events) was set, if known."""
+    at = getattr(cancel, "set_at", None)
+    inner = [asked_at(e) for e in getattr(cancel, "events", ())]
+    return min([x for x in [at, *inner] if x is not None], default=None)
+
+
+class _Flag:
+    """A cancel flag for the wrapped link: set when any request of the pass is (read at each step)."""
+
+    def __init__(self, check: Callable[[], bool]) -> None:
+        self.is_set = check
+
+
+class BatchingLink:
+    """An EngineLink over ``inner`` (the in-process link) shared by every request of the server."""
+
+    def __init__(self, inner: Any, max_batch: int = 8, on_pass: Callable[[int, float], None] | None = None) -> None:
+        if not 1 <= int(max_batch) <= 16:
+            raise UserError(f"--max-batch {max_batch} is out of range 1..16")
+        self.inner = inner
+        self.max_batch = int(max_batch)
+        self.sample_rate = inner.sample_rate
+        self.stats = Stats()
+        self._on_pass = on_pass
+        self._waiting: list[_Ticket] = []
+        self._calls: list[tuple[Callable[[], Any], Future]] = []  # prepare etc., run on the worker
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="omnistudio-engine", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------- the link
+    @property
+    def info(self) -> Any:
+        return self.inner.info
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the engine thread (voice preparation, listings) and return its result."""
+        future: Future = Future()
+        with self._cond:
+            self._calls.append((fn, future))
+            self._cond.notify()
+        return future.result()
+
+    def prepare(self, voices: list[Any], progress: Any = None, cancel: Any = None) -> Any:
+        return self.call(lambda: self.inner.prepare(voices, progress, cancel))
+
+    def voices(self) -> Any:
+        return self.call(self.inner.voices)
+
+    def render(self, items: list[RenderItem], options: TakeOptions,
+               cancel: threading.Event | None = None) -> list[Rendered]:
+        cancel = cancel if cancel is not None else threading.Event()
+        tickets = [_Ticket(item, options, cancel) for item in items]
+        with self._cond:
+            if self._closed:
+                raise Cancelled("the server is shutting down")
+            self._waiting.extend(tickets)
+            self._cond.notify()
+        out: list[Rendered] = []
+        for ticket in tickets:
+            while True:
+                try:
+                    out.append(ticket.future.result(timeout=0.05))
+                    break
+                except TimeoutError:
+                    if cancel.is_set() and not ticket.future.running():
+                        self._drop(tickets)
+                        raise Cancelled("request cancelled") from None
+        return out
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(timeout=5)
+
+    # ------------------------------------------------------------ the worker
+    def _drop(self, tickets: list[_Ticket]) -> None:
+        with self._cond:
+            self._waiting = [t for t in self._waiting if t not in tickets]
+
+    def _next_group(self) -> list[_Ticket] | Callable[[], None] | None:
+        """Under the lock: a call to run, or the next batch (oldest item + compatible others)."""
+        if self._calls:
+            fn, future = self._calls.pop(0)
+
+            def run() -> None:
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    future.set_exception(exc)
+            return run
+        for ticket in [t for t in self._waiting if t.cancel.is_set()]:
+            self._waiting.remove(ticket)
+            ticket.future.set_exception(Cancelled("request cancelled"))
+        if not self._waiting:
+            return None
+        first = self._waiting[0]
+        group = [first]
+        if not first.solo:
+            group += [t for t in self._waiting[1:] if not t.solo and t.key == first.key][:self.max_batch - 1]
+        for ticket in group:
+            self._waiting.remove(ticket)
+            if not ticket.future.running():  # a requeued ticket is running already
+                ticket.future.set_running_or_notify_cancel()
+        return group
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                job = self._next_group()
+                while job is None and not self._closed:
+                    self._cond.wait(timeout=0.5)
+                    job = self._next_group()
+                if job is None:
+                    return
+            if callable(job):
+                job()
+            else:
+                self._render(job)
+
+    def _render(self, group: list[_Ticket]) -> None:
+        started = time.perf_counter()
+        step_starts: list[float] = []
+
+        def should_cancel() -> bool:
+            now = time.perf_counter()  # taken before the check, so a late step is a real one
+            if any(t.cancel.is_set() for t in group):
+                return True
+            step_starts.append(now)
+            return False
+
+        try:
+            results = self.inner.render([t.item for t in group], group[0].options, _Flag(should_cancel))
+        except Cancelled:
+            self._cancelled(group)
+            return
+        except Exception as exc:  # noqa: BLE001 - one request's failure must not end the worker
+            if len(group) > 1:  # find the culprit: the items go back, each to be rendered alone
+                log.warning("a batch of %d failed (%s); rendering its items one by one", len(group), describe(exc))
+                self._requeue(group, solo=True)
+            else:
+                group[0].future.set_exception(exc)
+            return
+        finally:
+            self._count_late_steps(group, step_starts)
+        self.stats.passes += 1
+        self.stats.items += len(group)
+        self.stats.batch_sizes.append(len(group))
+        if self._on_pass is not None:
+            self._on_pass(len(group), time.perf_counter() - started)
+        for ticket, rendered in zip(group, results):
+            ticket.future.set_result(rendered)
+
+    def _count_late_steps(self, group: list[_Ticket], step_starts: list[float]) -> None:
+        """Steps of this pass that started after one of its requests asked to cancel (should be 0)."""
+        asked = [at for t in group if (at := asked_at(t.cancel)) is not None]
+        if asked:
+            self.stats.steps_after_cancel += sum(1 for s in step_starts if s > min(asked))
+
+    def _cancelled(self, group: list[_Ticket]) -> None:
+        now = time.perf_counter()
+        self.stats.cancelled_passes += 1
+        gone = [t for t in group if t.cancel.is_set()]
+        asked = min((asked_at(t.cancel) or now) for t in gone) if gone else now
+        self.stats.cancel_latency_s.append(now - asked)
+        for ticket in gone:
+            ticket.future.set_exception(Cancelled("request cancelled"))
+        self._requeue([t for t in group if not t.cancel.is_set()], solo=False)
+
+    def _requeue(self, tickets: list[_Ticket], solo: bool) -> None:
+        with self._cond:
+            for ticket in tickets:
+                fresh = _Ticket(ticket.item, ticket.options, ticket.cancel, ticket.future, solo=solo or ticket.solo)
+                self._waiting.insert(0, fresh)
+            self._waiting[:len(tickets)] = self._waiting[:len(tickets)][::-1]  # keep their order
+            self._cond.notify()
+
+
+class Admission:
+    """At most ``max_queue`` requests in flight; past that, :class:`Busy` at once."""
+
+    def __init__(self, max_queue: int) -> None:
+        if not 1 <= int(max_queue) <= 10_000:
+            raise UserError(f"--max-queue {max_queue} is out of range 1..10000")
+        self.max_queue = int(max_queue)
+        self.active = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self._lock:
+            if self.active >= self.max_queue:
+                raise Busy(retry_after_s=max(1, self.active // 4))
+            self.active += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.active = max(0, self.active - 1)

@@ -1,0 +1,169 @@
+"""A request's take, built by the take pipeline, with a network sink that turns it into events.
+
+The take runs on its own thread (its stream blocks in ``link.render`` while the engine worker
+batches its sentences with other requests'); the :class:`NetworkSink` puts each event on the
+request's asyncio queue, which the route turns into HTTP chunks, SSE events or WebSocket frames.
+The routes differ only in that last step.
+
+Events, in order: per sentence ``SentenceStart`` -> ``Audio`` (the live-stitched piece; with
+``stitch=False`` the sentence's PCM exactly as rendered) -> ``SentenceEnd``; then ``Audio`` (the
+stitcher's tail) and one ``Done`` -- or ``Failed``. A cancel (client gone, WebSocket cancel, time
+limit) stops the render at the next diffusion step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from omnistudio.audio.loudness import measure
+from omnistudio.errors import Cancelled, UserError, describe
+from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
+from omnistudio.server.protocol import SpeechJob
+from omnistudio.server.scheduler import CancelEvent
+
+
+@dataclass(frozen=True)
+class SentenceStart:
+    sentence: PlannedSentence
+
+
+@dataclass(frozen=True)
+class Audio:
+    index: int
+    pcm: np.ndarray
+
+
+@dataclass(frozen=True)
+class SentenceEnd:
+    sentence: PlannedSentence
+    frames: int
+    steps: int
+    timings: dict[str, Any]
+    loudness: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Done:
+    pcm: np.ndarray  # the whole take (normalised when the job asked for a target)
+    summary: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Failed:
+    message: str
+    status: int  # 400 the request's fault, 499 cancelled, 504 time limit, 500 otherwise
+
+
+def _figure(value: float) -> float | None:
+    return round(float(value), 3) if math.isfinite(value) else None
+
+
+def loudness_figures(pcm: np.ndarray, sample_rate: int) -> dict[str, float | None]:
+    report = measure(pcm, sample_rate)
+    return {"integrated_lufs": _figure(report.integrated_lufs), "true_peak_dbtp": _figure(report.true_peak_dbtp),
+            "crest_factor_db": _figure(report.crest_factor_db)}
+
+
+class NetworkSink(Sink):
+    """The take's sink for a network client: every piece and figure becomes an event."""
+
+    def __init__(self, run: TakeRun) -> None:
+        self.run = run
+
+    def chunk(self, chunk: Any, piece: np.ndarray) -> None:
+        run, sentence = self.run, chunk.sentence
+        run.put(SentenceStart(sentence))
+        if run.ttfa_s is None:
+            run.ttfa_s = time.perf_counter() - run.started
+        if run.job.target_lufs is None:
+            run.put(Audio(sentence.id, piece if run.job.stitch else chunk.pcm))
+        timings = chunk.timings.as_dict() if chunk.timings is not None else {}
+        run.put(SentenceEnd(sentence, int(len(chunk.pcm)), int(chunk.steps), timings,
+                            loudness_figures(chunk.pcm, run.link.sample_rate)))
+        run.pieces.append(piece if run.job.stitch else chunk.pcm)
+
+    def tail(self, pcm: np.ndarray) -> None:
+        if self.run.job.stitch:
+            self.run.pieces.append(pcm)
+            if self.run.job.target_lufs is None:
+                self.run.put(Audio(-1, pcm))
+
+
+@dataclass
+class TakeRun:
+    """One request's take on a thread; iterate ``events()`` from the event loop."""
+
+    link: Any
+    job: SpeechJob
+    time_limit_s: float = 300.0
+    cancel: CancelEvent = field(default_factory=CancelEvent)
+    timed_out: bool = False
+    ttfa_s: float | None = None
+    wall_s: float = 0.0
+    audio_s: float = 0.0
+    pieces: list[np.ndarray] = field(default_factory=list)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> TakeRun:
+        self._loop = loop
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.started = time.perf_counter()
+        self._timer = threading.Timer(self.time_limit_s, self._time_up)
+        self._timer.daemon = True
+        self._timer.start()
+        threading.Thread(target=self._run, name="omnistudio-take", daemon=True).start()
+        return self
+
+    def _time_up(self) -> None:
+        self.timed_out = True
+        self.cancel.set()
+
+    def put(self, event: Any) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
+
+    async def events(self) -> Any:
+        while True:
+            event = await self._queue.get()
+            yield event
+            if isinstance(event, (Done, Failed)):
+                return
+
+    def _run(self) -> None:
+        try:
+            self.put(self._render())
+        except Cancelled:
+            self.put(Failed(f"the request ran past the server's {self.time_limit_s:g} s limit", 504)
+                     if self.timed_out else Failed("cancelled", 499))
+        except UserError as exc:
+            self.put(Failed(str(exc), 400))
+        except Exception as exc:  # noqa: BLE001 - reported to this request only
+            self.put(Failed(describe(exc), 500))
+        finally:
+            self._timer.cancel()
+            self.wall_s = time.perf_counter() - self.started
+
+    def _render(self) -> Done:
+        job = self.job
+        take = Take(self.link, job.sentences, job.options, TakeCache(0), job.options.seed)
+        result = take.run([NetworkSink(self)], cancel=self.cancel)
+        if self.cancel.is_set():
+            raise Cancelled("request cancelled")
+        pcm = np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)
+        if job.target_lufs is not None:
+            from omnistudio.audio.export import normalise
+
+            pcm = normalise(pcm, self.link.sample_rate, job.target_lufs).pcm
+            self.put(Audio(-1, pcm))
+        wall = time.perf_counter() - self.started
+        self.audio_s = len(pcm) / self.link.sample_rate
+        summary = {"sentences": len(job.sentences), "frames": int(len(pcm)), "audio_s": round(self.audio_s, 4),
+                   "wall_s": round(wall, 4), "ttfa_s": round(self.ttfa_s or wall, 4),
+                   "rtf": round(wall / self.audio_s, 4) if self.audio_s else None,
+                   "steps": int(getattr(result, "steps", 0)), **loudness_figures(pcm, self.link.sample_rate)}
+        return Done(pcm, summary)

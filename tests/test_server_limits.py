@@ -1,0 +1,78 @@
+"""Serving limits: a non-loopback bind needs keys, wrong keys get 401 with nothing rendered, a full
+queue gets 429 with Retry-After."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.server_support import Server, free_port
+
+KEY = "test-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def keyed(omnistudio_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    keys = tmp_path_factory.mktemp("keys") / "keys.txt"
+    keys.write_text(f"# server keys\n{KEY}\n")
+    srv = Server("--api-key-file", str(keys), "--max-queue", "1")
+    yield srv
+    srv.stop()
+
+
+def test_non_loopback_bind_without_key_refuses(omnistudio_home: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--host", "0.0.0.0",
+                           "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "omnistudio: error: refusing to listen on 0.0.0.0 without --api-key-file: only 127.0.0.1/::1 may be served "
+        "without keys"]
+
+
+def test_wrong_or_missing_key_gets_401_and_renders_nothing(keyed: Server) -> None:
+    good = {"Authorization": f"Bearer {KEY}"}
+    before = keyed.metric("omnistudio_batch_size_count", good)
+    body = {"input": "Hello there.", "voice": "ruby", "response_format": "pcm", "num_step": 2}
+    for headers in ({}, {"Authorization": "Bearer wrong-key-0123456789abcdef"}, {"Authorization": KEY}):
+        resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=headers, timeout=30)
+        assert resp.status_code == 401 and "API key" in resp.json()["error"]["message"]
+    assert httpx.get(f"{keyed.url}/metrics").status_code == 401
+    assert keyed.metric("omnistudio_batch_size_count", good) == before  # nothing was rendered
+    assert httpx.get(f"{keyed.url}/health").status_code == 200  # probes need no key
+    resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=good, timeout=120)
+    assert resp.status_code == 200 and len(resp.content) > 0
+    assert keyed.metric("omnistudio_batch_size_count", good) > before
+
+
+def test_full_queue_gets_429_with_retry_after(keyed: Server) -> None:
+    good = {"Authorization": f"Bearer {KEY}"}
+    long = " ".join(f"Sentence {i} keeps the engine busy." for i in range(40))
+    started = threading.Event()
+
+    def hold() -> None:
+        with httpx.stream("POST", f"{keyed.url}/v1/audio/speech", headers=good, timeout=120,
+                          json={"input": long, "voice": "ruby", "response_format": "pcm", "num_step": 4}) as resp:
+            assert resp.status_code == 200
+            chunks = resp.iter_bytes()  # kept: a dropped iterator closes the connection
+            next(chunks)
+            started.set()
+            stop.wait(60)
+
+    stop = threading.Event()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert started.wait(120)
+        resp = httpx.post(f"{keyed.url}/v1/audio/speech", headers=good, timeout=30,
+                          json={"input": "Hi.", "voice": "ruby", "response_format": "pcm"})
+        assert resp.status_code == 429 and int(resp.headers["Retry-After"]) >= 1
+        assert "busy" in resp.json()["error"]["message"]
+    finally:
+        stop.set()
+        holder.join(60)
