@@ -273,7 +273,7 @@ class Take:
             pieces.append(piece)
             for sink in sinks:
                 sink.chunk(chunk, piece)
-        if cancel.is_set():
+        if cancel.is_set() or len(rows) < len(self.sentences):  # the stream only ends early when cancelled
             raise Cancelled("take cancelled")
         if failures:
             raise UserError(f"{len(failures)} of {len(self.sentences)} sentences failed; nothing written")
