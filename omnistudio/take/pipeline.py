@@ -128,8 +128,18 @@ class TakeCache:
             self.bytes = 0
 
 
+def _link_key(link: EngineLink) -> Any:
+    """The link's identity for the cache (model, device, dtype, sampler), hashable whatever its type."""
+    info = link.info
+    try:
+        hash(info)
+        return info
+    except TypeError:  # e.g. a dict from a remote link
+        return repr(sorted(info.items())) if isinstance(info, dict) else repr(info)
+
+
 def cache_key(link: EngineLink, sentence: PlannedSentence, options: TakeOptions) -> tuple[Any, ...]:
-    return (link.info, sentence.voice.key(), sentence.lang, sentence.text, sentence.seed, options.num_step,
+    return (_link_key(link), sentence.voice.key(), sentence.lang, sentence.text, sentence.seed, options.num_step,
             options.guidance_scale, options.speed)
 
 
