@@ -11,6 +11,7 @@ import pytest
 
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.server.pipeline import RenderItem, Rendered, TakeOptions, VoiceRef
+from omnistudio.take.link import LinkInfo
 from omnistudio.server.scheduler import Admission, BatchingLink, Busy, CancelEvent, length_bucket
 
 VOICE = VoiceRef(anchor="ruby")
@@ -20,7 +21,7 @@ class FakeLink:
     """Renders an item as its seed repeated; a 'step' is 10 ms; 'boom' in a text fails its pass."""
 
     sample_rate = 24_000
-    info = {"model": "fake"}
+    info = LinkInfo("fake", "cpu", "float32", "fast")
 
     def __init__(self, steps: int = 5) -> None:
         self.passes: list[list[int]] = []

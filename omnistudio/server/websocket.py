@@ -29,7 +29,7 @@ POLICY_VIOLATION = 1008
 async def _request(ws: WebSocket) -> p.WsRequest:
     try:
         raw = await asyncio.wait_for(ws.receive_text(), REQUEST_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise UserError(f"no request within {REQUEST_TIMEOUT_S:g} s") from None
     if len(raw) > p.MAX_BODY_BYTES:
         raise UserError(f"the request is over {p.MAX_BODY_BYTES} bytes")
