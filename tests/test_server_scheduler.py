@@ -91,7 +91,15 @@ def test_cancel_stops_one_request_and_requeues_the_rest() -> None:
     fake = FakeLink(steps=50)
     link = BatchingLink(fake, max_batch=4)
     cancel = CancelEvent()
-    threading.Timer(0.1, cancel.set).start()
+
+    def cancel_mid_pass() -> None:  # once a pass holding request 0 is under way
+        deadline = time.monotonic() + 20
+        while not any(0 in p for p in fake.passes) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)
+        cancel.set()
+
+    threading.Thread(target=cancel_mid_pass).start()
     out = run_all(link, [([item(0)], TakeOptions(), cancel), ([item(1)], TakeOptions(), None)])
     assert isinstance(out[0], Cancelled)
     assert [r.index for r in out[1]] == [1]
