@@ -19,7 +19,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, *args: str, timeout_s: float = 120.0) -> None:
+    def __init__(self, *args: str, timeout_s: float = 300.0) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "OMP_NUM_THREADS": "1"}

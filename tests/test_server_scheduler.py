@@ -11,6 +11,7 @@ import pytest
 
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.server.pipeline import RenderItem, Rendered, TakeOptions, VoiceRef
+from omnistudio.take.link import LinkInfo
 from omnistudio.server.scheduler import Admission, BatchingLink, Busy, CancelEvent, length_bucket
 
 VOICE = VoiceRef(anchor="ruby")
@@ -20,7 +21,7 @@ class FakeLink:
     """Renders an item as its seed repeated; a 'step' is 10 ms; 'boom' in a text fails its pass."""
 
     sample_rate = 24_000
-    info = {"model": "fake"}
+    info = LinkInfo("fake", "cpu", "float32", "fast")
 
     def __init__(self, steps: int = 5) -> None:
         self.passes: list[list[int]] = []
@@ -90,7 +91,15 @@ def test_cancel_stops_one_request_and_requeues_the_rest() -> None:
     fake = FakeLink(steps=50)
     link = BatchingLink(fake, max_batch=4)
     cancel = CancelEvent()
-    threading.Timer(0.1, cancel.set).start()
+
+    def cancel_mid_pass() -> None:  # once a pass holding request 0 is under way
+        deadline = time.monotonic() + 20
+        while not any(0 in p for p in fake.passes) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)
+        cancel.set()
+
+    threading.Thread(target=cancel_mid_pass).start()
     out = run_all(link, [([item(0)], TakeOptions(), cancel), ([item(1)], TakeOptions(), None)])
     assert isinstance(out[0], Cancelled)
     assert [r.index for r in out[1]] == [1]

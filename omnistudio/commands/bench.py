@@ -46,7 +46,7 @@ def _dialogue(args: argparse.Namespace) -> Any:
 
 
 def _serve(args: argparse.Namespace) -> Any:
-    from omnistudio.bench.serve import serve_benchmark
+    from omnistudio.server.bench import serve_benchmark
 
     engine = _open(args, sampler="fast")
     return serve_benchmark(engine, args.clients, requests=args.sentences, num_step=args.num_step,

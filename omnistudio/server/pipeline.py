@@ -1,5 +1,4 @@
-"""The take-pipeline names the server uses, in one place: issue 12's take pipeline, link, options
-and voice resolver (the same function the studio and ``render`` build takes with)."""
+"""The take-pipeline names the server uses, in one place (issue 12's take pipeline and contract)."""
 
 from omnistudio.take.link import EngineLink, LocalEngine, RenderItem, Rendered, VoiceList  # noqa: F401
 from omnistudio.take.options import TakeOptions, sentence_seed  # noqa: F401
