@@ -42,6 +42,31 @@ def check_output_path(path: Path) -> str:
     return suffix
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name the same file (symlinks, '..', hard links): a path that does not
+    exist yet is compared by its resolved name."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_not_input(output: Path, inputs: dict[str, Path | None], sidecar: bool = True) -> None:
+    """Refuse (before any work) an output path, or its sidecar ``OUTPUT.json`` when the command
+    writes one, that is one of the command's inputs: ``inputs`` maps a description ("the script",
+    "the reference recording") to its path (None entries are skipped)."""
+    written = [(Path(output), "output")]
+    if sidecar:
+        written.append((sidecar_path(Path(output)), "output's sidecar"))
+    for path, role in written:
+        for what, source in inputs.items():
+            if source is not None and _same_file(path, Path(source)):
+                raise UserError(f"the {role} {path} is {what} ({source}): writing it would destroy an input; "
+                                "choose another output path")
+
+
 def atomic_write_bytes(path: Path, write: Any, suffix: str = "", mode: int = 0o644) -> None:
     """Call ``write(tmp_path)`` then rename over ``path`` (file mode ``mode``); a crash leaves the old file intact."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent or ".")

@@ -364,3 +364,14 @@ def slug(name: str) -> str:
     if not ID_RE.match(text):
         raise UserError(f"cannot make an anchor id from the name {name!r}: use letters and digits")
     return text
+
+
+def recording_inputs(roster: Roster | None = None) -> dict[str, Path]:
+    """Every anchor recording of the roster, described for an output-collision check
+    (``check_not_input``): an output path must never overwrite one."""
+    try:
+        roster = roster or load_roster()
+    except UserError:
+        return {}
+    return {f"anchor {a.id}'s {lang} recording": v.recording
+            for a in roster.anchors.values() for lang, v in a.voices.items() if v.recording is not None}
