@@ -21,3 +21,7 @@ def describe(exc: BaseException) -> str:
 
 class Cancelled(Exception):
     """Raised inside a synthesis (at the next diffusion step) when its caller cancelled it."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (the CLI exits 143 for it)."""
