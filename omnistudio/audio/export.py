@@ -80,6 +80,11 @@ def stage(path: Path, write: Any, suffix: str = "", mode: int = 0o644) -> Path:
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:  # a write() failure names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

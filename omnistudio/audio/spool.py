@@ -24,6 +24,7 @@ class PcmSpool:
     """Mono float32 samples in an unlinked temp file in ``folder`` (default: the system temp folder)."""
 
     def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder or Path(tempfile.gettempdir())
         self._fh = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 - closed by close()
         self.frames = 0
 
@@ -31,7 +32,10 @@ class PcmSpool:
         """Append samples; return the frame offset where they start."""
         data = np.ascontiguousarray(block, dtype="<f4").ravel()
         start = self.frames
-        os.pwrite(self._fh.fileno(), data.tobytes(), start * _ITEM)
+        try:
+            os.pwrite(self._fh.fileno(), data.tobytes(), start * _ITEM)
+        except OSError as exc:  # an unlinked file has no name: name its folder
+            raise OSError(exc.errno, exc.strerror, str(self.folder)) from None
         self.frames += data.size
         return start
 
