@@ -65,3 +65,18 @@ def sweep(folder: Path) -> list[Path]:
         except OSError:
             continue
     return removed
+
+
+def quarantine(path: Path, reason: str) -> Path:
+    """Move a cache file or folder that failed to load aside, as ``NAME.REASON-STAMP`` beside it
+    (kept for a post-mortem, never loaded again), so that it can be rebuilt; return the new path."""
+    import time
+
+    slug = re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")[:40] or "broken"
+    base = path.with_name(f"{path.name}.{slug}-{time.strftime('%Y%m%dT%H%M%S')}")
+    target, n = base, 1
+    while target.exists():
+        n += 1
+        target = base.with_name(f"{base.name}-{n}")
+    os.replace(path, target)
+    return target
