@@ -3,6 +3,7 @@ build folders of killed runs are removed at the next start."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
