@@ -38,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
     lang = check_language(args.lang)
     num_step = check_num_step(args.num_step)
     seed = check_seed(args.seed)
+    from omnistudio.checks import check_guidance
+
+    args.guidance = check_guidance(args.guidance)
     check_output_path(args.output)
     from omnistudio.voices.roster import recording_inputs
 
