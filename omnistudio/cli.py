@@ -7,14 +7,18 @@ line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
-import sys
-from typing import NoReturn
+from omnistudio import signals
 
-from omnistudio import __version__
-from omnistudio.errors import Terminated, UserError, os_error_line
+signals.install(early=True)  # first: a Ctrl-C while the program imports is one line, not a traceback
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from typing import NoReturn  # noqa: E402
+
+from omnistudio import __version__  # noqa: E402
+from omnistudio.errors import Terminated, UserError, os_error_line  # noqa: E402
 
 COMMANDS = ["say", "render", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
 EXIT_USER_ERROR = 2
@@ -101,8 +105,6 @@ def _quiet_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every ending is one line and an exit status (130 Ctrl-C, 143 SIGTERM)."""
-    from omnistudio import signals
-
     signals.install()
     try:
         return _main(argv)
