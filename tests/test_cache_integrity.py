@@ -54,8 +54,9 @@ def test_truncated_checkpoint_is_rebuilt_with_one_warning(tmp_path: Path, ref_wa
     assert (tmp_path / "a.wav").read_bytes() == (tmp_path / "b.wav").read_bytes()
 
 
-def test_damaged_prompt_is_moved_aside_and_rebuilt(tiny_engine, tmp_path: Path, ref_wav: Path,  # noqa: ANN001
-                                                   monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("damage", ["garbage", "directory"])
+def test_damaged_prompt_is_moved_aside_and_rebuilt(damage: str, tiny_engine, tmp_path: Path,  # noqa: ANN001
+                                                   ref_wav: Path, monkeypatch: pytest.MonkeyPatch,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     from omnistudio.voices.prompts import ensure_prompt, prompt_path
     from omnistudio.voices.roster import ROSTER_ENV, load_roster
@@ -68,14 +69,19 @@ def test_damaged_prompt_is_moved_aside_and_rebuilt(tiny_engine, tmp_path: Path, 
     monkeypatch.setenv("OMNISTUDIO_HOME", str(tmp_path / "home"))
     path = prompt_path("eve", "en")
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"\x00garbage")
+    if damage == "garbage":
+        path.write_bytes(b"\x00garbage")
+    else:
+        (path / "inside").mkdir(parents=True)
     with caplog.at_level(logging.WARNING):
         _prompt, action, _ = ensure_prompt(tiny_engine, load_roster(), "eve", "en")
     assert action == "rebuilt"
     warnings = [r.getMessage() for r in caplog.records if path.name in r.getMessage()]
     assert len(warnings) == 1 and "moved aside" in warnings[0]
     aside = [p for p in path.parent.iterdir() if p.name.startswith(path.name + ".damaged-")]
-    assert len(aside) == 1 and aside[0].read_bytes() == b"\x00garbage"
+    assert len(aside) == 1 and (aside[0].read_bytes() == b"\x00garbage" if damage == "garbage"
+                                else (aside[0] / "inside").is_dir())
+    assert path.is_file()
 
 
 def test_leftovers_of_killed_runs_are_swept(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch) -> None:
