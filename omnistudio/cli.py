@@ -11,14 +11,14 @@ from omnistudio import signals
 
 signals.install(early=True)  # first: a Ctrl-C while the program imports is one line, not a traceback
 
-import argparse  # noqa: E402
-import importlib  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
-from typing import NoReturn  # noqa: E402
+import argparse
+import importlib
+import os
+import sys
+from typing import NoReturn
 
-from omnistudio import __version__  # noqa: E402
-from omnistudio.errors import Terminated, UserError, os_error_line  # noqa: E402
+from omnistudio import __version__
+from omnistudio.errors import Terminated, UserError, os_error_line
 
 COMMANDS = ["say", "render", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
 EXIT_USER_ERROR = 2
