@@ -161,8 +161,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
         def on_chunk(chunk: Any) -> None:
             bar.update(prep, visible=False)
             bar.update(task, visible=True, advance=1, description=f"sentence {chunk.sentence_id + 1}")
-            if not chunk.ok:
-                err_console.print(f"omnistudio: {chunk.error}", markup=False, highlight=False, soft_wrap=True)
+            # a failed chunk stops the take: its UserError is the one line that names it
 
         result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk)
     stats = player.stats if player is not None else None
