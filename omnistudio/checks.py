@@ -50,6 +50,21 @@ def check_seed(seed: Any) -> int:
     return value
 
 
+GUIDANCE_RANGE = (0.0, 20.0)
+
+
+def check_guidance(value: Any) -> float:
+    """Classifier-free guidance scale: a finite number in 0..20, or one clear line."""
+    lo, hi = GUIDANCE_RANGE
+    try:
+        scale = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"guidance must be a number in {lo:g}..{hi:g}, got '{value}'") from None
+    if not math.isfinite(scale) or not lo <= scale <= hi:
+        raise UserError(f"guidance {value} is outside {lo:g}..{hi:g} (2 is the usual value)")
+    return scale
+
+
 def check_alpha(alpha: Any) -> float:
     """alpha as a float in [0, 1], or one clear line."""
     try:

@@ -7,6 +7,10 @@ line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
+from omnistudio import signals
+
+signals.install(early=True)  # first: a Ctrl-C while the program imports is one line, not a traceback
+
 import argparse
 import importlib
 import os
@@ -14,10 +18,12 @@ import sys
 from typing import NoReturn
 
 from omnistudio import __version__
-from omnistudio.errors import UserError
+from omnistudio.errors import Terminated, UserError, os_error_line
 
 COMMANDS = ["say", "render", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
 EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -79,7 +85,41 @@ def with_default_command(argv: list[str]) -> list[str]:
     return [*argv[:top], "studio", *rest]
 
 
+def _say(line: str) -> None:
+    """One line on stderr (plain write: Rich may not be imported yet when a signal comes early)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe (``omnistudio analyze F | head -1``): no further writes, no shutdown noise."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; every ending is one line and an exit status (130 Ctrl-C, 143 SIGTERM)."""
+    signals.install()
+    try:
+        return _main(argv)
+    except Terminated:
+        _say("omnistudio: terminated")
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        _say("omnistudio: interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(with_default_command(list(sys.argv[1:] if argv is None else argv)))
     from omnistudio.console import err_console, setup_logging
@@ -94,10 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         err_console.print(f"omnistudio: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        err_console.print("omnistudio: interrupted", markup=False)
-        return 130
-    except Exception as exc:  # a bug, not a user error: still one line unless asked
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except (Exception, MemoryError) as exc:
+        line = os_error_line(exc)  # no space, read-only, permission, not a folder, out of memory...
+        if line is not None and not os.environ.get("OMNISTUDIO_DEBUG"):
+            err_console.print(f"omnistudio: error: {line}", markup=False, highlight=False, soft_wrap=True)
+            return EXIT_USER_ERROR
+        # anything else is a bug, not a user error: still one line unless asked
         if os.environ.get("OMNISTUDIO_DEBUG"):
             raise
         err_console.print(f"omnistudio: internal error: {type(exc).__name__}: {exc} "

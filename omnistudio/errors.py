@@ -21,3 +21,37 @@ def describe(exc: BaseException) -> str:
 
 class Cancelled(Exception):
     """Raised inside a synthesis (at the next diffusion step) when its caller cancelled it."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (the CLI exits 143 for it)."""
+
+
+def os_error_line(exc: BaseException) -> str | None:
+    """One line for an operating-system failure (naming the path and what to do), or None when
+    ``exc`` is not one. The CLI shows it like a :class:`UserError`; the studio can too."""
+    import errno
+
+    if isinstance(exc, MemoryError):
+        return ("out of memory: close other programs, or use a shorter script, a smaller --batch "
+                "or fewer --num-step")
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return None
+    path = exc.filename if exc.filename is not None else None
+    where = f" {path}" if path is not None else ""
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return f"no space left on the device for{where or ' the file being written'}: free some space or write elsewhere"
+    if code == errno.EROFS:
+        return f"{path or 'the target'} is on a read-only file system: write somewhere else"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"permission denied:{where or ' a file or folder'}: check its owner and mode, or write elsewhere"
+    if code == errno.ENOTDIR:
+        return f"{path or 'a path'}: part of this path is a file where a folder should be (check OMNISTUDIO_HOME and -o)"
+    if code == errno.EISDIR:
+        return f"{path or 'a path'} is a directory where a file was expected"
+    if code == errno.EEXIST:
+        return f"{path or 'a path'} already exists and is in the way (a file where a folder should be?)"
+    if code == errno.ENOENT:
+        return f"{path or 'a file or folder'} does not exist"
+    return f"{exc.strerror or type(exc).__name__}{':' + where if where else ''}"

@@ -183,6 +183,21 @@ def check_line_language(code: str, line: int) -> str:
         raise UserError(f"line {line}: {exc}") from None
 
 
+def check_line(raw: str, tag: Tag | None, body: str, line: int) -> None:
+    """A line that starts a tag it never closes, or that has nothing to speak, is one clear error
+    (rather than the tag read aloud, or a second of noise for '...')."""
+    if tag is None and raw.lstrip().startswith("[") and not TAG_RE.match(raw):
+        raise UserError(f"line {line}: unclosed tag '{_short(raw.strip())}': close it with ']', "
+                        "e.g. [ruby] Hello")
+    if body and not re.search(r"\w", body):
+        raise UserError(f"line {line}: nothing to speak in '{_short(body)}' (only punctuation or symbols): "
+                        "add words or remove the line")
+
+
+def _short(text: str, limit: int = 30) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def split_tag(line_text: str, line: int) -> tuple[Tag | None, str]:
     """A leading speaker tag of a line (if any) and the rest of the line."""
     match = TAG_RE.match(line_text)
@@ -281,6 +296,7 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
     sentences: list[Sentence] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         tag, body = split_tag(raw, number)
+        check_line(raw, tag, body, number)
         if tag is not None:
             unknown = [a for a in speaker_anchors(tag.speaker) if a not in known] if (
                 tag.speaker is not None and known is not None) else []

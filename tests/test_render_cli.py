@@ -62,7 +62,7 @@ def test_failed_sentence_writes_nothing(tmp_path: Path, ref_wav: Path, monkeypat
     assert main(render([str(script), "-o", str(out)], ref_wav)) == 2
     err = capsys.readouterr().err
     assert 'sentence 2 (line 1, "Bad one."): RuntimeError: kaboom' in err
-    assert "1 of 3 sentences failed; nothing written" in err
+    assert "stopped at the first failed sentence, nothing written" in err
     assert list(tmp_path.iterdir()) == [script]
 
 

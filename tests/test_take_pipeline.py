@@ -133,10 +133,11 @@ def test_failed_sentence_aborts_the_sinks(tmp_path: Path) -> None:
 
     out = tmp_path / "take.wav"
     sink, seen = MemorySink(), []
-    with pytest.raises(UserError, match="1 of 3 sentences failed; nothing written"):
+    with pytest.raises(UserError, match="stopped at the first failed sentence, nothing written"):
         build_take(Flaky(), "[ruby] First line here. Second line here. Third line here.", TakeOptions()).run([sink, FileSink(out)], on_chunk=seen.append)
     assert sink.aborted and sink.sentences == [0] and not out.exists()
-    assert [c.ok for c in seen] == [True, False, True] and 'sentence 2 (line 1, "Second line here.")' in (seen[1].error or "")
+    # the take stops at the failure: the third sentence is never reported
+    assert [c.ok for c in seen] == [True, False] and 'sentence 2 (line 1, "Second line here.")' in (seen[1].error or "")
 
 
 def test_prepare_builds_missing_prompts_before_the_first_chunk(tiny_engine: Any, flite_desk: Path) -> None:  # noqa: F811

@@ -217,12 +217,12 @@ class Stitcher:
 
     def stitch(self, chunks: Iterable[tuple[np.ndarray, float] | Any]) -> np.ndarray:
         """Join ``(pcm, pause_s)`` pairs (or objects with ``.pcm``/``.pause_s``) in one go."""
-        pieces = [self.push(*_chunk_fields(c)) for c in chunks]
+        pieces = [self.push(*chunk_fields(c)) for c in chunks]
         pieces.append(self.finish())
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
 
 
-def _chunk_fields(chunk: Any) -> tuple[np.ndarray, float, Any]:
+def chunk_fields(chunk: Any) -> tuple[np.ndarray, float, Any]:
     if isinstance(chunk, tuple):
         return (chunk[0], chunk[1], chunk[2] if len(chunk) > 2 else None)
     return chunk.pcm, float(getattr(chunk, "pause_s", 0.0)), getattr(chunk, "sentence_id", None)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,55 +33,181 @@ def check_output_path(path: Path) -> str:
     if not parent.is_dir():
         raise UserError(f"output folder {parent} does not exist")
     try:  # really try: permission bits say little to root or on read-only mounts
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
+        from omnistudio import tempfiles
+
+        tempfiles.mkstemp(parent, path.name, ".probe").unlink()
     except OSError as exc:
         raise UserError(f"output folder {parent} is not writable ({exc.strerror})") from None
     return suffix
 
 
-def atomic_write_bytes(path: Path, write: Any, suffix: str = "", mode: int = 0o644) -> None:
-    """Call ``write(tmp_path)`` then rename over ``path`` (file mode ``mode``); a crash leaves the old file intact."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent or ".")
-    os.close(fd)
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name the same file (symlinks, '..', hard links): a path that does not
+    exist yet is compared by its resolved name."""
     try:
-        write(Path(tmp))
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_not_input(output: Path, inputs: dict[str, Path | None], sidecar: bool = True) -> None:
+    """Refuse (before any work) an output path, or its sidecar ``OUTPUT.json`` when the command
+    writes one, that is one of the command's inputs: ``inputs`` maps a description ("the script",
+    "the reference recording") to its path (None entries are skipped)."""
+    written = [(Path(output), "output")]
+    if sidecar:
+        written.append((sidecar_path(Path(output)), "output's sidecar"))
+    for path, role in written:
+        for what, source in inputs.items():
+            if source is not None and _same_file(path, Path(source)):
+                raise UserError(f"the {role} {path} is {what} ({source}): writing it would destroy an input; "
+                                "choose another output path")
+
+
+def stage(path: Path, write: Any, suffix: str = "", mode: int = 0o644) -> Path:
+    """Call ``write(tmp_path)`` on a hidden temp file beside ``path``, fsync it and set its mode;
+    return the temp path (removed again if anything fails). Temps left by a killed run are swept
+    the next time something is written in that folder."""
+    from omnistudio import tempfiles
+
+    folder = path.parent if str(path.parent) else Path(".")
+    tempfiles.sweep(folder)
+    tmp = tempfiles.mkstemp(folder, path.name, suffix or ".tmp")
+    try:
+        write(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:  # a write() failure names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def commit(staged: list[tuple[Path, Path]]) -> None:
+    """Rename every ``(tmp, path)`` into place, in order, with SIGINT/SIGTERM held until all are
+    done. Every temp was written and fsynced before (``stage``), so nothing can run out of space
+    here: an output and its sidecar change together. Only a SIGKILL or power cut in the
+    microseconds between two renames leaves the new first file beside the old second one; the
+    sidecar names the audio's size (``audio_bytes``) so such a pair is recognisable."""
+    from omnistudio.signals import held
+
+    try:
+        with held():
+            for tmp, path in staged:
+                os.replace(tmp, path)
+    finally:
+        for tmp, _path in staged:
+            tmp.unlink(missing_ok=True)
+
+
+def discard(staged: list[tuple[Path, Path]]) -> None:
+    for tmp, _path in staged:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: Path, write: Any, suffix: str = "", mode: int = 0o644) -> None:
+    """Call ``write(tmp_path)`` then rename over ``path`` (file mode ``mode``); a crash leaves the old file intact."""
+    commit([(stage(path, write, suffix, mode), path)])
 
 
 def write_audio(path: Path, pcm: np.ndarray, sample_rate: int) -> None:
     """Write mono float32 PCM as WAV (float) or FLAC (24-bit), atomically."""
     suffix = check_output_path(path)
-    fmt, subtype = FORMATS[suffix]
     data = np.asarray(pcm, dtype=np.float32)
     if not np.all(np.isfinite(data)):
         raise UserError("refusing to write audio containing NaN or infinite samples")
-    atomic_write_bytes(path, lambda tmp: _write_samples(tmp, data, sample_rate, fmt, subtype), suffix=suffix)
+    atomic_write_bytes(path, lambda tmp: _write_samples(tmp, data, sample_rate, suffix), suffix=suffix)
 
 
-def _write_samples(tmp: Path, data: np.ndarray, sample_rate: int, fmt: str, subtype: str) -> None:
-    """Float WAV through scipy (libsndfile adds a PEAK chunk with a timestamp, so the same
-    samples would not give the same bytes); FLAC through soundfile."""
-    if fmt == "WAV":
-        from scipy.io import wavfile
+def _write_samples(tmp: Path, data: np.ndarray, sample_rate: int, suffix: str) -> None:
+    with AudioWriter(tmp, sample_rate, suffix) as writer:
+        writer.write(data)
 
-        wavfile.write(str(tmp), sample_rate, data)
-    else:
-        import soundfile as sf
 
-        sf.write(str(tmp), data, sample_rate, format=fmt, subtype=subtype)
+class AudioWriter:
+    """Mono float32 blocks to a WAV (32-bit float, the same bytes as scipy's ``wavfile.write``: no
+    PEAK chunk with a timestamp, so the same samples give the same file) or FLAC (24-bit) file."""
+
+    def __init__(self, path: Path, sample_rate: int, suffix: str) -> None:
+        self.path, self.sample_rate, self.frames = Path(path), int(sample_rate), 0
+        self._wav = FORMATS[suffix][0] == "WAV"
+        if self._wav:
+            self._fh: Any = open(self.path, "wb")  # noqa: SIM115
+            self._fh.write(self._wav_header(0))
+        else:
+            import soundfile as sf
+
+            self._fh = sf.SoundFile(str(self.path), "w", self.sample_rate, 1, FORMATS[suffix][1], format="FLAC")
+
+    def _wav_header(self, frames: int) -> bytes:
+        import struct
+
+        data = frames * 4
+        return (b"RIFF" + struct.pack("<I", 50 + data) + b"WAVE" + b"fmt " +
+                struct.pack("<IHHIIHHH", 18, 3, 1, self.sample_rate, self.sample_rate * 4, 4, 32, 0) +
+                b"fact" + struct.pack("<II", 4, frames) + b"data" + struct.pack("<I", data))
+
+    def write(self, block: np.ndarray) -> None:
+        data = np.ascontiguousarray(block, dtype="<f4").ravel()
+        try:
+            if self._wav:
+                self._fh.write(data.tobytes())
+            else:
+                self._fh.write(data)
+        except RuntimeError as exc:  # libsndfile says only "System error." for a full disk
+            raise _os_error_of(exc, self.path) from None
+        self.frames += data.size
+
+    def close(self) -> None:
+        try:
+            if self._wav:
+                self._fh.seek(0)
+                self._fh.write(self._wav_header(self.frames))
+            self._fh.close()
+        except RuntimeError as exc:
+            raise _os_error_of(exc, self.path) from None
+
+    def __enter__(self) -> AudioWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.close()
+        else:
+            try:
+                self._fh.close()
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+
+
+def _os_error_of(exc: BaseException, path: Path) -> BaseException:
+    """libsndfile's "System error." as the OSError it hides (a full disk, most often)."""
+    import errno
+    import shutil
+
+    try:
+        if shutil.disk_usage(path.parent).free < (1 << 20):
+            return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    except OSError:
+        pass
+    return OSError(errno.EIO, f"cannot write audio ({exc})", str(path))
+
+
+def json_writer(payload: dict[str, Any]) -> Any:
+    return lambda tmp: tmp.write_text(json.dumps(payload, indent=2) + "\n")
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     """Write a JSON document atomically."""
-    atomic_write_bytes(path, lambda tmp: tmp.write_text(json.dumps(payload, indent=2) + "\n"), suffix=".json")
+    atomic_write_bytes(path, json_writer(payload), suffix=".json")
 
 
 # --- loudness normalisation -------------------------------------------------------------------
@@ -189,15 +314,33 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[str, Any], *,
+                     sentences: list[dict[str, Any]] | None = None, timings: dict[str, Any] | None = None,
+                     settings: dict[str, Any] | None = None, audio_bytes: int | None = None) -> dict[str, Any]:
+    """The telemetry sidecar of a finished file (JSON-safe)."""
+    payload = {"output": str(path), "format": path.suffix.lower().lstrip("."), "sample_rate": sample_rate,
+               "duration_s": frames / sample_rate, "audio_bytes": audio_bytes, "loudness": loudness,
+               "settings": settings or {}, "sentences": sentences or [], "timings": timings or {}}
+    return _json_safe(payload)
+
+
 def export_finished(path: Path, pcm: np.ndarray, sample_rate: int, *, sentences: list[dict[str, Any]] | None = None,
                     timings: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write finished audio and its sidecar (loudness of what was written, sentences, timings); return the sidecar."""
+    """Write finished audio and its sidecar as a pair (both staged, then renamed together); return the sidecar."""
     from omnistudio.audio.loudness import measure
 
-    write_audio(path, pcm, sample_rate)
-    payload = {"output": str(path), "format": path.suffix.lower().lstrip("."), "sample_rate": sample_rate,
-               "duration_s": len(pcm) / sample_rate, "loudness": measure(pcm, sample_rate).as_dict(),
-               "settings": settings or {}, "sentences": sentences or [], "timings": timings or {}}
-    payload = _json_safe(payload)
-    write_json(sidecar_path(path), payload)
+    suffix = check_output_path(path)
+    data = np.asarray(pcm, dtype=np.float32)
+    if not np.all(np.isfinite(data)):
+        raise UserError("refusing to write audio containing NaN or infinite samples")
+    staged = [(stage(path, lambda tmp: _write_samples(tmp, data, sample_rate, suffix), suffix), path)]
+    try:
+        payload = finished_sidecar(path, sample_rate, data.size, measure(data, sample_rate).as_dict(),
+                                   sentences=sentences, timings=timings, settings=settings,
+                                   audio_bytes=staged[0][0].stat().st_size)
+        staged.append((stage(sidecar_path(path), json_writer(payload), ".json"), sidecar_path(path)))
+    except BaseException:
+        discard(staged)
+        raise
+    commit(staged)
     return payload

@@ -15,6 +15,7 @@ normalisation gain; a last check keeps the true peak under the ceiling.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -23,16 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, Stitcher
-from omnistudio.audio.export import (
-    TARGET_LUFS,
-    TRUE_PEAK_DBTP,
-    apply_ceiling,
-    check_output_path,
-    export_finished,
-    normalise,
-    sidecar_path,
-)
+from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, Stitcher, chunk_fields
+from omnistudio.audio.export import (TARGET_LUFS, TRUE_PEAK_DBTP, AudioWriter, check_output_path, json_writer,
+                                     sidecar_path)
 
 
 @dataclass(frozen=True)
@@ -52,7 +46,7 @@ class FinishedRender:
     path: Path
     sidecar_path: Path
     sidecar: dict[str, Any]
-    pcm: np.ndarray
+    pcm: np.ndarray | None  # None: a long take is not held in memory (read the file back)
     sample_rate: int
     shm_path: Path | None = None
 
@@ -79,27 +73,185 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     """Finish rendered sentences and write them.
 
     ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
-    ``.pcm`` / ``.pause_s`` (/ ``.sentence_id``); pcm is mono float32 at ``sample_rate``.
+    ``.pcm`` / ``.pause_s`` (/ ``.sentence_id``); pcm is mono float32 at ``sample_rate``. It may be
+    a lazy iterable (e.g. a :class:`~omnistudio.audio.spool.ChunkSpool`): each chunk is used once.
     ``timings``: render timings to store in the sidecar (e.g. wall_s, rtf, per-sentence times).
-    Writes ``output`` (.wav/.flac), ``output.json`` and, with ``options.shm_name``, /dev/shm/NAME.
+    Writes ``output`` (.wav/.flac), ``output.json`` and, with ``options.shm_name``, /dev/shm/NAME:
+    all are staged first, then renamed together (the shm file first, so a failure there leaves
+    the file output as it was).
+
+    Memory stays flat: the stitched speech goes to an anonymous temp file beside ``output`` while
+    its loudness is measured; gain, limiter, room tone and ceiling are then applied block by block
+    in passes over that file, and the result is written in blocks. ``FinishedRender.pcm`` is None.
     """
-    from omnistudio.audio.shm import SHM_DIR, write_shm
+    from omnistudio.audio.export import commit, discard, finished_sidecar, stage
+    from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
+    from omnistudio.audio.spool import PcmSpool
 
     output = Path(output)
-    check_output_path(output)
+    suffix = check_output_path(output)
+    root = shm_root or SHM_DIR
+    if options.shm_name:
+        check_shm_target(options.shm_name, root)
     t0 = time.perf_counter()
     stitcher = Stitcher(sample_rate, room_tone=False, breaths=options.breaths, align_seams=options.align_seams,
                         crossfade_ms=options.crossfade_ms, seed=options.seed)
-    speech = stitcher.stitch(chunks)
-    norm = normalise(speech, sample_rate, options.target_lufs, options.true_peak_db)
-    pcm = norm.pcm
+    with PcmSpool(output.parent if str(output.parent) else None) as speech:
+        meter = _Metered(sample_rate)
+        for chunk in chunks:
+            meter.add(speech, stitcher.push(*chunk_fields(chunk)))
+        meter.add(speech, stitcher.finish())
+        plan = _plan(speech, meter.report(), sample_rate, options)
+        final = _Metered(sample_rate)
+        staged: list[tuple[Path, Path]] = []
+        try:
+            if options.shm_name:
+                shm_tmp, shm_path = shm_writer(options.shm_name, speech.frames, sample_rate, root,
+                                               lambda fh: _write_pass(speech, plan, sample_rate, options, None, fh))
+                staged.append((shm_tmp, shm_path))
+
+            def write(tmp: Path) -> None:
+                with AudioWriter(tmp, sample_rate, suffix) as writer:
+                    _write_pass(speech, plan, sample_rate, options, writer, None, final)
+
+            staged.append((stage(output, write, suffix), output))
+            settings = {**asdict(options), "gain_db": plan.gain_db, "limited": plan.limited,
+                        "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None}
+            sidecar = finished_sidecar(output, sample_rate, speech.frames, final.report().as_dict(),
+                                       sentences=[s.as_dict() for s in stitcher.spans],
+                                       timings={**(timings or {}), "finishing_s": time.perf_counter() - t0},
+                                       settings=settings, audio_bytes=staged[-1][0].stat().st_size)
+            staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
+        except BaseException:
+            discard(staged)
+            raise
+        commit(staged)
+    shm = staged[0][1] if options.shm_name else None
+    return FinishedRender(output, sidecar_path(output), sidecar, None, sample_rate, shm)
+
+
+# ------------------------------------------------------------------- block-wise finishing
+BLOCK_S = 10.0  # seconds of audio per processing block (a multiple of the meter's 100 ms step)
+
+
+class _Metered:
+    """A loudness meter fed in exact 100 ms steps (EBU-mode maxima), whatever the block sizes."""
+
+    def __init__(self, sample_rate: int) -> None:
+        from omnistudio.audio.loudness import BLOCK_S as STEP_S, LoudnessMeter
+
+        self.meter = LoudnessMeter(sample_rate)
+        self.step = int(round(STEP_S * sample_rate))
+        self._rest = np.zeros(0)
+
+    def add(self, spool: Any, block: np.ndarray) -> None:
+        if spool is not None:
+            spool.append(block)
+        data = np.concatenate([self._rest, np.asarray(block)]) if self._rest.size else np.asarray(block)
+        whole = data.size - data.size % self.step
+        for start in range(0, whole, self.step):
+            self.meter.add(data[start:start + self.step])
+        self._rest = data[whole:]
+
+    def report(self) -> Any:
+        if self._rest.size:
+            self.meter.add(self._rest)
+            self._rest = self._rest[:0]
+        return self.meter.report()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    gain_db: float  # static gain before the limiter
+    limit_db: float | None  # the limiter's ceiling, or None when it does not act
+    scale: float  # the ceiling's linear scale after gain and limiter (<= 1)
+    tone_scale: float  # the ceiling's scale after the room tone goes under (<= 1)
+
+    @property
+    def limited(self) -> bool:
+        return self.limit_db is not None
+
+
+def _block(sample_rate: int) -> int:
+    from omnistudio.audio.loudness import BLOCK_S as STEP_S
+
+    return int(round(STEP_S * sample_rate)) * int(round(BLOCK_S / STEP_S))
+
+
+def _normalised_blocks(speech: Any, sample_rate: int, gain_db: float, limit_db: float | None) -> Any:
+    """Gain (and the look-ahead limiter, computed with enough context on each side of a block to
+    match the whole-signal limiter), block by block, float64."""
+    from omnistudio.audio.export import limit_true_peak
+
+    size, gain = _block(sample_rate), 10 ** (gain_db / 20)
+    context = 4 * max(1, int(5.0 * sample_rate / 1000)) + 256
+    for start in range(0, speech.frames, size):
+        if limit_db is None:
+            yield speech.read(start, size).astype(np.float64) * gain
+            continue
+        lo = max(0, start - context)
+        x = speech.read(lo, start - lo + size + context).astype(np.float64) * gain
+        y = limit_true_peak(x, sample_rate, limit_db)
+        yield y[start - lo:start - lo + min(size, speech.frames - start)]
+
+
+def _ceiling_scale(true_peak_db: float, ceiling_db: float) -> float:
+    """What ``apply_ceiling`` multiplies by: down to 0.02 dB under the ceiling, never up."""
+    if math.isfinite(true_peak_db) and true_peak_db > ceiling_db - 0.01:
+        return 10 ** ((ceiling_db - 0.02 - true_peak_db) / 20)
+    return 1.0
+
+
+def _plan(speech: Any, report: Any, sample_rate: int, options: FinishingOptions) -> _Plan:
+    """The normalisation of ``normalise`` (gain to target, limiter, re-gain up to 4 times), measured
+    in passes over the spooled speech; then the ceilings before and after the room tone."""
+    from omnistudio.errors import UserError
+
+    if not math.isfinite(report.integrated_lufs):
+        raise UserError("the audio is silent (below the -70 LUFS gate): nothing to normalise")
+    target, ceiling = options.target_lufs, options.true_peak_db
+    gain_db, limit_db = target - report.integrated_lufs, None
+    loud, peak = target, report.true_peak_dbtp + gain_db
+    for _ in range(4):
+        loud, peak = report.integrated_lufs + gain_db, report.true_peak_dbtp + gain_db  # exact for a gain
+        if limit_db is not None or peak > ceiling:
+            limit_db = ceiling - 0.05
+            measured = _Metered(sample_rate)
+            for block in _normalised_blocks(speech, sample_rate, gain_db, limit_db):
+                measured.add(None, block)
+            result = measured.report()
+            loud, peak = result.integrated_lufs, result.true_peak_dbtp
+        if abs(loud - target) < 0.05 or limit_db is None:
+            break
+        if _ < 3:  # re-gain only for a pass that will measure it: the peak must be of the gain used
+            gain_db += target - loud
+    scale = _ceiling_scale(peak, ceiling)
+    tone_scale = 1.0
     if options.room_tone:
-        pcm = apply_ceiling(pcm + PinkNoise(ROOM_TONE_DB, options.seed).generate(pcm.size), sample_rate,
-                            options.true_peak_db)
-    finishing_s = time.perf_counter() - t0
-    settings = {**asdict(options), "gain_db": norm.gain_db, "limited": norm.limited,
-                "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None}
-    sidecar = export_finished(output, pcm, sample_rate, sentences=[s.as_dict() for s in stitcher.spans],
-                              timings={**(timings or {}), "finishing_s": finishing_s}, settings=settings)
-    shm = write_shm(options.shm_name, pcm, sample_rate, shm_root or SHM_DIR) if options.shm_name else None
-    return FinishedRender(output, sidecar_path(output), sidecar, pcm, sample_rate, shm)
+        measured = _Metered(sample_rate)
+        for block in _toned_blocks(speech, sample_rate, options, _Plan(gain_db, limit_db, scale, 1.0)):
+            measured.add(None, block)
+        tone_scale = _ceiling_scale(measured.report().true_peak_dbtp, ceiling)
+    return _Plan(gain_db, limit_db, scale, tone_scale)
+
+
+def _toned_blocks(speech: Any, sample_rate: int, options: FinishingOptions, plan: _Plan) -> Any:
+    """Normalised speech under the ceiling (float32, as ``apply_ceiling`` gives it), with the room
+    tone under it when asked for; the room tone's own ceiling scale is applied last."""
+    noise = PinkNoise(ROOM_TONE_DB, options.seed) if options.room_tone else None
+    for block in _normalised_blocks(speech, sample_rate, plan.gain_db, plan.limit_db):
+        pcm = (block * plan.scale).astype(np.float32)
+        if noise is not None:
+            pcm = ((pcm + noise.generate(pcm.size)).astype(np.float64) * plan.tone_scale).astype(np.float32)
+        yield pcm
+
+
+def _write_pass(speech: Any, plan: _Plan, sample_rate: int, options: FinishingOptions, writer: Any, fh: Any,
+                meter: _Metered | None = None) -> None:
+    for block in _toned_blocks(speech, sample_rate, options, plan):
+        if writer is not None:
+            writer.write(block)
+        if fh is not None:
+            fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+        if meter is not None:
+            meter.add(None, block)

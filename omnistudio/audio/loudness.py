@@ -127,7 +127,8 @@ class LoudnessMeter:
         else:
             self._energies.clear()
         if len(self._energies) == 30 and self.frames >= 3 * self.sample_rate:
-            self._short_term = -0.691 + 10.0 * math.log10(max(sum(self._energies) / 30.0, 1e-300))
+            energy = sum(self._energies) / 30.0
+            self._short_term = -0.691 + 10.0 * math.log10(energy) if energy > 0 else -math.inf
         else:
             self._short_term = eb.get_loudness_shortterm(self._state)
         if self.frames >= 0.4 * self.sample_rate:
@@ -204,6 +205,11 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
         raise UserError(f"{path} is not a readable audio file ({first_line(exc)})") from None
     if data.shape[0] == 0:
         raise UserError(f"{path} holds no audio frames")
+    bad = ~np.isfinite(data)
+    if bad.any():
+        first = int(np.argmax(bad.reshape(data.shape[0], -1).any(axis=1)))
+        raise UserError(f"{path} has {int(bad.sum())} NaN or infinite samples (the first at "
+                        f"{first / rate:.3f} s): it is damaged and cannot be measured")
     return data, int(rate)
 
 

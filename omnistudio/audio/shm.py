@@ -29,9 +29,12 @@ old file or the new one, never a half-written one. Delete the file when done (``
 
 from __future__ import annotations
 
+import os
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -62,11 +65,43 @@ def shm_path(name: str, root: Path = SHM_DIR) -> Path:
     return Path(root) / check_shm_name(name)
 
 
-def write_shm(name: str, pcm: np.ndarray, sample_rate: int, root: Path = SHM_DIR) -> Path:
-    """Write float32 PCM ([frames] or [frames, channels]) with the header above; return the path."""
+def check_shm_target(name: str, root: Path = SHM_DIR) -> Path:
+    """Fail early (before any work) if ``root/NAME`` cannot be written; sweep temps a killed run left."""
+    from omnistudio import tempfiles
+
     path = shm_path(name, root)
     if not Path(root).is_dir():
         raise UserError(f"shared-memory folder {root} does not exist (is /dev/shm mounted?)")
+    if path.is_dir():
+        raise UserError(f"--shm {name}: {path} is a directory; give the name of a file to write")
+    if not os.access(root, os.W_OK):
+        raise UserError(f"shared-memory folder {root} is not writable")
+    tempfiles.sweep(Path(root))
+    return path
+
+
+def shm_writer(name: str, frames: int, sample_rate: int, root: Path, write_pcm: Callable[[BinaryIO], None],
+               channels: int = 1) -> tuple[Path, Path]:
+    """Stage a handoff file of ``frames`` float32 frames: the header, then ``write_pcm(fh)`` writes
+    the samples in blocks. Returns ``(temp path, final path)`` for ``export.commit``."""
+    from omnistudio.audio.export import stage
+
+    path = check_shm_target(name, root)
+    header = HEADER.pack(MAGIC, VERSION, channels, int(sample_rate), DTYPE_FLOAT32, 0, frames, HEADER.size)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(header)
+            write_pcm(fh)
+            if fh.tell() != HEADER.size + frames * channels * 4:
+                raise RuntimeError(f"shm handoff {name}: wrote {fh.tell()} bytes for {frames} frames")
+
+    return stage(path, write, suffix=".tmp", mode=0o600), path
+
+
+def write_shm(name: str, pcm: np.ndarray, sample_rate: int, root: Path = SHM_DIR) -> Path:
+    """Write float32 PCM ([frames] or [frames, channels]) with the header above; return the path."""
+    path = check_shm_target(name, root)
     data = np.asarray(pcm, dtype="<f4")
     if data.ndim == 1:
         data = data[:, None]

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+SILENT_NOTE = "silent: nothing above the -70 LUFS gate, so the loudness figures are -inf (null in JSON)"
 LABELS = [
     ("integrated_lufs", "Integrated loudness", "LUFS"),
     ("loudness_range_lu", "Loudness range", "LU"),
@@ -32,8 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.loudness import analyze_file
 
     report = analyze_file(args.file, mono_as=args.mono_as)
+    note = SILENT_NOTE if not math.isfinite(report.integrated_lufs) else None
     if args.json:
-        print(json.dumps({"file": str(args.file), **report.as_dict()}))
+        print(json.dumps({"file": str(args.file), **report.as_dict(), **({"note": note} if note else {})}))
         return 0
     print(f"{args.file}: {report.duration_s:.2f} s, {report.sample_rate} Hz, {report.channels} ch, "
           f"measured as {report.channel_mode}")
@@ -42,4 +44,6 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(report, key)
         shown = f"{values[key]:.1f}" if values[key] is not None else ("-inf" if math.isinf(value) else "n/a")
         print(f"  {label:<24} {shown:>7} {unit}")
+    if note:
+        print(f"  note: {note}")
     return 0

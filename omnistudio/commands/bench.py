@@ -19,7 +19,9 @@ MAX_SENTENCES = 50
 
 def _sentences(args: argparse.Namespace) -> Any:
     from omnistudio.bench.speed import Bench, BenchSettings
+    from omnistudio.checks import check_guidance
 
+    args.guidance = check_guidance(args.guidance)
     settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
                              guidance=args.guidance, variants=args.variants, compile=args.compile)
     engine = _open(args)

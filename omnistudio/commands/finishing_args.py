@@ -31,6 +31,10 @@ def finishing_options(args: argparse.Namespace) -> FinishingOptions:
     from omnistudio.audio.shm import check_shm_name
 
     shm = getattr(args, "shm", None)
+    if shm is not None:
+        from omnistudio.audio.shm import check_shm_target
+
+        check_shm_target(check_shm_name(shm))  # a directory there, or no /dev/shm: before any work
     return FinishingOptions(
         target_lufs=check_target_lufs(getattr(args, "target_lufs", TARGET_LUFS)),
         true_peak_db=check_true_peak(getattr(args, "true_peak", TRUE_PEAK_DBTP)),

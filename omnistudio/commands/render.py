@@ -90,7 +90,7 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_output_path
+    from omnistudio.audio.export import check_not_input, check_output_path
     from omnistudio.commands.finishing_args import finishing_options
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.script import parse_script, read_script
@@ -100,7 +100,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None and not args.play:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
     if args.output is not None:
+        from omnistudio.voices.roster import recording_inputs
+
         check_output_path(args.output)
+        check_not_input(args.output, {"the script": args.script, "the reference recording": args.ref_audio,
+                                      **recording_inputs()})
     finishing = finishing_options(args)
     if not 1 <= args.batch <= 16:
         raise UserError(f"--batch {args.batch} is out of range 1..16")
@@ -157,8 +161,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
         def on_chunk(chunk: Any) -> None:
             bar.update(prep, visible=False)
             bar.update(task, visible=True, advance=1, description=f"sentence {chunk.sentence_id + 1}")
-            if not chunk.ok:
-                err_console.print(f"omnistudio: {chunk.error}", markup=False, highlight=False, soft_wrap=True)
+            # a failed chunk stops the take: its UserError is the one line that names it
 
         result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk)
     stats = player.stats if player is not None else None

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_output_path, write_audio
+    from omnistudio.audio.export import check_not_input, check_output_path, write_audio
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
     from omnistudio.commands.voice_args import check_voice_args, voice_from_args
     from omnistudio.console import status
@@ -38,7 +38,13 @@ def run(args: argparse.Namespace) -> int:
     lang = check_language(args.lang)
     num_step = check_num_step(args.num_step)
     seed = check_seed(args.seed)
+    from omnistudio.checks import check_guidance
+
+    args.guidance = check_guidance(args.guidance)
     check_output_path(args.output)
+    from omnistudio.voices.roster import recording_inputs
+
+    check_not_input(args.output, {"the reference recording": args.ref_audio, **recording_inputs()}, sidecar=False)
     voice_kind = check_voice_args(args)
     ref = voice_from_args(args)  # a blend is checked here (two anchors, alpha in [0, 1])
     if voice_kind is None or ref is None:

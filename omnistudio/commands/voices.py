@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         add.add_argument(f"--{attr}", help=f"voice-design {attr} for the other language"
                          + (f" (default: {default})" if default else ""))
     add.add_argument("--seed", type=int, help="voice-design seed (default: derived from the id)")
+    add.add_argument("--replace", action="store_true",
+                     help="replace an anchor you added before (its recording in this language, its attributes)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,8 +93,7 @@ def add_voice(args: argparse.Namespace) -> int:
     from omnistudio.voices.asr import calibrate, open_transcriber
     from omnistudio.checks import check_language, check_seed
     from omnistudio.engine.reference import check_transcript, read_reference
-    from omnistudio.voices.roster import (dump_anchors, load_files, load_roster, read_toml, shipped_roster_path,
-                                          slug, user_roster_path)
+    from omnistudio.voices.roster import load_roster, slug, update_user_roster, user_roster_path
 
     lang = check_language(args.lang)
     anchor_id = slug(args.name)
@@ -118,40 +117,41 @@ def add_voice(args: argparse.Namespace) -> int:
         transcript = calibrate(transcriber, wave, sr, lang, None).transcript
         print(f"ASR transcript: {transcript}")
 
-    raws: list[dict[str, Any]] = read_toml(user_file).get("anchor", []) if user_file.is_file() else []
-    entry = next((r for r in raws if r.get("id") == anchor_id), None)
-    if entry is None:
-        if not args.gender:
-            raise UserError("a new anchor needs --gender (male or female) for its voice in the other language")
-        seed = int(hashlib.sha256(anchor_id.encode()).hexdigest()[:8], 16)
-        entry = {"id": anchor_id, "name": " ".join(args.name.split()), "gender": args.gender, "age": args.age,
-                 "pitch": args.pitch, "style": args.style, "accent": args.accent, "seed": seed}
-        raws.append(entry)
-    for attr in ("gender", "age", "pitch", "style", "accent"):
-        if getattr(args, attr) is not None:
-            entry[attr] = getattr(args, attr)
-    for attr in ("age", "pitch"):
-        entry[attr] = entry.get(attr) or {"age": "middle-aged", "pitch": "moderate pitch"}[attr]
-    if args.seed is not None:
-        entry["seed"] = check_seed(args.seed)
     suffix = args.ref_audio.suffix.lower() or ".wav"
     recording = Path("recordings") / f"{anchor_id}_{lang}{suffix}"
-    entry[lang] = {"recording": recording.as_posix(), "transcript": transcript}
+    attrs = {attr: getattr(args, attr) for attr in ("gender", "age", "pitch", "style", "accent")}
 
-    # Check the new roster as a whole before anything is written.
-    user_file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".anchors.", suffix=".toml", dir=user_file.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        tmp.write_text(dump_anchors(raws), encoding="utf-8")
-        load_files([shipped_roster_path(), tmp])
+    def change(raws: list[dict[str, Any]]) -> None:
+        """Under the roster lock: add the entry, or (with --replace) update it."""
+        entry = next((r for r in raws if r.get("id") == anchor_id), None)
+        if entry is not None and not args.replace:
+            clash = [f"its {lang} recording"] if lang in entry else []
+            clash += [attr for attr, value in attrs.items()
+                      if value is not None and entry.get(attr) not in (None, value)]
+            if clash:
+                raise UserError(f"anchor '{anchor_id}' already exists in {user_file} and this would replace "
+                                f"{', '.join(clash)}: give --replace to do that, or choose another name")
+        if entry is None:
+            if not args.gender:
+                raise UserError("a new anchor needs --gender (male or female) for its voice in the other language")
+            seed = int(hashlib.sha256(anchor_id.encode()).hexdigest()[:8], 16)
+            entry = {"id": anchor_id, "name": " ".join(args.name.split()), **attrs, "seed": seed}
+            raws.append(entry)
+        entry.update({attr: value for attr, value in attrs.items() if value is not None})
+        for attr in ("age", "pitch"):
+            entry[attr] = entry.get(attr) or {"age": "middle-aged", "pitch": "moderate pitch"}[attr]
+        if args.seed is not None:
+            entry["seed"] = check_seed(args.seed)
+        entry[lang] = {"recording": recording.as_posix(), "transcript": transcript}
+
+    def copy_recording() -> None:
+        """Under the lock, after the new roster checked as a whole, before it replaces the old one."""
         target = user_file.parent / recording
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, lambda t: shutil.copyfile(args.ref_audio, t), suffix=suffix)
-        os.replace(tmp, user_file)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    update_user_roster(change, before_commit=copy_recording)
     print(f"added anchor '{anchor_id}' ({lang}) to {user_file}; its prompt is built on first use "
           f"or with `omnistudio prevectorize --anchors {anchor_id}`")
     return 0
+

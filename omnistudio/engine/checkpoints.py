@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -110,12 +109,20 @@ def ensure_checkpoint(name: str, progress: Any = None) -> Path:
     """
     if name not in GEOMETRIES:
         raise KeyError(name)
+    from omnistudio import tempfiles
+
     target = checkpoint_dir(name)
+    tempfiles.sweep(target.parent)  # build folders of killed runs
     if is_built(target):
-        return target
+        problem = damaged_file(target)
+        if problem is None:
+            return target
+        moved = tempfiles.quarantine(target, "damaged")
+        log.warning("checkpoint file %s is damaged (%s): moved aside to %s; rebuilding", problem[0], problem[1],
+                    moved.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     log.warning("building the '%s' %s (once) in %s", name, NOISE_WARNING, target)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    tmp = tempfiles.mkdtemp(target.parent, name)
     try:
         build_checkpoint(GEOMETRIES[name], tmp, progress=progress)
         if is_built(target):  # another process won the race
@@ -128,6 +135,27 @@ def ensure_checkpoint(name: str, progress: Any = None) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def damaged_file(path: Path) -> tuple[Path, str] | None:
+    """The first weight file of a checkpoint whose safetensors header does not match its size
+    (truncated, padded, garbage), with why; None when every one is whole. Reads headers only."""
+    import struct
+
+    for file in sorted(path.rglob("*.safetensors")):
+        try:
+            size = file.stat().st_size
+            with file.open("rb") as fh:
+                (length,) = struct.unpack("<Q", fh.read(8))
+                if not 2 <= length <= min(size - 8, 100 << 20):
+                    return file, "bad header"
+                header = json.loads(fh.read(length))
+        except (OSError, struct.error, ValueError, UnicodeDecodeError):
+            return file, "unreadable header"
+        ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__" and isinstance(v, dict)]
+        if 8 + length + max(ends, default=0) != size:
+            return file, f"{size} bytes, its header describes {8 + length + max(ends, default=0)}"
+    return None
 
 
 def _train_text_tokenizer(vocab_size: int) -> Any:

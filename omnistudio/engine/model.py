@@ -226,8 +226,20 @@ def load_model(
 
     try:
         model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise UserError(f"cannot load model from {path}: {first_line(exc)}") from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - SafetensorError and friends: a damaged checkpoint
+        if not spec.is_random:
+            damaged = checkpoints.damaged_file(path)
+            named = f"{damaged[0]} is damaged ({damaged[1]})" if damaged else f"{path}: {first_line(exc)}"
+            raise UserError(f"cannot load model: {named}; download or copy it again") from None
+        from omnistudio import tempfiles
+
+        moved = tempfiles.quarantine(path, "unloadable")
+        log.warning("checkpoint %s would not load (%s): moved aside to %s; rebuilding", path,
+                    first_line(exc), moved.name)
+        path = checkpoints.ensure_checkpoint(spec.name, progress=say)
+        model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
     model.audio_tokenizer.float()  # fp16 underflows in the vocoder
     model.eval()
     log.info("model %s (%s) on %s, backbone %s, vocoder fp32, cudnn.benchmark off%s",

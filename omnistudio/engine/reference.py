@@ -12,6 +12,7 @@ from omnistudio.errors import UserError
 
 MAX_REFERENCE_SECONDS = 30.0  # OmniVoice recommends 3-10 s and warns above 20 s
 MIN_REFERENCE_SECONDS = 0.2
+MIN_REFERENCE_DBFS = -60.0  # RMS; speech recordings sit near -20 dBFS, a voice below -60 is not there
 
 
 @dataclass(frozen=True)
@@ -62,4 +63,8 @@ def read_reference(path: Path) -> tuple[np.ndarray, int]:
     rms = float(np.sqrt(np.mean(np.square(wave, dtype=np.float64))))
     if rms == 0.0 or math.isnan(rms):
         raise UserError(f"reference audio {path} is silent")
+    level = 20 * math.log10(rms)
+    if level < MIN_REFERENCE_DBFS:
+        raise UserError(f"reference audio {path} is too quiet ({level:.0f} dBFS RMS; it needs at least "
+                        f"{MIN_REFERENCE_DBFS:.0f} dBFS): record it louder or normalise it")
     return wave, int(sr)

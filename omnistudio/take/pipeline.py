@@ -150,7 +150,7 @@ class TakeResult:
 
     pcm: np.ndarray  # the live-stitched take (seams, breaths, room tone): what the player got
     sample_rate: int
-    chunks: list[tuple[np.ndarray, float, int]]  # (sentence pcm, pause after, sentence id) for finishing
+    chunks: Any  # (sentence pcm, pause after, sentence id) for finishing, read back from a disk spool
     sentences: list[dict[str, Any]]
     base_seed: int
     rendered: int  # sentences rendered by the link in this take
@@ -198,8 +198,8 @@ class Take:
             cancel: threading.Event | None = None, on_chunk: Callable[[Chunk], None] | None = None) -> TakeResult:
         """Prepare the voices, render what the cache lacks (1-ahead), stitch, feed ``sinks`` in order.
 
-        A failed sentence is reported through ``on_chunk``; the sinks get nothing after it and are
-        aborted at the end, and UserError says how many failed. ``cancel``: Cancelled is raised
+        A failed sentence is reported through ``on_chunk`` and stops the take at once: UserError names
+        it, the stream is closed and the sinks are aborted (nothing is written). ``cancel``: Cancelled is raised
         (sinks aborted) within one diffusion step."""
         cancel = cancel or threading.Event()
         started = time.perf_counter()
@@ -254,10 +254,11 @@ class Take:
     def _stream(self, todo: list[PlannedSentence], hits: dict[int, Rendered], sinks: Sequence[Sink],
                 cancel: threading.Event, on_chunk: Callable[[Chunk], None] | None, started: float) -> TakeResult:
         stitcher = live_stitcher(self.link.sample_rate, self.finishing)
+        from omnistudio.audio.spool import ChunkSpool
+
         pieces: list[np.ndarray] = []
-        chunks: list[tuple[np.ndarray, float, int]] = []
+        chunks = ChunkSpool()  # sentences for the file's finishing wait on disk, not in memory
         rows: list[dict[str, Any]] = []
-        failures: list[str] = []
         ttfa: float | None = None
         rendered = 0
         for chunk in self._chunks(todo, hits, started, cancel):
@@ -270,23 +271,18 @@ class Take:
             rendered += sentence.id not in hits
             if on_chunk is not None:
                 on_chunk(chunk)
-            if not chunk.ok:
-                failures.append(chunk.error or "")
-                continue
+            if not chunk.ok:  # stop at the first failure: nothing more renders, nothing is written
+                raise UserError(f"{chunk.error}; stopped at the first failed sentence, nothing written")
             if sentence.id not in hits:
                 self.cache.put(cache_key(self.link, sentence, self.options),
                                Rendered(sentence.id, chunk.pcm, chunk.timings, chunk.steps))
-            if failures:
-                continue  # nothing reaches the sinks after a failure; keep reporting
-            chunks.append((chunk.pcm, sentence.pause_s, sentence.id))
+            chunks.add(chunk.pcm, sentence.pause_s, sentence.id)
             piece = stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id)
             pieces.append(piece)
             for sink in sinks:
                 sink.chunk(chunk, piece)
         if cancel.is_set() or len(rows) < len(self.sentences):  # the stream only ends early when cancelled
             raise Cancelled("take cancelled")
-        if failures:
-            raise UserError(f"{len(failures)} of {len(self.sentences)} sentences failed; nothing written")
         tail = stitcher.finish()
         pieces.append(tail)
         for sink in sinks:

@@ -236,7 +236,10 @@ def ensure_prompt(engine: Any, roster: Roster, anchor_id: str, lang: str,
     if state == "error":
         raise UserError(why)
     if state == "invalid":
-        log.warning("%s; rebuilding it", why)
+        from omnistudio import tempfiles
+
+        moved = tempfiles.quarantine(path, "damaged") if path.exists() else path
+        log.warning("%s; moved aside to %s and rebuilding it", why, moved.name)
     if progress:
         progress(f"building the {lang} voice prompt for '{anchor_id}' ({why})")
     prompt, calibration = build_prompt(engine, roster, anchor_id, lang, transcriber)

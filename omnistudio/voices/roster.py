@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -364,3 +365,45 @@ def slug(name: str) -> str:
     if not ID_RE.match(text):
         raise UserError(f"cannot make an anchor id from the name {name!r}: use letters and digits")
     return text
+
+
+def recording_inputs(roster: Roster | None = None) -> dict[str, Path]:
+    """Every anchor recording of the roster, described for an output-collision check
+    (``check_not_input``): an output path must never overwrite one."""
+    try:
+        roster = roster or load_roster()
+    except UserError:
+        return {}
+    return {f"anchor {a.id}'s {lang} recording": v.recording
+            for a in roster.anchors.values() for lang, v in a.voices.items() if v.recording is not None}
+
+
+def update_user_roster(change: Callable[[list[dict[str, Any]]], None],
+                       before_commit: Callable[[], None] | None = None) -> Path:
+    """Read-modify-write the user roster under an exclusive file lock, so two ``voices add`` at
+    once both land: ``change`` edits the anchor tables (plain dicts) in place; the result is checked
+    as a whole (with the shipped roster), then ``before_commit`` runs (e.g. copies a recording),
+    then the new file replaces the old one atomically. Returns the user roster path."""
+    import fcntl
+    import tempfile
+
+    user_file = user_roster_path()
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(user_file.with_name(user_file.name + ".lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        raws: list[dict[str, Any]] = read_toml(user_file).get("anchor", []) if user_file.is_file() else []
+        change(raws)
+        fd, tmp_name = tempfile.mkstemp(prefix=".anchors.", suffix=".toml", dir=user_file.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            tmp.write_text(dump_anchors(raws), encoding="utf-8")
+            load_files([shipped_roster_path(), tmp])
+            if before_commit is not None:
+                before_commit()
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, user_file)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return user_file

@@ -1,0 +1,138 @@
+"""Memory bench: render a long script with the real `omnistudio render` and report peak RSS and RSS
+growth per sentence (not a timed test; run it on its own: ``python -m omnistudio.bench.memory``).
+
+It writes a script of ``--kb`` KB of news sentences (64 KB is the script limit: about 1,150
+sentences, 80 minutes of speech), runs ``omnistudio render`` on it in this process, and samples
+``VmRSS`` from /proc each time a sentence is rendered (``ChunkSpool.add``, called once per
+sentence) and at the start and end of finishing. It prints one JSON object:
+``peak_rss_mb`` (VmHWM: the whole run, model included), ``rss_at_first_sentence_mb``,
+``growth_per_sentence_kb`` (least-squares slope over the second half of the render, after warm-up
+allocations settle), ``audio_per_sentence_kb`` (the float32 audio a sentence makes, which render now
+keeps on disk) and ``finishing_peak_mb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from omnistudio.bench.stream import BENCH_SENTENCES
+
+
+def _status(field: str) -> int:
+    """A /proc/self/status figure in KB (VmRSS, VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status (Linux only)")
+
+
+def long_script(kb: int) -> str:
+    """About ``kb`` KB of lines of two news sentences each (under the script limit)."""
+    from omnistudio.script import MAX_SCRIPT_BYTES
+
+    limit = min(kb * 1024, MAX_SCRIPT_BYTES)
+    lines, size, i = [], 0, 0
+    while True:
+        a, b = BENCH_SENTENCES[i % len(BENCH_SENTENCES)], BENCH_SENTENCES[(i * 3 + 1) % len(BENCH_SENTENCES)]
+        line = f"{a} {b} Item {i}."
+        if size + len(line.encode()) + 1 > limit:
+            return "\n".join(lines) + "\n"
+        lines.append(line)
+        size += len(line.encode()) + 1
+        i += 1
+
+
+def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None = None) -> dict[str, Any]:
+    import numpy as np
+
+    from omnistudio.audio import finishing, spool
+    from omnistudio.cli import main as cli_main
+    from omnistudio.engine.reference import Reference  # noqa: F401 - imported before sampling starts
+
+    samples: list[tuple[int, int]] = []  # (sentences rendered, VmRSS KB)
+    audio: list[int] = []
+    marks: dict[str, int] = {}
+    real_add, real_finish = spool.ChunkSpool.add, finishing.finish_render
+
+    def add(self: Any, pcm: Any, pause_s: float, sentence_id: Any = None) -> None:
+        real_add(self, pcm, pause_s, sentence_id)
+        audio.append(int(np.asarray(pcm).size) * 4)
+        samples.append((len(self), _status("VmRSS")))
+
+    def finish(*a: Any, **k: Any) -> Any:
+        marks["finish_start_rss"] = _status("VmRSS")
+        marks["hwm_before_finish"] = _status("VmHWM")
+        started = time.perf_counter()
+        result = real_finish(*a, **k)
+        marks["finishing_s"] = int(time.perf_counter() - started)
+        return result
+
+    spool.ChunkSpool.add, finishing.finish_render = add, finish  # type: ignore[method-assign]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = keep or Path(tmp)
+        script = folder / "long.txt"
+        script.write_text(long_script(kb), encoding="utf-8")
+        ref = folder / "ref.wav"
+        _write_reference(ref)
+        started = time.perf_counter()
+        code = cli_main(["render", str(script), "-o", str(folder / "long.wav"), "--model", model, "--device", "cpu",
+                         "--num-step", str(num_step), "--ref-audio", str(ref), "--ref-text",
+                         "This is the reference voice for our test."])
+        wall = time.perf_counter() - started
+        out_bytes = (folder / "long.wav").stat().st_size if code == 0 else 0
+    spool.ChunkSpool.add, finishing.finish_render = real_add, real_finish  # type: ignore[method-assign]
+    if code != 0 or len(samples) < 4:
+        raise SystemExit(f"render failed (exit {code})")
+    half = samples[len(samples) // 2:]
+    slope = float(np.polyfit([n for n, _ in half], [r for _, r in half], 1)[0])
+    return {"script_kb": round(script_bytes(kb) / 1024, 1), "sentences": len(samples), "model": model,
+            "num_step": num_step, "audio_min": round(sum(audio) / 4 / 24_000 / 60, 1),
+            "output_mb": round(out_bytes / 2**20, 1), "wall_s": round(wall, 1),
+            "peak_rss_mb": round(_status("VmHWM") / 1024, 1),
+            "rss_at_first_sentence_mb": round(samples[0][1] / 1024, 1),
+            "rss_at_last_sentence_mb": round(samples[-1][1] / 1024, 1),
+            "growth_per_sentence_kb": round(slope, 2),
+            "growth_whole_render_per_sentence_kb": round((samples[-1][1] - samples[0][1]) / len(samples), 2),
+            "audio_per_sentence_kb": round(sum(audio) / len(audio) / 1024, 1),
+            "peak_before_finishing_mb": round(marks["hwm_before_finish"] / 1024, 1),
+            "finishing_s": marks["finishing_s"]}
+
+
+def script_bytes(kb: int) -> int:
+    return len(long_script(kb).encode())
+
+
+def _write_reference(path: Path) -> None:
+    import numpy as np
+    import soundfile as sf
+
+    sr = 24_000
+    t = np.arange(3 * sr) / sr
+    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 0.7 * t)) / sr
+    wave = 0.15 * sum(np.sin(k * phase) / k for k in range(1, 8)) * (0.5 * (1 + np.sin(2 * np.pi * 4 * t))) ** 2
+    sf.write(str(path), wave.astype(np.float32), sr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.memory", description=__doc__.splitlines()[0])
+    parser.add_argument("--kb", type=int, default=64, help="script size in KB (default 64, the limit)")
+    parser.add_argument("--num-step", type=int, default=4, help="diffusion steps (default 4)")
+    parser.add_argument("--model", default="tiny", help="model (default tiny)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    print(json.dumps(run(args.kb, args.num_step, args.model)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
