@@ -190,14 +190,18 @@ def _json_safe(value: Any) -> Any:
 
 
 def export_finished(path: Path, pcm: np.ndarray, sample_rate: int, *, sentences: list[dict[str, Any]] | None = None,
-                    timings: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write finished audio and its sidecar (loudness of what was written, sentences, timings); return the sidecar."""
+                    timings: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+                    engine: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write finished audio and its sidecar (loudness of what was written, sentences, timings, and the engine
+    that rendered it: model, device, backbone dtype); return the sidecar."""
     from omnistudio.audio.loudness import measure
 
     write_audio(path, pcm, sample_rate)
     payload = {"output": str(path), "format": path.suffix.lower().lstrip("."), "sample_rate": sample_rate,
                "duration_s": len(pcm) / sample_rate, "loudness": measure(pcm, sample_rate).as_dict(),
                "settings": settings or {}, "sentences": sentences or [], "timings": timings or {}}
+    if engine:
+        payload["engine"] = engine
     payload = _json_safe(payload)
     write_json(sidecar_path(path), payload)
     return payload
