@@ -71,8 +71,8 @@ class LoadedModel:
 
     @property
     def label(self) -> str:
-        """One line for the studio's telemetry."""
-        return f"{self.device} · {self.dtype_name} backbone" + (f" ({self.dtype_reason})" if self.dtype_reason else "")
+        """A few words for the studio's telemetry: where the backbone runs, in which dtype."""
+        return f"{self.device} · {self.dtype_name}"
 
     def describe(self) -> dict[str, str]:
         """What --json outputs and sidecars record about the model."""

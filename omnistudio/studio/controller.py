@@ -278,7 +278,7 @@ class Studio:
 
     def _set_state(self, state: str, detail: str = "") -> None:
         if state == "ready" and not detail and self.engine is not None:
-            detail = self.engine.loaded.label  # e.g. "cpu · bf16 backbone (auto: CPU has AMX-BF16)"
+            detail = self.engine.loaded.label  # e.g. "cpu · bf16" (the backbone dtype)
         self.state = state
         self.report(EngineState(state, detail))
 
