@@ -117,3 +117,10 @@ def test_dtype_in_say_json(tmp_path: Path, ref_wav: Path, capsys: pytest.Capture
     assert forced["dtype"] == "fp32" and forced["dtype_reason"] == "--dtype fp32"
     assert main([*base, "--dtype", "fp8", "-o", str(tmp_path / "bad.wav")]) == 2
     assert "unknown dtype 'fp8'" in capsys.readouterr().err
+
+
+def test_link_info_names_the_dtype(tiny_engine: Any, bf16_engine: Any) -> None:
+    from omnistudio.take.link import LocalEngine
+
+    assert LocalEngine(tiny_engine).info.dtype == "fp32"
+    assert LocalEngine(bf16_engine).info.dtype == "bf16"
