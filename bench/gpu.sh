@@ -6,8 +6,11 @@
 # checkpoint (real geometry; built offline, no model hub needed) twice: with
 # torch.compile off, and with compile on (backbone + vocoder, CUDA graphs via
 # "reduce-overhead" unless COMPILE_MODE says otherwise). Prints one JSON object
-# per run on stdout (progress and logs go to stderr), plus the batched-dialogue and
-# streaming (time to first audio) figures. Budget: 8 minutes.
+# per run on stdout (progress and logs go to stderr), plus the backbone dtypes side by side
+# (stock and fast at fp32, fp16 and bf16 in one run, ratios against stock fp32, token parity
+# per dtype), the batched-dialogue and streaming (time to first audio) figures, and the
+# compiled-length sweep (recompilations on novel lengths). Budget: 8 minutes.
+# The dtype and length steps were written without a GPU at hand (issue 14): untested on CUDA.
 #
 # On a GPU machine with no network, run bench/gpu-wheels.sh here first and carry .whl along.
 # Usage: bench/gpu.sh            (from anywhere; env: SENTENCES=3 COMPILE_MODE=reduce-overhead
@@ -59,12 +62,17 @@ run_bench() {  # $1 = seconds allowed, then bench options
 echo "bench: every technique, compile off ($(left) s left)" >&2
 run_bench $(( $(left) / 2 )) --sentences "$SENTENCES" --only all --compile off \
   || echo "compile-off run failed or ran out of time" >&2
+echo "bench: backbone dtypes fp32,fp16,bf16, combined ($(left) s left)" >&2
+run_bench 100 --sentences "$SENTENCES" --only combined --dtypes fp32,fp16,bf16 \
+  || echo "dtype run failed or ran out of time" >&2
 echo "bench: batched vs sequential dialogue ($(left) s left)" >&2
 run_bench 90 --dialogue --sentences 8 --batch 2 || echo "dialogue run failed or ran out of time" >&2
 echo "bench: stream, time to first audio ($(left) s left)" >&2
 run_bench 60 --stream --sentences 8 || echo "stream run failed or ran out of time" >&2
 echo "bench: speech server, 1/4/8 clients, batching off vs on ($(left) s left)" >&2
 run_bench 120 --serve --clients 1,4,8 --sentences 16 || echo "serve run failed or ran out of time" >&2
+echo "bench: 20 sentences of distinct lengths, compiled (default), recompilations ($(left) s left)" >&2
+run_bench 90 --lengths --sentences 20 --compile default || echo "length sweep failed or ran out of time" >&2
 echo "bench: combined, compile $COMPILE_MODE ($(left) s left)" >&2
 run_bench "$(left)" --sentences "$SENTENCES" --only combined --compile "$COMPILE_MODE" || {
   echo "compile run did not finish in time; retrying with --compile default --only combined" >&2

@@ -39,7 +39,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="hub id, checkpoint directory, or tiny|mid|full "
                         "(random weights: noise, not speech); default $OMNISTUDIO_MODEL or k2-fsa/OmniVoice")
     parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
-    parser.add_argument("--dtype", help="backbone dtype: fp32, fp16 or bf16 (default: fp16 on CUDA, else fp32)")
+    parser.add_argument("--dtype", help="backbone dtype: auto (default), fp32, bf16 or fp16; auto is fp16 on "
+                        "CUDA, bf16 on a CPU with AMX-BF16 or AVX512-BF16, else fp32 (the vocoder stays fp32)")
 
 
 def add_synthesis_options(parser: argparse.ArgumentParser, seed_help: str) -> None:

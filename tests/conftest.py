@@ -23,6 +23,8 @@ def omnistudio_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = Path(os.environ.get("OMNISTUDIO_TEST_HOME") or tmp_path_factory.mktemp("omnistudio-home"))
     os.environ["OMNISTUDIO_HOME"] = str(home)
     os.environ.pop("OMNISTUDIO_MODEL", None)
+    # The automatic dtype is fp32 in tests on every machine (bf16 tests ask for it); see engine/model.py.
+    os.environ["OMNISTUDIO_CPU_BF16"] = "0"
     import torch
 
     torch.set_num_threads(1)

@@ -50,7 +50,8 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert [v["name"] for v in result["variants"]] == ["stock", "lossless", "default"]
     for v in result["variants"]:  # what README's speed table claims for both: stock's tokens and samples
         assert v["tokens_identical"] is True and v["max_abs_diff"] == 0.0, v
-    assert result["compile"] == {"backbone": "off", "vocoder": "off"}
+    assert result["compile"] == {"backbone": "off", "vocoder": "off", "recompiles_after_warmup": 0}
+    assert result["dtype"] == "fp32" and result["variants"][1]["dtype"] == "fp32"
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -94,3 +95,31 @@ def test_bench_modes_bad_input(capsys) -> None:  # noqa: ANN001
     assert "--batch" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["bench", "--stream", "--dialogue"])
+
+
+def test_bench_compares_dtypes_in_one_run(tiny_engine: Any) -> None:
+    from omnistudio.engine.engine import Engine
+
+    engines = {"fp32": tiny_engine, "bf16": Engine.load("tiny", device="cpu", dtype="bf16")}
+    result = Bench(engines, BenchSettings(sentences=1, variants=["lossless", "default"])).run()
+    rows = {v["name"]: v for v in result["variants"]}
+    assert list(rows) == ["stock fp32", "lossless fp32", "default fp32", "stock bf16", "lossless bf16", "default bf16"]
+    assert result["dtypes"] == ["fp32", "bf16"] and result["baseline"] == "stock fp32"
+    assert result["auto_dtype"] == "fp32" and result["default_variant"] == "default fp32"  # capability forced off
+    assert [rows[n]["dtype"] for n in rows] == ["fp32"] * 3 + ["bf16"] * 3
+    assert rows["stock fp32"]["ratio"] == 1.0 and rows["stock bf16"]["ratio"] != 1.0  # against stock fp32
+    for name in ("lossless fp32", "lossless bf16", "default fp32"):  # parity against stock at the same dtype
+        assert rows[name]["tokens_identical"] and rows[name]["token_agreement"] == 1.0, name
+    assert 0.0 < rows["default bf16"]["token_agreement"] <= 1.0
+    assert result["compile"]["recompiles_after_warmup"] == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--dtypes", "fp32,int4"], "--dtypes fp32,int4: give a comma-separated list"),
+    (["--dtypes", "bf16,bf16"], "names a dtype twice"),
+    (["--dtypes", "fp32,bf16", "--stream"], "--dtypes compares sentence synthesis"),
+])
+def test_cli_bad_dtypes(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    assert main(["bench", "--model", "tiny", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -38,6 +38,7 @@ def test_render_writes_the_stitched_script(tmp_path: Path, ref_wav: Path, capsys
     assert result["loudness"]["integrated_lufs"] == pytest.approx(-23.0, abs=0.5)
     sidecar = json.loads(Path(result["sidecar"]).read_text())
     assert [s["id"] for s in sidecar["sentences"]] == [0, 1, 2]
+    assert sidecar["engine"]["dtype"] == result["dtype"] == "fp32"  # the backbone dtype (LinkInfo)
     assert 0 < result["ttfa_s"] <= result["total_s"]
     assert result["played"] is False and result["underruns"] is None
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left

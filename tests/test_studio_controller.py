@@ -72,3 +72,5 @@ def test_stop_takes_effect_within_one_diffusion_step(studio) -> None:  # noqa: A
     assert len(steps) == 3  # the cancelled step never ran its forward pass; no further step started
     assert not any(isinstance(e, SentenceRendered) for e in studio.events)
     assert any(isinstance(e, EngineState) and e.state == "ready" for e in studio.events)
+    # the telemetry's "ready" line names the backbone's device and dtype
+    assert all(e.detail == "cpu · fp32" for e in studio.events if isinstance(e, EngineState) and e.state == "ready")

@@ -84,6 +84,9 @@ def test_settings_roundtrip_and_bad_file(tmp_path: Path) -> None:
         StudioSettings(num_step=0).validated()
     with pytest.raises(UserError, match="target loudness"):
         StudioSettings(target_lufs=-20).validated()
+    assert StudioSettings(dtype="BF16").validated().dtype == "bf16"  # the backbone dtype at the next start
+    with pytest.raises(UserError, match="dtype 'int8'"):
+        StudioSettings(dtype="int8").validated()
     path.write_text(json.dumps({"num_step": "many"}))
     settings, warning = load_settings(path)
     assert settings == StudioSettings() and "num_step" in (warning or "")

@@ -69,7 +69,8 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 
 
 def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
-                  timings: dict[str, Any] | None = None, shm_root: Path | None = None) -> FinishedRender:
+                  timings: dict[str, Any] | None = None, shm_root: Path | None = None,
+                  engine: dict[str, Any] | None = None) -> FinishedRender:
     """Finish rendered sentences and write them.
 
     ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
@@ -83,6 +84,7 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     Memory stays flat: the stitched speech goes to an anonymous temp file beside ``output`` while
     its loudness is measured; gain, limiter, room tone and ceiling are then applied block by block
     in passes over that file, and the result is written in blocks. ``FinishedRender.pcm`` is None.
+    ``engine``: what rendered it (``LoadedModel.describe()``: model, device, backbone dtype).
     """
     from omnistudio.audio.export import commit, discard, finished_sidecar, stage
     from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
@@ -120,7 +122,8 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
             sidecar = finished_sidecar(output, sample_rate, speech.frames, final.report().as_dict(),
                                        sentences=[s.as_dict() for s in stitcher.spans],
                                        timings={**(timings or {}), "finishing_s": time.perf_counter() - t0},
-                                       settings=settings, audio_bytes=staged[-1][0].stat().st_size)
+                                       settings=settings, audio_bytes=staged[-1][0].stat().st_size,
+                                       engine=engine)
             staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
         except BaseException:
             discard(staged)

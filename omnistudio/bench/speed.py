@@ -6,6 +6,12 @@ voice prompt and seed. Variants are interleaved sentence by sentence, in a
 rotated order, so that a slow patch of a shared machine hits all of them.
 Each fast variant's tokens and samples are compared with stock's.
 
+With several backbone dtypes (``dtypes=["fp32", "bf16"]``, one engine each),
+every variant runs at every dtype in the same interleaved run; a variant's
+tokens are compared with stock's *at the same dtype*, and every ratio is
+against stock at the first dtype (fp32). The row named ``default <auto dtype>``
+is what a user gets without options: the automatic dtype and the fast sampler.
+
 Figures per variant: total wall time, process CPU time (steadier on a
 shared CPU), sampler-loop time, ms per diffusion
 step (backbone forwards actually run), the median step time (the ratio of
@@ -45,6 +51,8 @@ class Variant:
     name: str
     options: SamplerOptions | None  # None: stock loop
     compiled: bool = False
+    dtype: str | None = None  # key of the engine it runs on (None: the only one)
+    stock: str = "stock"  # the variant whose tokens it must reproduce (stock at the same dtype)
 
 
 @dataclass
@@ -58,7 +66,9 @@ class VariantResult:
     audio_s: float = 0.0
     ttfa_s: float = 0.0
     peak_mem_mb: float = 0.0
+    dtype: str = ""
     tokens_identical: bool = True
+    token_agreement: float = 1.0  # share of tokens equal to stock's at the same dtype
     max_abs_diff: float = 0.0
     cpu_s: float = 0.0  # process CPU time (all threads): steadier than wall time on a shared CPU
     step_s: list[float] = field(default_factory=list)  # every diffusion step's duration
@@ -93,18 +103,23 @@ class BenchSettings:
     compile: str = "off"  # off | default | reduce-overhead: adds a compiled "default+compile" variant
 
 
-def make_variants(settings: BenchSettings, device: str) -> list[Variant]:
-    out = [Variant("stock", None)]
-    if "techniques" in settings.variants:
-        out += [Variant(name, SamplerOptions.only(name)) for name in TECHNIQUES]
-    if "lossless" in settings.variants:
-        out.append(Variant("lossless", SamplerOptions.only(*LOSSLESS)))
-    defaults = SamplerOptions.for_device(device)
-    if "default" in settings.variants:
-        out.append(Variant("default", defaults))
-    if settings.compile != "off":
-        out.append(Variant("default+compile", replace(defaults, compile_backbone=True,
-                                                      compile_vocoder=settings.compile), compiled=True))
+def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None = None) -> list[Variant]:
+    """Stock and the fast variants; with several ``dtypes``, all of them at each dtype ("stock bf16", ...)."""
+    out = []
+    for dtype in dtypes or [None]:
+        tag = f" {dtype}" if dtypes and len(dtypes) > 1 else ""
+        group = [Variant("stock", None)]
+        if "techniques" in settings.variants:
+            group += [Variant(name, SamplerOptions.only(name)) for name in TECHNIQUES]
+        if "lossless" in settings.variants:
+            group.append(Variant("lossless", SamplerOptions.only(*LOSSLESS)))
+        defaults = SamplerOptions.for_device(device)
+        if "default" in settings.variants:
+            group.append(Variant("default", defaults))
+        if settings.compile != "off":
+            group.append(Variant("default+compile", replace(defaults, compile_backbone=True,
+                                                            compile_vocoder=settings.compile), compiled=True))
+        out += [replace(v, name=v.name + tag, dtype=dtype, stock="stock" + tag) for v in group]
     return out
 
 
@@ -156,15 +171,21 @@ class PeakMemory:
 
 
 class Bench:
-    """Runs the variants on one engine; ``progress(done, total, label)`` reports each synthesis."""
+    """Runs the variants on one engine, or on one engine per dtype (``engine`` a dict keyed by dtype name).
+
+    ``progress(done, total, label)`` reports each synthesis.
+    """
 
     def __init__(self, engine: Any, settings: BenchSettings,
                  progress: Callable[[int, int, str], None] | None = None) -> None:
-        self.engine, self.model, self.settings = engine, engine.model, settings
-        self.device = str(engine.loaded.device)
+        self.engines: dict[str | None, Any] = dict(engine) if isinstance(engine, dict) else {None: engine}
+        first = next(iter(self.engines.values()))
+        self.engine, self.model, self.settings = first, first.model, settings
+        self.device = str(first.loaded.device)
         self.progress = progress or (lambda *_: None)
-        self.variants = make_variants(settings, self.device)
-        self.samplers = {v.name: FastSampler(self.model, v.options) for v in self.variants
+        dtypes = [d for d in self.engines if d is not None] or None
+        self.variants = make_variants(settings, self.device, dtypes)
+        self.samplers = {v.name: FastSampler(self.engines[v.dtype].model, v.options) for v in self.variants
                          if v.options is not None}
         n = settings.sentences
         self.texts = [SENTENCES[i % len(SENTENCES)] for i in range(n)]
@@ -175,7 +196,8 @@ class Bench:
 
     def _once(self, variant: Variant, text: str, prompt: Any) -> dict[str, Any]:
         """One synthesis with timers around the sampler loop and the vocoder."""
-        model = self.model
+        engine = self.engines[variant.dtype]
+        model = engine.model
         loop = self.samplers.get(variant.name) or (lambda task, cfg: type(model)._generate_iterative(model, task, cfg))
         rec: dict[str, Any] = {"loop_s": 0.0, "vocoder_s": 0.0, "tokens": []}
         decode = model.audio_tokenizer.decode
@@ -217,9 +239,9 @@ class Bench:
                 torch.manual_seed(self.settings.seed)
                 self._sync()
                 t0, c0 = time.perf_counter(), time.process_time()
-                with self.engine._sampler_installed(timed_loop):
+                with engine._sampler_installed(timed_loop):
                     audio = model.generate(text=text, language="en", voice_clone_prompt=prompt,
-                                           **self.engine.generation_kwargs(self.settings.num_step,
+                                           **engine.generation_kwargs(self.settings.num_step,
                                                                            self.settings.guidance))[0]
                 rec["wall_s"] = time.perf_counter() - t0
                 rec["cpu_s"] = time.process_time() - c0
@@ -232,13 +254,19 @@ class Bench:
         return rec
 
     def run(self) -> dict[str, Any]:
+        from omnistudio.engine.compile import compile_status, dynamo_graphs
+
         engine, model = self.engine, self.model
         with engine._lock, torch.inference_mode():
-            prompt = engine.prompt_from_audio(reference_wave(), 24_000, REF_TEXT)
-            # Warm-up (allocator, kernels, compilation) on a short text, untimed.
+            prompts = {d: e.prompt_from_audio(reference_wave(), 24_000, REF_TEXT) for d, e in self.engines.items()}
+            prompt = prompts[next(iter(self.engines))]
+            # Warm-up (allocator, kernels, compilation) on a short and a long text, untimed.
             for v in self.variants:
-                self._once(v, "Warm up.", prompt)
-            results = {v.name: VariantResult(v.name, v.options.enabled() if v.options else []) for v in self.variants}
+                for text in ("Warm up.", SENTENCES[-1]) if v.compiled else ("Warm up.",):
+                    self._once(v, text, prompts[v.dtype])
+            graphs_warm = dynamo_graphs()
+            results = {v.name: VariantResult(v.name, v.options.enabled() if v.options else [],
+                                             dtype=self.engines[v.dtype].loaded.dtype_name) for v in self.variants}
             total = len(self.texts) * len(self.variants)
             done = 0
             for s, text in enumerate(self.texts):
@@ -246,10 +274,10 @@ class Bench:
                 recs = {}
                 for v in order:
                     self.progress(done, total, f"sentence {s + 1}/{len(self.texts)}: {v.name}")
-                    recs[v.name] = self._once(v, text, prompt)
+                    recs[v.name] = self._once(v, text, prompts[v.dtype])
                     done += 1
-                stock = recs["stock"]
-                for name, rec in recs.items():
+                for v in self.variants:
+                    name, rec, stock = v.name, recs[v.name], recs[v.stock]
                     r = results[name]
                     r.total_s += rec["wall_s"]
                     r.loop_s += rec["loop_s"]
@@ -263,17 +291,28 @@ class Bench:
                         r.ttfa_s = rec["wall_s"]
                     same = all(torch.equal(a, b) for a, b in zip(rec["tokens"], stock["tokens"]))
                     r.tokens_identical &= same and len(rec["tokens"]) == len(stock["tokens"])
+                    r.token_agreement = min(r.token_agreement, _agreement(rec["tokens"], stock["tokens"]))
                     if len(rec["audio"]) == len(stock["audio"]):
                         r.max_abs_diff = max(r.max_abs_diff, float(np.max(np.abs(rec["audio"] - stock["audio"]))))
                     else:
                         r.max_abs_diff = float("inf")
             self.progress(total, total, "done")
-        stock_r = results["stock"]
+        base = self.variants[0]  # stock at the first dtype: every ratio is against it
+        stock_r = results[base.name]
         tok = model.text_tokenizer
+        from omnistudio.engine.model import choose_dtype
+
+        auto = choose_dtype(self.device)
+        default_name = next((v.name for v in self.variants if v.name in ("default", f"default {auto.name}")), None)
         return {
             "model": engine.loaded.spec.name,
             "device": self.device,
-            "dtype": str(engine.loaded.dtype).removeprefix("torch."),
+            "dtype": engine.loaded.dtype_name,
+            "dtypes": [e.loaded.dtype_name for e in self.engines.values()],
+            "auto_dtype": auto.name,
+            "auto_dtype_reason": auto.reason,
+            "baseline": base.name,
+            "default_variant": default_name,
             "torch_threads": torch.get_num_threads(),
             "num_step": self.settings.num_step,
             "guidance_scale": self.settings.guidance,
@@ -281,15 +320,17 @@ class Bench:
             "sentences": [{"text": t, "text_tokens": len(tok(t).input_ids),
                            "target_frames": engine.estimate_target_frames(t, prompt)} for t in self.texts],
             "reference_frames": int(prompt.ref_audio_tokens.size(-1)),
-            "compile": {name: s for name, s in self._compile_status().items()},
-            "variants": [results[v.name].finish(None if v.name == "stock" else stock_r) for v in self.variants],
+            "compile": {**compile_status(model), "recompiles_after_warmup": dynamo_graphs() - graphs_warm},
+            "variants": [results[v.name].finish(None if v is base else stock_r) for v in self.variants],
         }
 
-    def _compile_status(self) -> dict[str, str]:
-        llm = self.model.llm
-        voc = self.model.audio_tokenizer.acoustic_decoder
-        return {"backbone": "on" if getattr(llm, "_compiled_call_impl", None) is not None else "off",
-                "vocoder": "on" if getattr(voc, "_compiled_call_impl", None) is not None else "off"}
+
+def _agreement(mine: list[torch.Tensor], stock: list[torch.Tensor]) -> float:
+    """The share of token positions where two renders agree (0 when their shapes differ)."""
+    if len(mine) != len(stock) or any(a.shape != b.shape for a, b in zip(mine, stock)):
+        return 0.0
+    total = sum(a.numel() for a in mine)
+    return sum(int((a == b).sum()) for a, b in zip(mine, stock)) / total if total else 1.0
 
 
 @contextmanager

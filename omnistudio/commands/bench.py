@@ -24,8 +24,21 @@ def _sentences(args: argparse.Namespace) -> Any:
     args.guidance = check_guidance(args.guidance)
     settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
                              guidance=args.guidance, variants=args.variants, compile=args.compile)
+    if args.dtypes:  # one engine per dtype, every variant at each
+        engines = {}
+        for dtype in args.dtypes:
+            engines[dtype] = _open(argparse.Namespace(**{**vars(args), "dtype": dtype}))
+        return Bench(engines, settings, progress=args.progress).run()
     engine = _open(args)
     return Bench(engine, settings, progress=args.progress).run()
+
+
+def _lengths(args: argparse.Namespace) -> Any:
+    from omnistudio.bench.compiled import length_sweep
+
+    engine = _open(args, sampler="fast")
+    return length_sweep(engine, sentences=args.sentences, mode=args.compile if args.compile != "off" else "default",
+                        num_step=args.num_step, seed=args.seed, progress=args.progress)
 
 
 def _stream(args: argparse.Namespace) -> Any:
@@ -72,8 +85,9 @@ def _meter(args: argparse.Namespace) -> Any:
 
 
 MODES: dict[str, Callable[[argparse.Namespace], Any]] = {
-    "sentences": _sentences, "stream": _stream, "dialogue": _dialogue, "meter": _meter, "serve": _serve}
-DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "dialogue": 8, "meter": 1, "serve": 8}
+    "sentences": _sentences, "stream": _stream, "dialogue": _dialogue, "meter": _meter, "serve": _serve,
+    "lengths": _lengths}
+DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "dialogue": 8, "meter": 1, "serve": 8, "lengths": 20}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -90,6 +104,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "client count, cross-request batching off vs on (--sentences = requests, default 8)")
     p.add_argument("--clients", default="1,4,8", help="--serve: concurrent client counts (default 1,4,8)")
     p.add_argument("--max-batch", type=int, default=8, help="--serve: batch size when batching is on (default 8)")
+    modes.add_argument("--lengths", action="store_true", help="sentences of distinct lengths through the compiled "
+                       "backbone and vocoder after warm-up: recompilations, vocoder time vs eager (default 20)")
     p.add_argument("--batch", type=int, default=2, help="dialogue batch size (default 2)")
     p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
                    "8 with --dialogue)")
@@ -100,6 +116,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="all: each technique alone + lossless + defaults; combined: lossless + defaults")
     p.add_argument("--compile", choices=["off", "default", "reduce-overhead"], default="off",
                    help="also measure the defaults with torch.compile of backbone and vocoder")
+    p.add_argument("--dtypes", help="comma-separated backbone dtypes to compare in one run, e.g. fp32,bf16 "
+                   "(one engine each; stock and fast at each dtype; ratios against stock at the first)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_model_options(p)
@@ -109,7 +127,11 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_num_step, check_seed
 
     mode = ("stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else
-            "serve" if args.serve else "sentences")
+            "serve" if args.serve else "lengths" if args.lengths else "sentences")
+    args.dtypes = _dtypes(args.dtypes)
+    if args.dtypes and mode != "sentences":
+        raise UserError("--dtypes compares sentence synthesis; it does not combine with --stream, --dialogue, "
+                        "--meter, --serve or --lengths")
     if mode == "serve":
         args.clients = clients_list(args.clients)
         if not 2 <= args.max_batch <= 16:
@@ -146,6 +168,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dtypes(value: str | None) -> list[str] | None:
+    """``"fp32,bf16"`` -> ["fp32", "bf16"]; "auto" becomes the dtype it picks on this machine."""
+    if value is None:
+        return None
+    from omnistudio.engine.model import DTYPES
+
+    names = [v.strip().lower() for v in value.split(",") if v.strip()]
+    bad = [n for n in names if n not in DTYPES]
+    if bad or not names:
+        raise UserError(f"--dtypes {value}: give a comma-separated list of {', '.join(DTYPES)}")
+    if len(set(names)) != len(names):
+        raise UserError(f"--dtypes {value} names a dtype twice")
+    return names
+
+
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
     from omnistudio.commands.voice_args import engine_from_args
 
@@ -174,18 +211,25 @@ def print_table(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{result['model']} on {result['device']} ({result['dtype']}, "
-                  f"{result['torch_threads']} threads, {result['num_step']} steps)")
+    table = Table(title=f"{result['model']} on {result['device']} ({','.join(result['dtypes'])}, "
+                  f"{result['torch_threads']} threads, {result['num_step']} steps); ratios against "
+                  f"{result['baseline']}")
     for col in ("variant", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s", "peak MB",
-                "tokens = stock", "max |diff|"):
+                "tokens = stock", "agree", "max |diff|"):
         table.add_column(col, justify="left" if col == "variant" else "right")
     for v in result["variants"]:
         table.add_row(v["name"], f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x", f"{v['loop_ratio']:.2f}x", f"{v['ms_per_step']:.1f}",
                       f"{v['vocoder_ms']:.0f}", f"{v['rtf']:.2f}", f"{v['ttfa_s']:.2f}", f"{v['peak_mem_mb']:.0f}",
-                      "yes" if v["tokens_identical"] else "NO", f"{v['max_abs_diff']:.3g}")
+                      "yes" if v["tokens_identical"] else "NO", f"{100 * v['token_agreement']:.1f}%",
+                      f"{v['max_abs_diff']:.3g}")
     Console().print(table)
     frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
     Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
+    default = next((v for v in result["variants"] if v["name"] == result.get("default_variant")), None)
+    if default is not None and len(result["dtypes"]) > 1:
+        Console().print(f"what a user gets by default ({default['name']}: auto dtype = {result['auto_dtype']}, "
+                        f"{result['auto_dtype_reason']}; fast sampler): {default['ratio']:.2f}x stock "
+                        f"{result['dtypes'][0]}, RTF {default['rtf']:.2f}")
 
 
 SUMMARY_LINES = {
@@ -193,6 +237,8 @@ SUMMARY_LINES = {
               "TTFA / whole = {ttfa_ratio}",
     "dialogue": "{lines} lines: sequential {sequential_s:.2f} s, batched (x{batch}) {batched_s:.2f} s -> "
                 "throughput ratio {throughput_ratio:.2f}x (max |diff| {max_abs_diff:.3g})",
+    "lengths": "{sentences} sentences of distinct lengths, compiled ({compile_mode}) after warm-up: {recompiles} "
+               "recompilations; vocoder compiled / eager (median of the last 10) = {vocoder_ratio_last10:.2f}",
     "meter": "live loudness meter at {sample_rate} Hz: {per_block_ms:.4f} ms per {block_ms:.0f} ms block "
              "(momentary, short-term, integrated, sample peak), {per_block_ms_with_true_peak:.4f} ms with true "
              "peak; a whole {whole_signal_s:.0f} s signal in {whole_signal_ms:.1f} ms",

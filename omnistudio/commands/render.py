@@ -166,7 +166,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
         result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk)
     stats = player.stats if player is not None else None
     info = take.link.info
-    out = {"sample_rate": result.sample_rate, "model": info.model, "device": info.device,
+    out = {"sample_rate": result.sample_rate, "model": info.model, "device": info.device, "dtype": info.dtype,
            "num_step": options.num_step, "seed": options.seed, **result.timings(),
            "played": player is not None, "underruns": stats.underruns if stats else None,
            "xruns": stats.xruns if stats else None}

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         write_audio(args.output, result.pcm, result.sample_rate)
     if args.json:
         payload = {"output": str(args.output), "sample_rate": result.sample_rate,
-                   "model": engine.loaded.spec.name, "device": engine.loaded.device,
+                   **engine.loaded.describe(),
                    "sampler": args.sampler, "num_step": num_step, "seed": seed,
                    **result.timings.as_dict()}
         print(json.dumps(payload))

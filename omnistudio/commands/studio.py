@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
     if spec.kind == "dir" and spec.path is not None:
         check_model_dir(spec.path)
-    studio = Studio(model, getattr(args, "device", None), getattr(args, "dtype", None), settings=settings,
+    dtype = getattr(args, "dtype", None) or settings.dtype  # --dtype, else the saved setting (default auto)
+    studio = Studio(model, getattr(args, "device", None), dtype, settings=settings,
                     audio=getattr(args, "audio", "auto"))
     app = StudioApp(studio, subtitle=f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
                     banner=banner)

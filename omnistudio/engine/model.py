@@ -61,8 +61,23 @@ class LoadedModel:
     spec: ModelSpec
     path: Path
     device: str
-    dtype: Any  # torch.dtype
+    dtype: Any  # torch.dtype of the backbone (the vocoder is always fp32)
     fingerprint: str
+    dtype_reason: str = ""
+
+    @property
+    def dtype_name(self) -> str:
+        return dtype_name(self.dtype)
+
+    @property
+    def label(self) -> str:
+        """A few words for the studio's telemetry: where the backbone runs, in which dtype."""
+        return f"{self.device} · {self.dtype_name}"
+
+    def describe(self) -> dict[str, str]:
+        """What --json outputs and sidecars record about the model."""
+        return {"model": self.spec.name, "device": self.device, "dtype": self.dtype_name,
+                "dtype_reason": self.dtype_reason, "vocoder_dtype": "fp32"}
 
     @property
     def sample_rate(self) -> int:
@@ -149,17 +164,85 @@ def pick_device(requested: str | None = None) -> str:
     return "cpu"
 
 
-def pick_dtype(device: str, requested: str | None = None) -> Any:
-    """fp16 for the backbone on CUDA, fp32 elsewhere (the vocoder always stays fp32)."""
+DTYPES = ("auto", "fp32", "bf16", "fp16")
+_TORCH_DTYPES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
+                 "bf16": "bfloat16", "bfloat16": "bfloat16"}
+# /proc/cpuinfo flags of CPUs that run bf16 matrix products natively (not emulated through fp32).
+BF16_CPU_FLAGS = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"))
+
+
+@dataclass(frozen=True)
+class DtypeChoice:
+    """The backbone dtype picked for a device, and why (logged, and shown in --json outputs)."""
+
+    dtype: Any  # torch.dtype
+    name: str  # fp32 | bf16 | fp16
+    reason: str
+
+
+def cpu_bf16_feature() -> str | None:
+    """The CPU feature that makes bf16 fast here ("AMX-BF16" or "AVX512-BF16"), or None.
+
+    Asks torch first (``torch.cpu._is_amx_tile_supported`` / ``_is_avx512_bf16_supported``, what
+    oneDNN dispatches on), then ``/proc/cpuinfo``. ``OMNISTUDIO_CPU_BF16=1|0`` forces the answer
+    (tests use it; so can a user whose CPU is misjudged).
+    """
+    forced = os.environ.get("OMNISTUDIO_CPU_BF16", "").strip()
+    if forced in ("0", "1"):
+        return "forced by OMNISTUDIO_CPU_BF16=1" if forced == "1" else None
     import torch
 
-    names = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16,
-             "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
-    if requested:
-        if requested not in names:
-            raise UserError(f"unknown dtype '{requested}': use fp32, fp16 or bf16")
-        return names[requested]
-    return torch.float16 if device.startswith("cuda") else torch.float32
+    cpu = getattr(torch, "cpu", None)
+    for probe, label in (("_is_amx_tile_supported", "AMX-BF16"), ("_is_avx512_bf16_supported", "AVX512-BF16")):
+        try:
+            if getattr(cpu, probe)():
+                return label
+        except Exception:  # a torch without the probe: fall through to cpuinfo
+            pass
+    try:
+        flags = set()
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags.update(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        return None
+    return next((label for flag, label in BF16_CPU_FLAGS if flag in flags), None)
+
+
+def choose_dtype(device: str, requested: str | None = None) -> DtypeChoice:
+    """The backbone dtype: ``requested`` if given, else automatic (the vocoder always stays fp32).
+
+    auto: CUDA fp16 (tensor cores; three more mantissa bits than bf16); CPU bf16 where the CPU
+    has AMX-BF16 or AVX512-BF16 (see :func:`cpu_bf16_feature`), else fp32; MPS fp32.
+    """
+    import torch
+
+    value = (requested or "auto").strip().lower()
+    if value != "auto":
+        if value not in _TORCH_DTYPES:
+            raise UserError(f"unknown dtype '{requested}': use auto, fp32, bf16 or fp16")
+        dtype = getattr(torch, _TORCH_DTYPES[value])
+        return DtypeChoice(dtype, dtype_name(dtype), f"--dtype {value}")
+    if device.startswith("cuda"):
+        return DtypeChoice(torch.float16, "fp16", "auto: CUDA")
+    if device == "cpu":
+        feature = cpu_bf16_feature()
+        if feature:
+            return DtypeChoice(torch.bfloat16, "bf16", f"auto: CPU has {feature}")
+        return DtypeChoice(torch.float32, "fp32", "auto: CPU without native bf16")
+    return DtypeChoice(torch.float32, "fp32", f"auto: {device}")
+
+
+def dtype_name(dtype: Any) -> str:
+    """torch.bfloat16 -> "bf16" (the short names --dtype takes)."""
+    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(str(dtype).removeprefix("torch."),
+                                                                         str(dtype))
+
+
+def pick_dtype(device: str, requested: str | None = None) -> Any:
+    """The torch dtype of :func:`choose_dtype`."""
+    return choose_dtype(device, requested).dtype
 
 
 def set_backend_flags(device: str) -> None:
@@ -216,11 +299,12 @@ def load_model(
     spec = resolve_model(name)
     path = checkpoint_path(spec, say)
     dev = pick_device(device)
-    torch_dtype = pick_dtype(dev, dtype)
+    choice = choose_dtype(dev, dtype)
+    torch_dtype = choice.dtype
     set_backend_flags(dev)
     if spec.is_random:
         log.warning("model '%s' is a %s", spec.name, checkpoints.NOISE_WARNING)
-    say(f"loading {spec.name} on {dev}")
+    say(f"loading {spec.name} on {dev}, backbone {choice.name} ({choice.reason})")
     quiet_third_party()
     from omnivoice.models.omnivoice import OmniVoice
 
@@ -242,7 +326,6 @@ def load_model(
         model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
     model.audio_tokenizer.float()  # fp16 underflows in the vocoder
     model.eval()
-    log.info("model %s (%s) on %s, backbone %s, vocoder fp32, cudnn.benchmark off%s",
-             spec.name, spec.kind, dev, str(torch_dtype).removeprefix("torch."),
-             ", TF32 on" if dev.startswith("cuda") else "")
-    return LoadedModel(model, spec, path, dev, torch_dtype, fingerprint(path))
+    log.info("model %s (%s) on %s, backbone %s (%s), vocoder fp32, cudnn.benchmark off%s",
+             spec.name, spec.kind, dev, choice.name, choice.reason, ", TF32 on" if dev.startswith("cuda") else "")
+    return LoadedModel(model, spec, path, dev, torch_dtype, fingerprint(path), choice.reason)

@@ -277,6 +277,8 @@ class Studio:
                 self.report(Failure("Engine error", describe(exc)))
 
     def _set_state(self, state: str, detail: str = "") -> None:
+        if state == "ready" and not detail and self.engine is not None:
+            detail = self.engine.loaded.label  # e.g. "cpu · bf16" (the backbone dtype)
         self.state = state
         self.report(EngineState(state, detail))
 

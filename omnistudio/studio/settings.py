@@ -31,6 +31,15 @@ def _float(name: str, value: Any, lo: float, hi: float) -> float:
     return number
 
 
+def _dtype(value: Any) -> str:
+    from omnistudio.engine.model import DTYPES
+
+    name = str(value or "auto").strip().lower()
+    if name not in DTYPES:
+        raise UserError(f"dtype '{value}': use {', '.join(DTYPES)}")
+    return name
+
+
 @dataclass(frozen=True)
 class StudioSettings:
     """Everything the settings screen edits."""
@@ -46,6 +55,7 @@ class StudioSettings:
     output_device: str = ""  # empty: the system default
     language: str = "en"
     anchor: str = ""
+    dtype: str = "auto"  # backbone dtype at the next start: auto | fp32 | bf16 | fp16 (--dtype wins)
 
     def validated(self) -> StudioSettings:
         """A copy with every field checked and normalised, or a UserError naming the bad one."""
@@ -62,6 +72,7 @@ class StudioSettings:
             seed_lock=bool(self.seed_lock), room_tone=bool(self.room_tone), breaths=bool(self.breaths),
             output_device=str(self.output_device or "").strip(),
             language=self.language if self.language in ("en", "es") else "en",
+            dtype=_dtype(self.dtype),
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -134,7 +134,8 @@ class LocalEngine:
     @property
     def info(self) -> LinkInfo:
         loaded = self.engine.loaded
-        return LinkInfo(str(getattr(loaded.spec, "name", "?")), str(loaded.device), str(getattr(loaded, "dtype", "")),
+        dtype = getattr(loaded, "dtype_name", None) or str(getattr(loaded, "dtype", ""))  # "bf16", as --dtype says
+        return LinkInfo(str(getattr(loaded.spec, "name", "?")), str(loaded.device), dtype,
                         "fast" if self.engine.sampler is not None else "stock")
 
     @property

@@ -104,7 +104,7 @@ class FileSink(Sink):
 
         timings = {**result.timings(), **self.extra}
         self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
-                                      timings=timings, shm_root=self.shm_root)
+                                      timings=timings, shm_root=self.shm_root, engine=_engine_info(self._take))
 
 
 class ShmSink(Sink):
@@ -147,3 +147,11 @@ class MemorySink(Sink):
     @property
     def pcm(self) -> np.ndarray:
         return np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)
+
+
+def _engine_info(take: Any) -> dict[str, Any] | None:
+    """What rendered the take (model, device, backbone dtype) for the sidecar, when the link says."""
+    from dataclasses import asdict, is_dataclass
+
+    info = getattr(getattr(take, "link", None), "info", None)
+    return asdict(info) if is_dataclass(info) else None
