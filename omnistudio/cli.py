@@ -16,7 +16,7 @@ from typing import NoReturn
 from omnistudio import __version__
 from omnistudio.errors import UserError
 
-COMMANDS = ["say", "render", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
+COMMANDS = ["say", "render", "check", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
 EXIT_USER_ERROR = 2
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from omnistudio.take.project import Line, Project
-from omnistudio.take.retake import new_seed, render_line, render_missing, takes_report
+from omnistudio.take.retake import new_seed, render_line, take_sentences, takes_report
 from omnistudio.take.verify import DEFAULT_THRESHOLD, TakeChecker, check_threshold
 from omnistudio.voices.asr import Transcriber, packaged_model_dir
 
@@ -61,9 +61,12 @@ class Recordings:
         self.calls: list[tuple[str, int]] = []
 
     def __call__(self, line: Line, seed: int) -> np.ndarray:
-        done = sum(1 for text, _ in self.calls if text == line.text)
-        self.calls.append((line.text, seed))
-        said = self.plan.get(line.text, [line.text])
+        return self.say(line.text, seed)
+
+    def say(self, text: str, seed: int) -> np.ndarray:
+        done = sum(1 for said, _ in self.calls if said == text)
+        self.calls.append((text, seed))
+        said = self.plan.get(text, [text])
         return flite(said[min(done, len(said) - 1)])
 
 
@@ -85,7 +88,7 @@ def test_new_seeds_are_deterministic_and_unused() -> None:
 def test_check_flags_exactly_the_wrong_takes(checker: TakeChecker, tmp_path: Path) -> None:
     project = Project(tmp_path / "p.omniproj", SCRIPT, "en", "ruby")
     synth = Recordings({MINISTER: [DROPPED], GLUE: [WRONG]})
-    render_missing(project, synth, lambda i, line: i, num_step=8, guidance=2.0, checker=checker)
+    take_sentences(project, synth, lambda i, line: i, num_step=8, guidance=2.0, checker=checker)
     results = [line.chosen_take.asr for line in project.lines]
     assert [r.passed for r in results] == [True, False, False, True], [r.describe() for r in results]
     assert all(r.wer <= DEFAULT_THRESHOLD for r in (results[0], results[3]))  # correct English flite: under 15%
@@ -99,7 +102,7 @@ def test_retake_chooses_the_correct_recording(checker: TakeChecker, tmp_path: Pa
     # sentence 2: wrong, dropped word, then right; sentence 3: always wrong; sentence 1 right at once
     synth = Recordings({MINISTER: [WRONG, DROPPED, MINISTER, WRONG], GLUE: [WRONG, "Glue the sheet to the wall.",
                                                                      "Glue the sheet to the blue background.", WRONG]})
-    render_missing(project, synth, lambda i, line: 100 + i, num_step=8, guidance=2.0, checker=checker, retakes=3)
+    take_sentences(project, synth, lambda i, line: 100 + i, num_step=8, guidance=2.0, checker=checker, retakes=3)
     good, minister, glue, canoe = project.lines
     assert len(good.takes) == 1 and len(canoe.takes) == 1  # passed first time: no retake
     assert len(minister.takes) == 3  # stopped at the first take that passed

@@ -46,42 +46,50 @@ def check_take(project: Project, index: int, take: Take, checker: TakeChecker) -
 
 
 def render_line(project: Project, index: int, synth: Synthesise, *, seed: int, num_step: int, guidance: float,
-                checker: TakeChecker | None = None, retakes: int = 0,
-                progress: Progress | None = None) -> list[Take]:
+                checker: TakeChecker | None = None, retakes: int = 0, progress: Progress | None = None,
+                tries: list[Take] | None = None) -> list[Take]:
     """Render sentence ``index`` with ``seed``; with a checker, while the take fails, render it again
     with a new seed, up to ``retakes`` more times. The take with the lowest WER is chosen (the
-    earliest among equals). Returns the takes made, in order."""
+    earliest among equals). ``tries``: takes already made that count as tries. Returns every try."""
     line = project.lines[index]
-    tries: list[Take] = []
+    tries = list(tries or [])
     current = seed
-    for attempt in range(1 + (max(0, retakes) if checker is not None else 0)):
+    while len(tries) < 1 + (max(0, retakes) if checker is not None else 0):
+        attempt = len(tries)
+        if tries and tries[-1].asr is not None and tries[-1].asr.passed is not False:
+            break
         if attempt:
             current = new_seed(seed, [t.seed for t in line.takes], attempt)
             if progress is not None:
                 progress(f"sentence {index + 1}: retake {attempt}/{retakes} (seed {current})")
-        pcm = synth(line, current)
-        take = project.add_take(index, pcm, seed=current, num_step=num_step, guidance=guidance, choose=False)
+        take = project.add_take(index, synth(line, current), seed=current, num_step=num_step, guidance=guidance,
+                                choose=False)
         if checker is not None:
             take = check_take(project, index, take, checker)
         tries.append(take)
-        if take.asr is None or take.asr.passed is not False:
-            break
     best = min(tries, key=_error)
     line.choose(best.id)
     return tries
 
 
-def render_missing(project: Project, synth: Synthesise, seed_for: Callable[[int, Line], int], *, num_step: int,
+def take_sentences(project: Project, synth: Synthesise, seed_for: Callable[[int, Line], int], *, num_step: int,
                    guidance: float, checker: TakeChecker | None = None, retakes: int = 0,
                    progress: Progress | None = None, done: Callable[[int], None] | None = None) -> list[int]:
-    """Render every sentence that has no fresh chosen take; returns their indices."""
-    todo = project.missing()
-    for index in todo:
-        render_line(project, index, synth, seed=seed_for(index, project.lines[index]), num_step=num_step,
-                    guidance=guidance, checker=checker, retakes=retakes, progress=progress)
+    """Give every sentence a chosen take: a fresh chosen take is kept (with a checker, checked if it
+    was not, and retaken if it fails); the others are rendered. Returns the sentences rendered."""
+    rendered = []
+    for index, line in enumerate(project.lines):
+        chosen = line.chosen_take
+        if chosen is not None and checker is not None and chosen.asr is None:
+            chosen = check_take(project, index, chosen, checker)
+        if chosen is None or (checker is not None and chosen.asr is not None and chosen.asr.passed is False
+                              and retakes > 0):
+            render_line(project, index, synth, seed=seed_for(index, line), num_step=num_step, guidance=guidance,
+                        checker=checker, retakes=retakes, progress=progress, tries=[chosen] if chosen else None)
+            rendered.append(index)
         if done is not None:
             done(index)
-    return todo
+    return rendered
 
 
 def takes_report(project: Project) -> list[dict[str, Any]]:
