@@ -39,7 +39,7 @@ def checker() -> TakeChecker:
     return TakeChecker(Transcriber(model, threads=1))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def flite(text: str, voice: str = "slt") -> np.ndarray:
     """``text`` spoken by flite, as a take: float32 mono at 24 kHz."""
     import soundfile as sf

@@ -21,7 +21,7 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +211,7 @@ class Project:
             lufs = measure(stored, rate).integrated_lufs
             existing = Take(take_id, line.voice, line.lang, int(seed), int(num_step), float(guidance), line.text_hash,
                             round(stored.size / rate, 4), None if not np.isfinite(lufs) else round(float(lufs), 2),
-                            asr, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                            asr, datetime.now(UTC).isoformat(timespec="seconds"))
             line.takes.append(existing)
             self._pending[take_id] = data
         self._audio[take_id] = stored
