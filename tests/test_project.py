@@ -219,3 +219,28 @@ def test_killed_halfway_through_writing_a_file_the_previous_project_opens(tmp_pa
     assert (path / MANIFEST).read_bytes() == before
     project = Project.open(path)
     assert project.problems == [] and project.script == SCRIPT and len(project.lines[0].takes) == 2
+
+
+def test_stepping_through_takes_and_the_previous_choice(tmp_path: Path) -> None:
+    from omnistudio.take.retake import regenerate
+
+    project = make_project(tmp_path / "news.omniproj")
+    line = project.lines[0]
+    first, second = line.takes
+    assert line.chosen == second.id and line.previous_take() == first
+    seeds: list[int] = []
+
+    def synth(_line, seed):  # noqa: ANN001, ANN202
+        seeds.append(seed)
+        return tone(freq=400 + len(seeds))
+
+    third = regenerate(project, 0, synth, base_seed=0, num_step=8, guidance=2.0)
+    assert seeds[0] not in (0, 99) and line.takes[-1] == third and line.chosen == third.id
+    assert line.previous_take() == second
+    assert line.step(None, -1) == second and line.step(None, -2) == first and line.step(None, -9) == first
+    assert line.step(first.id, +1) == second and line.step(None, +1) == third  # clamped at the end
+    line.choose(first.id)
+    assert line.previous_take() == third
+    assert line.undo() and line.chosen == third.id and line.undo() and line.chosen == second.id
+    project.set_script(SCRIPT.replace("Good evening.", "Good night."))
+    assert project.lines[0].step(None, 0) is None and project.lines[0].previous_take() is None

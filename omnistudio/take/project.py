@@ -147,6 +147,24 @@ class Line:
             self.history.append(self.chosen)
             self.chosen = take_id
 
+    def step(self, take_id: str | None, offset: int) -> Take | None:
+        """The fresh take ``offset`` places from ``take_id`` (the chosen one when None), clamped to
+        the ends: what Alt+Left/Right in the studio moves to."""
+        fresh = self.fresh_takes
+        if not fresh:
+            return None
+        current = take_id if take_id is not None else self.chosen
+        at = next((i for i, t in enumerate(fresh) if t.id == current), len(fresh) - 1)
+        return fresh[max(0, min(len(fresh) - 1, at + offset))]
+
+    def previous_take(self) -> Take | None:
+        """The fresh take chosen before the current one (the B of an A/B comparison)."""
+        for take_id in reversed(self.history):
+            take = next((t for t in self.takes if t.id == take_id), None)
+            if take is not None and take.id != self.chosen and self.is_fresh(take):
+                return take
+        return None
+
     def undo(self) -> bool:
         """Go back to the previous choice; False when there is none."""
         if not self.history:

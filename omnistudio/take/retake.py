@@ -72,6 +72,16 @@ def render_line(project: Project, index: int, synth: Synthesise, *, seed: int, n
     return tries
 
 
+def regenerate(project: Project, index: int, synth: Synthesise, *, base_seed: int, num_step: int, guidance: float,
+               checker: TakeChecker | None = None) -> Take:
+    """One more take of sentence ``index`` with a seed none of its takes has; it becomes the chosen
+    take (undo goes back). What F9 in the studio does."""
+    line = project.lines[index]
+    seed = new_seed(base_seed, [t.seed for t in line.takes], len(line.takes) + 1)
+    take = project.add_take(index, synth(line, seed), seed=seed, num_step=num_step, guidance=guidance, choose=True)
+    return check_take(project, index, take, checker) if checker is not None else take
+
+
 def take_sentences(project: Project, synth: Synthesise, seed_for: Callable[[int, Line], int], *, num_step: int,
                    guidance: float, checker: TakeChecker | None = None, retakes: int = 0,
                    progress: Progress | None = None, done: Callable[[int], None] | None = None) -> list[int]:
