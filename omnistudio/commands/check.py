@@ -44,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
         if not (args.text or "").strip():
             raise UserError(f"checking {args.target.name} needs --text: what it should say")
         check_language(args.lang)
+    project = _open_project(args) if is_project else None  # a bad project fails before the model loads
     checker = _checker(args.asr_model, threshold)
-    rows = _check_project(args, checker) if is_project else [_check_file(args, checker)]
+    rows = _check_project(args, project, checker) if project is not None else [_check_file(args, checker)]
     failed = [row for row in rows if row["passed"] is False]
     if args.json:
         print(json.dumps({"target": str(args.target), "threshold": threshold, "checked": rows,
@@ -71,21 +72,27 @@ def _check_file(args: argparse.Namespace, checker: Any) -> dict[str, Any]:
     return {"sentence": None, "take": args.target.name, "text": args.text, **result.as_dict()}
 
 
-def _check_project(args: argparse.Namespace, checker: Any) -> list[dict[str, Any]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
+def _open_project(args: argparse.Namespace) -> Any:
     from omnistudio.console import err_console
     from omnistudio.take.project import Project
-    from omnistudio.take.retake import check_take
 
     project = Project.open(args.target)
     for problem in project.problems:
         err_console.print(f"omnistudio: warning: {args.target}: {problem}", markup=False, highlight=False,
                           soft_wrap=True)
+    if not any(line.fresh_takes for line in project.lines):
+        raise UserError(f"{args.target} has no takes to check: render it first (render --project)")
+    return project
+
+
+def _check_project(args: argparse.Namespace, project: Any, checker: Any) -> list[dict[str, Any]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from omnistudio.console import err_console
+    from omnistudio.take.retake import check_take
+
     todo = [(i, t) for i, line in enumerate(project.lines)
             for t in (line.fresh_takes if args.all else [line.chosen_take]) if t is not None]
-    if not todo:
-        raise UserError(f"{args.target} has no takes to check: render it first (render --project)")
     rows = []
     with Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), console=err_console,
                   transient=True) as bar:
