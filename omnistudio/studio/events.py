@@ -93,3 +93,12 @@ class Snapshot:
     underruns: int
     playing: bool
     paused: bool
+
+
+@dataclass(frozen=True)
+class TakesChanged:
+    """A sentence's takes or choice changed (the script gutter shows counts and failed checks)."""
+
+    counts: tuple[int, ...]  # fresh takes per sentence
+    failed: tuple[bool, ...]  # the chosen take failed its speech-recognition check
+    played: str | None = None  # the take id just played (step, A/B, regenerate)
