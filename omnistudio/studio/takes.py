@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from omnistudio.errors import UserError
-from omnistudio.studio.events import PlaybackFinished, TakesChanged
+from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
 from omnistudio.take.chosen import keep_rendered, use_chosen
 from omnistudio.take.link import Rendered
 from omnistudio.take.pipeline import Take, build_take, cache_key
@@ -202,6 +202,7 @@ class ProjectTakes:
 
     def _report(self, played: str | None = None) -> None:
         if self.project is not None:
-            lines = self.project.lines
-            self.studio.report(TakesChanged(tuple(len(ln.fresh_takes) for ln in lines),
-                                            tuple(ln.failed for ln in lines), played))
+            rows = tuple(tuple(TakeRow(t.id, t.seed, t.duration_s, t.asr.wer if t.asr else None,
+                                       t.asr.passed if t.asr else None, t.id == ln.chosen) for t in ln.fresh_takes)
+                         for ln in self.project.lines)
+            self.studio.report(TakesChanged(rows, tuple(ln.failed for ln in self.project.lines), played))
