@@ -4,26 +4,18 @@ and editing one sentence leaves the others' takes alone (headless controller, ti
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from studio_support import make_studio
+from test_studio_controller import wait
 
 from omnistudio.studio.events import PlaybackFinished, TakesChanged
 from omnistudio.studio.settings import StudioSettings
 from omnistudio.take.project import Project
 
 SCRIPT = "Good evening. Here is the news.\nAnd now the weather."
-
-
-def wait(predicate: Any, timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 @pytest.fixture()
