@@ -19,9 +19,9 @@ SCRIPT = "Good evening. Here is the news.\nAnd now the weather."
 
 
 @pytest.fixture()
-def studio(tiny_engine, ref_wav: Path, tmp_path: Path):  # noqa: ANN001, ANN201
+def studio(tiny_engine, voice_roster_file: Path, tmp_path: Path):  # noqa: ANN001, ANN201
     events: list[object] = []
-    s = make_studio(tiny_engine, ref_wav, report=events.append, virtual_rate=50.0,
+    s = make_studio(tiny_engine, voice_roster_file, report=events.append, virtual_rate=50.0,
                     settings=StudioSettings(num_step=2, anchor="ruby")).start()
     s.events = events  # type: ignore[attr-defined]
     wait(lambda: s.state == "ready", what="engine ready")

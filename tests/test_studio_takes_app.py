@@ -21,17 +21,17 @@ def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TextArea, "cursor_blink", False)
 
 
-def test_takes_by_key(tiny_engine, ref_wav: Path, tmp_path: Path) -> None:  # noqa: ANN001
-    asyncio.run(_takes_by_key(tiny_engine, ref_wav, tmp_path))
+def test_takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_takes_by_key(tiny_engine, voice_roster_file, tmp_path))
 
 
-async def _takes_by_key(tiny_engine, ref_wav: Path, tmp_path: Path) -> None:  # noqa: ANN001
+async def _takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.take_list import TakeList
     from omnistudio.widgets.telemetry import Telemetry
 
     path = tmp_path / "news.omniproj"
-    app = make_app(tiny_engine, ref_wav, tmp_path / "autosave.script", virtual_rate=50.0)
+    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", virtual_rate=50.0)
     app.studio.select("ruby")
     app.studio.takes.open(path, SCRIPT)
     async with app.run_test(size=(140, 40)) as pilot:
