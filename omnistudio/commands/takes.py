@@ -83,6 +83,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from omnistudio.console import err_console, status
+    from omnistudio.take.chosen import keep_rendered
     from omnistudio.take.link import RenderItem
     from omnistudio.take.pipeline import Take, plan
     from omnistudio.take.retake import take_sentences
@@ -106,9 +107,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
             task = bar.add_task("", total=len(todo), phase="rendering")
             first = Take(link, [planned[i] for i in todo], options).run(
                 on_chunk=lambda chunk: bar.update(task, advance=1, description=f"sentence {chunk.sentence_id + 1}"))
-            for pcm, _pause, index in first.chunks:
-                project.add_take(index, pcm, seed=planned[index].seed, num_step=options.num_step,
-                                 guidance=options.guidance_scale)
+            keep_rendered(project, [planned[i] for i in todo], first.chunks, options)
 
         def synth(line: Any, seed: int) -> Any:
             index = next(i for i, ln in enumerate(project.lines) if ln is line)
