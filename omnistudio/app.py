@@ -58,6 +58,7 @@ class StudioApp(App[None]):
         self.welcome = welcome  # first start: an anchor selected, the example script in an empty editor
         self.partner: str | None = None
         self.sentences: dict[int, tuple[int, int]] = {}
+        self.takes: ev.TakesChanged | None = None  # the project's takes, as last reported
         self._duo_index = -1
 
     async def on_mount(self) -> None:
@@ -74,7 +75,10 @@ class StudioApp(App[None]):
         if self.studio.anchor:
             picker.selected = self.studio.anchor
         restored = self.autosave.restore()
-        if restored:
+        project = self.studio.takes.project
+        if project is not None:
+            screen.query_one(ScriptEditor).load_text(project.script)
+        elif restored:
             screen.query_one(ScriptEditor).load_text(restored)
             self.notify("restored the autosaved script", timeout=3)
         elif self.welcome:
@@ -155,9 +159,24 @@ class StudioApp(App[None]):
             self.notify(event.message, severity=event.severity, timeout=5)  # type: ignore[arg-type]
         elif isinstance(event, ev.Failure):
             self.push_screen(ErrorModal(event.title, event.message))
+        elif isinstance(event, ev.TakesChanged):
+            self.takes = event
+            self._show_takes(screen, event)
         elif isinstance(event, ev.Exported):
             loud = event.report.get("integrated_lufs")
             self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else ""), timeout=6)
+
+    def _show_takes(self, screen: MainScreen, event: ev.TakesChanged) -> None:
+        """Gutter marks per script row (take count per sentence, ✗ on a failed check) and the take list."""
+        editor = screen.query_one(ScriptEditor)
+        marks: dict[int, list[str]] = {}
+        for sentence in self.studio.parse(editor.text):
+            if sentence.index < len(event.takes):
+                row = editor.text.count("\n", 0, sentence.start)
+                mark = f"{len(event.takes[sentence.index])}" + ("✗" if event.failed[sentence.index] else "")
+                marks.setdefault(row, []).append(mark)
+        editor.set_take_marks({row: " ".join(parts) for row, parts in marks.items()})
+        screen.show_takes()
 
     def on_unmount(self) -> None:
         self.autosave.flush()

@@ -20,7 +20,7 @@ from typing import NoReturn
 from omnistudio import __version__
 from omnistudio.errors import Terminated, UserError, os_error_line
 
-COMMANDS = ["say", "render", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
+COMMANDS = ["say", "render", "check", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM

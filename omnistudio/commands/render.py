@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "PortAudio's 'high' is 35 ms on PulseAudio, too short for a busy engine thread)")
     add_model_options(p)
     add_finishing_options(p)
+    from omnistudio.commands import takes
+
+    takes.add_options(p)
 
 
 # --------------------------------------------------------------------- checks
@@ -97,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.take.options import TakeOptions
 
     # Every cheap check first: nothing is loaded, played or written for bad input.
-    if args.output is None and not args.play:
+    if args.output is None and not args.play and args.project is None:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
     if args.output is not None:
         from omnistudio.voices.roster import recording_inputs
@@ -114,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
     tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
     script = parse_script(text, options.lang, speakers=_known_speakers() if tagged else None)
     options = replace(options, voice=_check_voice_options(args, script))
+    from omnistudio.commands import takes
+
+    if takes.wanted(args):
+        return takes.run(args, text, script, options)
 
     player = _open_player(args, SAMPLE_RATE) if args.play else None
     if player is not None:

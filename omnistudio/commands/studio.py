@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -12,6 +13,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--audio", choices=["auto", "device", "virtual"], default="auto",
                    help="auto: the sound card if there is one, else play silently (default); "
                         "virtual: never open a device")
+    p.add_argument("--project", type=Path, metavar="NAME.omniproj",
+                   help="open a project: its script, every take of every sentence, the chosen ones")
     add_model_options(p)
 
 
@@ -30,6 +33,14 @@ def run(args: argparse.Namespace) -> int:
     dtype = getattr(args, "dtype", None) or settings.dtype  # --dtype, else the saved setting (default auto)
     studio = Studio(model, getattr(args, "device", None), dtype, settings=settings,
                     audio=getattr(args, "audio", "auto"))
+    if getattr(args, "project", None) is not None:
+        from omnistudio.take.project import MANIFEST, SCRIPT, check_project_path
+
+        path = check_project_path(args.project)
+        exists = (path / MANIFEST).exists() or (path / SCRIPT).exists()
+        from omnistudio.studio.welcome import EXAMPLE_SCRIPT
+
+        studio.takes.open(path, None if exists else EXAMPLE_SCRIPT)
     app = StudioApp(studio, subtitle=f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
                     banner=banner)
     if warning:

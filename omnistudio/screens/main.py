@@ -24,6 +24,7 @@ from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.lufs_meter import LufsMeter
 from omnistudio.widgets.morph_slider import MorphSlider
 from omnistudio.widgets.script_editor import ScriptEditor
+from omnistudio.widgets.take_list import TakeList
 from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
 
@@ -40,6 +41,10 @@ BINDINGS = [
     Binding("ctrl+o", "open", "Open", id="open", show=False, priority=True),
     Binding("ctrl+s", "save", "Save", id="save", show=False, priority=True),
     Binding("f2", "settings", "Settings", id="settings", priority=True),
+    Binding("f9", "regenerate", "Retake", id="regenerate", show=False, priority=True),
+    Binding("f10", "compare", "A/B", id="compare", show=False, priority=True),
+    Binding("alt+left", "step_take(-1)", "Prev take", id="prev_take", show=False, priority=True),
+    Binding("alt+right", "step_take(1)", "Next take", id="next_take", show=False, priority=True),
 ]
 
 
@@ -64,6 +69,9 @@ class MainScreen(Screen[None]):
                 yield MorphSlider(1.0, id="morph")
                 yield Label("Telemetry", classes="section")
                 yield Telemetry(id="telemetry")
+                project = studio.takes.project is not None  # the take list shows only with a project
+                yield Label("Takes", classes="section", id="takes-label").set_styles(f"display: {'block' if project else 'none'};")
+                yield TakeList(id="takes").set_styles(f"display: {'block' if project else 'none'};")
         yield Footer()
 
     # ------------------------------------------------------------ helpers
@@ -181,6 +189,47 @@ class MainScreen(Screen[None]):
                 self.notify(f"saved {path}", timeout=3)
 
         self.app.push_screen(PathDialog("Save script", "written atomically", Path.cwd() / "script.txt", "Save"), done)
+
+    # ------------------------------------------------------------ takes (a project is open)
+    def sentence_at_cursor(self) -> int | None:
+        offset = self.editor.cursor_offset
+        sentences = self.studio.parse(self.editor.text)
+        return next((s.index for s in sentences if offset < s.end), sentences[-1].index if sentences else None)
+
+    def _on_sentence(self, fn, *args) -> None:  # noqa: ANN001
+        index = self.sentence_at_cursor()
+        if index is not None:
+            self._try(fn, self.editor.text, index, *args)
+
+    def action_regenerate(self) -> None:
+        self._on_sentence(self.studio.takes.regenerate)
+
+    def action_step_take(self, offset: int) -> None:
+        self._on_sentence(self.studio.takes.step, offset)
+
+    def action_compare(self) -> None:
+        self._on_sentence(self.studio.takes.compare)
+
+    def show_takes(self) -> None:
+        """The take list follows the sentence under the cursor (from the last TakesChanged)."""
+        changed = getattr(self.app, "takes", None)
+        index = self.sentence_at_cursor()
+        rows = changed.takes[index] if changed is not None and index is not None and index < len(changed.takes) else ()
+        self.query_one(TakeList).show(index, rows)
+
+    @on(TakeList.OptionSelected)
+    def _choose_take(self, event: TakeList.OptionSelected) -> None:
+        takes = self.query_one(TakeList)
+        if takes.sentence is not None and event.option.id:
+            self._try(self.studio.takes.choose, takes.sentence, event.option.id)
+
+    @on(TakeList.Undo)
+    def _undo_take(self, event: TakeList.Undo) -> None:
+        self._try(self.studio.takes.undo, event.sentence)
+
+    @on(ScriptEditor.SelectionChanged)
+    def _cursor_moved(self) -> None:
+        self.show_takes()
 
     # ------------------------------------------------------------ widget events
     @on(AnchorPicker.Picked)

@@ -50,6 +50,7 @@ from omnistudio.studio.events import (
 )
 from omnistudio.studio.playback import Schedule, VirtualOutput
 from omnistudio.studio.settings import StudioSettings
+from omnistudio.studio.takes import ProjectTakes
 from omnistudio.take.link import LocalEngine, PrepareEvent
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take
@@ -98,6 +99,7 @@ class Studio:
         self._rendering_play = False
         self._cancel = threading.Event()  # the current play's; stop() sets it, the next play gets a new one
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
+        self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> Studio:
@@ -151,6 +153,7 @@ class Studio:
             raise UserError("nothing to play after the cursor")
         if any(s.speaker is None for s in sentences) and not self.anchor:
             raise UserError("pick an anchor first (or tag the line, e.g. [ruby])")
+        self.takes.sync(text)
         self._start_play(sentences)
         return sentences
 
@@ -207,6 +210,7 @@ class Studio:
         for unchanged sentences, rendered for the others."""
         sentences = self.parse(text)
         FileSink(path)  # checks the path now, on the UI thread
+        self.takes.sync(text)
         self._commands.put(("export", (sentences, path, self.take_options())))
 
     def select(self, anchor: str | None, lang: str | None = None) -> None:
@@ -335,16 +339,23 @@ class Studio:
 
         try:
             take = build_take(self.link, sentences, options, self.cache)  # type: ignore[arg-type]
+            if not audition:
+                take = self.takes.with_chosen(take)
             self.last_take = take
             if not audition:
                 self._played_seed = take.base_seed
-            take.run([PlayerSink(player, cancel, on_piece)], progress=self._preparing, cancel=cancel,
-                     on_chunk=self._rendered)
+            result = take.run([PlayerSink(player, cancel, on_piece)], progress=self._preparing, cancel=cancel,
+                              on_chunk=self._rendered)
+            if not audition:
+                self.takes.keep(take, result)
             finished = True
         finally:
             self._rendering_play = False
             self._set_state("ready")
             self.report(PlaybackFinished(cancelled=not finished))
+
+    def _do_takes(self, name: str, args: tuple[Any, ...]) -> None:
+        self.takes.run(name, args)
 
     def _do_export(self, sentences: list[Sentence], path: Path, options: TakeOptions) -> None:
         self._set_state("rendering", f"exporting {path.name}")
@@ -352,6 +363,7 @@ class Studio:
             # With the seed unlocked, export the take that was heard (its base seed), not a new one.
             base = None if options.seed_locked else self._played_seed
             take = build_take(self.link, sentences, options, self.cache, base_seed=base)  # type: ignore[arg-type]
+            take = self.takes.with_chosen(take)
             sink = FileSink(path)
             result = take.run([sink], progress=self._preparing, on_chunk=self._rendered)
         finally:

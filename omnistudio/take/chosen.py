@@ -1,0 +1,80 @@
+"""A project's chosen takes as a take of the pipeline: every sentence a cache hit, so the file (or
+the player) gets them through the same stitcher, finishing and sinks as a rendered take."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from omnistudio.errors import UserError
+from omnistudio.take.link import LinkInfo, Rendered
+from omnistudio.take.options import TakeOptions
+from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
+from omnistudio.take.project import Project
+
+
+class StoredTakes:
+    """The link of a take made only of stored takes: it renders nothing (the cache holds every sentence)."""
+
+    def __init__(self, sample_rate: int) -> None:
+        self.sample_rate = sample_rate
+        self.info = LinkInfo("stored takes", "-", "-", "-")
+
+    def prepare(self, *_a: Any, **_k: Any) -> None:
+        raise UserError("stored takes need no voices (internal)")
+
+    def render(self, *_a: Any, **_k: Any) -> Any:
+        raise UserError("stored takes render nothing (internal)")
+
+
+def use_chosen(project: Project, sentences: list[PlannedSentence], options: TakeOptions, link: Any,
+               cache: TakeCache) -> list[PlannedSentence]:
+    """``sentences`` (planned, ids = project line indices) where each one whose line has a fresh
+    chosen take in the same voice takes that take's seed, with its audio in ``cache``: a take of
+    them plays or writes the chosen takes and renders only the others."""
+    out = []
+    for sentence in sentences:
+        line = project.lines[sentence.id]
+        take = line.chosen_take
+        if take is not None and (line.text, take.voice, take.lang) == (sentence.text, sentence.voice.key(),
+                                                                       sentence.lang):
+            sentence = replace(sentence, seed=take.seed)
+            cache.put(cache_key(link, sentence, options), Rendered(sentence.id, project.audio(take)))
+        out.append(sentence)
+    return out
+
+
+def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: list[tuple[Any, float, int]],
+                  options: TakeOptions) -> list[int]:
+    """Store what a take rendered as takes of its sentences (chosen where a sentence had none);
+    sentences that played a chosen take add nothing. Returns the indices that got a take."""
+    seeds = {s.id: s.seed for s in sentences}
+    added = []
+    for pcm, _pause, index in chunks:
+        line = project.lines[index]
+        take = line.chosen_take
+        if take is not None and take.seed == seeds[index]:
+            continue  # the chosen take itself
+        project.add_take(index, pcm, seed=seeds[index], num_step=options.num_step, guidance=options.guidance_scale,
+                         choose=take is None)
+        added.append(index)
+    return added
+
+
+def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeOptions, link: Any = None) -> Take:
+    """The pipeline take of ``project``'s chosen takes (``planned``: the script's planned sentences)."""
+    missing = project.missing()
+    if missing:
+        raise UserError(f"sentence {missing[0] + 1} has no chosen take ({len(missing)} of {len(project)}): "
+                        "render it first")
+    link = link or StoredTakes(project.sample_rate)
+    cache = TakeCache(max_bytes=1 << 62)  # holds the whole project: nothing is rendered
+    return Take(link, use_chosen(project, planned, options, link, cache), options, cache, base_seed=options.seed)
+def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions, output: Path) -> Any:
+    """Write the chosen takes to ``output`` through the pipeline's file sink; the FinishedRender."""
+    from omnistudio.take.sinks import FileSink
+
+    sink = FileSink(output)
+    chosen_take(project, planned, options).run([sink])
+    return sink.finished

@@ -1,0 +1,389 @@
+"""A project: the script, every take of every sentence, and which take is chosen.
+
+On disk ``NAME.omniproj/``::
+
+    project.json     the manifest (format, default voice and language, the script, per sentence:
+                     its takes and the chosen one); written last, through a temporary file + rename
+    script.txt       a copy of the script, written before the manifest (opened when the manifest is broken)
+    takes/ID.flac    one file per take (24-bit FLAC, 24 kHz), named by the SHA-256 of its bytes
+
+A take belongs to the text, voice and language it was rendered for: editing a sentence's text leaves
+its takes in place but stale (``Line.fresh_takes`` drops them, ``Line.chosen_take`` is None), and the
+other sentences keep theirs. A manifest that is not valid JSON, a missing take file, or a take file
+whose bytes do not match its name each add one line to ``Project.problems``; the rest opens.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime, UTC
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from omnistudio.audio.export import atomic_write_bytes
+from omnistudio.errors import UserError
+from omnistudio.take.verify import AsrResult
+
+FORMAT = 1
+SUFFIX = ".omniproj"
+MANIFEST = "project.json"
+SCRIPT = "script.txt"
+TAKES = "takes"
+SAMPLE_RATE = 24_000
+ID_CHARS = 24  # hex characters of the SHA-256 that name a take file
+
+
+def text_hash(text: str) -> str:
+    """The hash a take records of the text it speaks (whitespace-insensitive)."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
+
+
+def encode_flac(pcm: np.ndarray, sample_rate: int) -> bytes:
+    import soundfile as sf
+
+    data = np.asarray(pcm, dtype=np.float32).reshape(-1)
+    if not np.all(np.isfinite(data)):
+        raise UserError("refusing to store a take containing NaN or infinite samples")
+    buffer = io.BytesIO()
+    sf.write(buffer, np.clip(data, -1.0, 1.0), sample_rate, format="FLAC", subtype="PCM_24")
+    return buffer.getvalue()
+
+
+def decode_flac(data: bytes) -> tuple[np.ndarray, int]:
+    import soundfile as sf
+
+    pcm, rate = sf.read(io.BytesIO(data), dtype="float32")
+    return (pcm if pcm.ndim == 1 else pcm.mean(axis=1)).astype(np.float32), int(rate)
+
+
+@dataclass(frozen=True)
+class Take:
+    """One rendering of one sentence."""
+
+    id: str  # SHA-256 (first ID_CHARS hex) of the FLAC bytes: the file is takes/ID.flac
+    voice: str  # the voice key (anchor, "a+b@0.70", "rec:...")
+    lang: str
+    seed: int
+    num_step: int
+    guidance: float
+    text_hash: str
+    duration_s: float
+    loudness_lufs: float | None
+    asr: AsrResult | None = None
+    created: str = ""
+
+    @property
+    def file(self) -> str:
+        return f"{TAKES}/{self.id}.flac"
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {k: getattr(self, k) for k in ("id", "voice", "lang", "seed", "num_step", "guidance", "text_hash",
+                                               "duration_s", "loudness_lufs", "created")}
+        data["file"] = self.file
+        data["asr"] = self.asr.as_dict() if self.asr is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Take:
+        asr = data.get("asr")
+        lufs = data.get("loudness_lufs")
+        return cls(id=str(data["id"]), voice=str(data["voice"]), lang=str(data["lang"]), seed=int(data["seed"]),
+                   num_step=int(data["num_step"]), guidance=float(data["guidance"]),
+                   text_hash=str(data["text_hash"]), duration_s=float(data["duration_s"]),
+                   loudness_lufs=None if lufs is None else float(lufs),
+                   asr=AsrResult.from_dict(asr) if isinstance(asr, dict) else None, created=str(data.get("created", "")))
+
+
+@dataclass
+class Line:
+    """One sentence of the script with its takes."""
+
+    text: str
+    voice: str
+    lang: str
+    line: int  # 1-based script line (pauses between lines are longer)
+    takes: list[Take] = field(default_factory=list)
+    chosen: str | None = None  # a take id
+    history: list[str | None] = field(default_factory=list)  # earlier choices, for undo
+
+    @property
+    def text_hash(self) -> str:
+        return text_hash(self.text)
+
+    def is_fresh(self, take: Take) -> bool:
+        return (take.text_hash, take.voice, take.lang) == (self.text_hash, self.voice, self.lang)
+
+    @property
+    def fresh_takes(self) -> list[Take]:
+        return [t for t in self.takes if self.is_fresh(t)]
+
+    @property
+    def stale(self) -> bool:
+        """Takes exist, but none speaks the current text in the current voice."""
+        return bool(self.takes) and not self.fresh_takes
+
+    @property
+    def chosen_take(self) -> Take | None:
+        take = next((t for t in self.takes if t.id == self.chosen), None)
+        return take if take is not None and self.is_fresh(take) else None
+
+    @property
+    def failed(self) -> bool:
+        """The chosen take failed the speech-recognition check."""
+        take = self.chosen_take
+        return take is not None and take.asr is not None and take.asr.passed is False
+
+    def choose(self, take_id: str | None) -> None:
+        if take_id is not None and all(t.id != take_id for t in self.takes):
+            raise UserError(f"no take {take_id} for this sentence")
+        if take_id != self.chosen:
+            self.history.append(self.chosen)
+            self.chosen = take_id
+
+    def step(self, take_id: str | None, offset: int) -> Take | None:
+        """The fresh take ``offset`` places from ``take_id`` (the chosen one when None), clamped to
+        the ends: what Alt+Left/Right in the studio moves to."""
+        fresh = self.fresh_takes
+        if not fresh:
+            return None
+        current = take_id if take_id is not None else self.chosen
+        at = next((i for i, t in enumerate(fresh) if t.id == current), len(fresh) - 1)
+        return fresh[max(0, min(len(fresh) - 1, at + offset))]
+
+    def previous_take(self) -> Take | None:
+        """The fresh take chosen before the current one (the B of an A/B comparison)."""
+        for take_id in reversed(self.history):
+            take = next((t for t in self.takes if t.id == take_id), None)
+            if take is not None and take.id != self.chosen and self.is_fresh(take):
+                return take
+        return None
+
+    def undo(self) -> bool:
+        """Go back to the previous choice; False when there is none."""
+        if not self.history:
+            return False
+        self.chosen = self.history.pop()
+        return True
+
+
+class Project:
+    """A script with its takes; ``path`` is the ``NAME.omniproj`` folder."""
+
+    def __init__(self, path: Path, script: str, lang: str = "en", voice: str = "", lines: list[Line] | None = None,
+                 sample_rate: int = SAMPLE_RATE) -> None:
+        self.path = Path(path)
+        self.lang = lang
+        self.voice = voice
+        self.sample_rate = sample_rate
+        self.script = ""
+        self.lines: list[Line] = lines or []
+        self.problems: list[str] = []
+        self._audio: dict[str, np.ndarray] = {}
+        self._pending: dict[str, bytes] = {}  # take files not yet on disk
+        self.set_script(script)
+
+    # ---------------------------------------------------------------- script
+    def set_script(self, text: str) -> None:
+        """Re-parse the script; sentences whose text is unchanged keep their takes, edited ones keep
+        theirs as stale, new ones start empty."""
+        from omnistudio.script import parse_script
+
+        script = parse_script(text, self.lang)
+        new = [Line(s.text, s.speaker or self.voice, s.lang, s.line) for s in script.sentences]
+        old = self.lines
+        matcher = difflib.SequenceMatcher(a=[ln.text_hash for ln in old], b=[ln.text_hash for ln in new],
+                                          autojunk=False)
+        for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+            if tag not in ("equal", "replace"):
+                continue
+            for before, after in zip(old[a0:a1], new[b0:b1]):  # replace: pair edited sentences in order
+                after.takes, after.chosen, after.history = before.takes, before.chosen, before.history
+        self.script, self.lines = text, new
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    # ----------------------------------------------------------------- takes
+    def add_take(self, index: int, pcm: np.ndarray, *, seed: int, num_step: int, guidance: float,
+                 asr: AsrResult | None = None, choose: bool = True, sample_rate: int | None = None) -> Take:
+        """Store a rendering of sentence ``index`` (float32 mono) as a new take and return it. The
+        audio is kept as the FLAC file will give it back, so what plays is what is stored."""
+        from omnistudio.audio.loudness import measure
+
+        rate = int(sample_rate or self.sample_rate)
+        if rate != self.sample_rate:
+            raise UserError(f"a take at {rate} Hz cannot join a {self.sample_rate} Hz project")
+        line = self.lines[index]
+        data = encode_flac(pcm, rate)
+        take_id = hashlib.sha256(data).hexdigest()[:ID_CHARS]
+        stored, _ = decode_flac(data)
+        existing = next((t for t in line.takes if t.id == take_id), None)
+        if existing is None:
+            lufs = measure(stored, rate).integrated_lufs
+            existing = Take(take_id, line.voice, line.lang, int(seed), int(num_step), float(guidance), line.text_hash,
+                            round(stored.size / rate, 4), None if not np.isfinite(lufs) else round(float(lufs), 2),
+                            asr, datetime.now(UTC).isoformat(timespec="seconds"))
+            line.takes.append(existing)
+            self._pending[take_id] = data
+        self._audio[take_id] = stored
+        if choose:
+            line.choose(existing.id)
+        return existing
+
+    def set_asr(self, index: int, take_id: str, asr: AsrResult) -> Take:
+        line = self.lines[index]
+        for i, take in enumerate(line.takes):
+            if take.id == take_id:
+                line.takes[i] = replace(take, asr=asr)
+                return line.takes[i]
+        raise UserError(f"no take {take_id} for sentence {index + 1}")
+
+    def audio(self, take: Take) -> np.ndarray:
+        """The take's samples (float32 mono at ``sample_rate``)."""
+        if take.id not in self._audio:
+            data = self._pending.get(take.id)
+            if data is None:
+                try:
+                    data = (self.path / take.file).read_bytes()
+                except OSError as exc:
+                    raise UserError(f"cannot read take {take.file}: {exc.strerror}") from None
+            self._audio[take.id] = decode_flac(data)[0]
+        return self._audio[take.id]
+
+    def chosen(self) -> Iterator[tuple[int, Line, Take | None]]:
+        for index, line in enumerate(self.lines):
+            yield index, line, line.chosen_take
+
+    def missing(self) -> list[int]:
+        """Sentences without a fresh chosen take (what ``render --project`` renders)."""
+        return [i for i, line, take in self.chosen() if take is None]
+
+    # ------------------------------------------------------------------ disk
+    def manifest(self) -> dict[str, Any]:
+        return {"format": FORMAT, "sample_rate": self.sample_rate, "lang": self.lang, "voice": self.voice,
+                "script": self.script,
+                "sentences": [{"text": ln.text, "voice": ln.voice, "lang": ln.lang, "line": ln.line,
+                               "chosen": ln.chosen, "history": ln.history,
+                               "takes": [t.as_dict() for t in ln.takes]} for ln in self.lines]}
+
+    def save(self) -> None:
+        """Take files first (each atomic, named by content), then script.txt, then the manifest by
+        rename: a crash at any point leaves the previous manifest and every file it names intact."""
+        folder = self.path
+        (folder / TAKES).mkdir(parents=True, exist_ok=True)
+        for take_id, data in list(self._pending.items()):
+            target = folder / TAKES / f"{take_id}.flac"
+            if not target.is_file():
+                atomic_write_bytes(target, lambda tmp, d=data: tmp.write_bytes(d), suffix=".flac")
+            del self._pending[take_id]
+        atomic_write_bytes(folder / SCRIPT, lambda tmp: tmp.write_text(self.script, encoding="utf-8"))
+        text = json.dumps(self.manifest(), indent=1, ensure_ascii=False) + "\n"
+        atomic_write_bytes(folder / MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        used = {t.id for ln in self.lines for t in ln.takes}
+        for path in (folder / TAKES).glob("*.flac"):  # takes no sentence holds any more
+            if path.stem not in used:
+                path.unlink(missing_ok=True)
+
+    @classmethod
+    def create(cls, path: Path, script: str, lang: str = "en", voice: str = "") -> Project:
+        path = check_project_path(path)
+        if (path / MANIFEST).exists():
+            raise UserError(f"project {path} already exists")
+        return cls(path, script, lang, voice)
+
+    @classmethod
+    def open(cls, path: Path) -> Project:
+        """Open a project; damage that leaves the rest usable is listed in ``problems``."""
+        path = check_project_path(path)
+        if not path.is_dir():
+            raise UserError(f"project {path} does not exist")
+        problems: list[str] = []
+        try:
+            data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("script"), str):
+                raise ValueError("it has no script")
+            if int(data.get("format", 0)) > FORMAT:
+                raise UserError(f"project {path} was saved by a newer omnistudio (format {data['format']})")
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            why = (f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+                   if isinstance(exc, json.JSONDecodeError) else f"cannot be read ({exc})")
+            script = _read_script_copy(path)
+            if script is None:
+                raise UserError(f"{path / MANIFEST} {why}, and {SCRIPT} is missing too") from None
+            project = cls(path, script)
+            project.problems.append(f"{MANIFEST} {why}: opened the script from {SCRIPT} without its takes")
+            return project
+        lines: list[Line] = []
+        for number, entry in enumerate(data.get("sentences") or [], start=1):
+            try:
+                line = Line(str(entry["text"]), str(entry.get("voice", "")), str(entry.get("lang", "en")),
+                            int(entry.get("line", 0)), chosen=entry.get("chosen"),
+                            history=list(entry.get("history") or []))
+                raw_takes = list(entry.get("takes") or [])
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                problems.append(f"sentence {number}: manifest entry is damaged ({exc}); its takes were dropped")
+                continue
+            for raw in raw_takes:
+                take = _open_take(path, number, raw, problems)
+                if take is not None:
+                    line.takes.append(take)
+            if line.chosen is not None and all(t.id != line.chosen for t in line.takes):
+                line.chosen = None
+            line.history = [h for h in line.history if h is None or any(t.id == h for t in line.takes)]
+            lines.append(line)
+        project = cls(path, data["script"], str(data.get("lang", "en")), str(data.get("voice", "")), lines,
+                      int(data.get("sample_rate", SAMPLE_RATE)))
+        project.problems = problems
+        return project
+
+
+def _open_take(folder: Path, number: int, raw: Any, problems: list[str]) -> Take | None:
+    try:
+        take = Take.from_dict(raw)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        problems.append(f"sentence {number}: a take entry is damaged ({exc}); it was dropped")
+        return None
+    file = folder / take.file
+    try:
+        data = file.read_bytes()
+    except OSError:
+        problems.append(f"sentence {number}: take file {take.file} is missing; the take was dropped")
+        return None
+    if hashlib.sha256(data).hexdigest()[:ID_CHARS] != take.id:
+        problems.append(f"sentence {number}: take file {take.file} does not match its hash (changed on disk); "
+                        "the take was dropped")
+        return None
+    return take
+
+
+def _read_script_copy(folder: Path) -> str | None:
+    try:
+        return (folder / SCRIPT).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def check_project_path(path: Path | str) -> Path:
+    path = Path(path).expanduser()
+    if path.suffix != SUFFIX:
+        raise UserError(f"a project is a folder named NAME{SUFFIX}, not {path.name}")
+    return path
+
+
+def open_or_create(path: Path, script: str, lang: str = "en", voice: str = "") -> Project:
+    """Open ``path`` and bring its script up to ``script`` (edited sentences' takes go stale), or
+    start a new project there."""
+    path = check_project_path(path)
+    if not (path / MANIFEST).exists() and not (path / SCRIPT).exists():
+        return Project(path, script, lang, voice)
+    project = Project.open(path)
+    project.lang, project.voice = lang, voice
+    project.set_script(script)
+    return project

@@ -1,0 +1,116 @@
+"""Takes of a project's sentences: render, check with speech recognition, render again with new
+seeds while the check fails, and choose the take with the lowest word error rate.
+
+Rendering goes through a *synthesiser*: any callable ``(line, seed) -> float32 PCM`` at the
+project's rate. ``render`` passes one over the engine; tests pass recordings of real speech.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from omnistudio.take.project import Line, Project, Take
+from omnistudio.take.verify import TakeChecker
+
+Synthesise = Callable[[Line, int], np.ndarray]
+Progress = Callable[[str], None]
+SEED_LIMIT = 2**31
+
+
+def new_seed(seed: int, used: Sequence[int] | set[int], attempt: int = 1) -> int:
+    """A seed derived from ``seed`` that no take in ``used`` has (deterministic: the n-th retake of a
+    sentence gets the same seed every time)."""
+    taken = set(used) | {seed}
+    while True:
+        digest = hashlib.blake2b(f"retake\x1f{seed}\x1f{attempt}".encode(), digest_size=8).digest()
+        candidate = int.from_bytes(digest, "big") % SEED_LIMIT
+        if candidate not in taken:
+            return candidate
+        attempt += 1
+
+
+def _error(take: Take) -> float:
+    """Sort key: a failed or checked take by its WER; an unchecked take counts as 0 (it cannot be judged)."""
+    return take.asr.wer if take.asr is not None and take.asr.wer is not None else 0.0
+
+
+def check_take(project: Project, index: int, take: Take, checker: TakeChecker) -> Take:
+    """Run the check on a stored take and record the result with it."""
+    line = project.lines[index]
+    result = checker.check(project.audio(take), project.sample_rate, line.text, line.lang)
+    return project.set_asr(index, take.id, result)
+
+
+def render_line(project: Project, index: int, synth: Synthesise, *, seed: int, num_step: int, guidance: float,
+                checker: TakeChecker | None = None, retakes: int = 0, progress: Progress | None = None,
+                tries: list[Take] | None = None) -> list[Take]:
+    """Render sentence ``index`` with ``seed``; with a checker, while the take fails, render it again
+    with a new seed, up to ``retakes`` more times. The take with the lowest WER is chosen (the
+    earliest among equals). ``tries``: takes already made that count as tries. Returns every try."""
+    line = project.lines[index]
+    tries = list(tries or [])
+    current = seed
+    while len(tries) < 1 + (max(0, retakes) if checker is not None else 0):
+        attempt = len(tries)
+        if tries and tries[-1].asr is not None and tries[-1].asr.passed is not False:
+            break
+        if attempt:
+            current = new_seed(seed, [t.seed for t in line.takes], attempt)
+            if progress is not None:
+                progress(f"sentence {index + 1}: retake {attempt}/{retakes} (seed {current})")
+        take = project.add_take(index, synth(line, current), seed=current, num_step=num_step, guidance=guidance,
+                                choose=False)
+        if checker is not None:
+            take = check_take(project, index, take, checker)
+        tries.append(take)
+    best = min(tries, key=_error)
+    line.choose(best.id)
+    return tries
+
+
+def regenerate(project: Project, index: int, synth: Synthesise, *, base_seed: int, num_step: int, guidance: float,
+               checker: TakeChecker | None = None) -> Take:
+    """One more take of sentence ``index`` with a seed none of its takes has; it becomes the chosen
+    take (undo goes back). What F9 in the studio does."""
+    line = project.lines[index]
+    seed = new_seed(base_seed, [t.seed for t in line.takes], len(line.takes) + 1)
+    take = project.add_take(index, synth(line, seed), seed=seed, num_step=num_step, guidance=guidance, choose=True)
+    return check_take(project, index, take, checker) if checker is not None else take
+
+
+def take_sentences(project: Project, synth: Synthesise, seed_for: Callable[[int, Line], int], *, num_step: int,
+                   guidance: float, checker: TakeChecker | None = None, retakes: int = 0,
+                   progress: Progress | None = None, done: Callable[[int], None] | None = None) -> list[int]:
+    """Give every sentence a chosen take: a fresh chosen take is kept (with a checker, checked if it
+    was not, and retaken if it fails); the others are rendered. Returns the sentences rendered."""
+    rendered = []
+    for index, line in enumerate(project.lines):
+        chosen = line.chosen_take
+        if chosen is not None and checker is not None and not checker.judged(chosen.asr):
+            chosen = check_take(project, index, chosen, checker)
+        if chosen is None or (checker is not None and chosen.asr is not None and chosen.asr.passed is False
+                              and retakes > 0):
+            render_line(project, index, synth, seed=seed_for(index, line), num_step=num_step, guidance=guidance,
+                        checker=checker, retakes=retakes, progress=progress, tries=[chosen] if chosen else None)
+            rendered.append(index)
+        if done is not None:
+            done(index)
+    return rendered
+
+
+def takes_report(project: Project) -> list[dict[str, Any]]:
+    """Per sentence: its text, chosen take, and every fresh take with its seed and check (the sidecar's ``takes``)."""
+    report = []
+    for index, line in enumerate(project.lines):
+        chosen = line.chosen_take
+        report.append({
+            "sentence": index, "text": line.text, "voice": line.voice, "lang": line.lang,
+            "chosen": chosen.id if chosen else None, "failed": line.failed,
+            "takes": [{"id": t.id, "seed": t.seed, "file": t.file, "duration_s": t.duration_s,
+                       "wer": t.asr.wer if t.asr else None, "passed": t.asr.passed if t.asr else None,
+                       "heard": t.asr.heard if t.asr else None} for t in line.fresh_takes]})
+    return report

@@ -1,0 +1,77 @@
+"""Pilot: takes in the studio by key: F9, Alt+Left/Right, F10, Enter on the take list, Ctrl+Z; the gutter."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from studio_support import make_app, wait_for
+
+from omnistudio.take.project import Project
+
+pytestmark = pytest.mark.timeout(180)
+SCRIPT = "Good evening. Here is the news.\nAnd now the weather."
+
+
+@pytest.fixture(autouse=True)
+def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.widgets import TextArea
+
+    monkeypatch.setattr(TextArea, "cursor_blink", False)
+
+
+def test_takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_takes_by_key(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from omnistudio.widgets.script_editor import ScriptEditor
+    from omnistudio.widgets.take_list import TakeList
+    from omnistudio.widgets.telemetry import Telemetry
+
+    path = tmp_path / "news.omniproj"
+    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    app.studio.takes.open(path, SCRIPT)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        editor = screen.query_one(ScriptEditor)
+        takes = app.studio.takes
+        assert editor.text == SCRIPT  # the project's script
+        await wait_for(pilot, lambda: screen.query_one(Telemetry).engine_state == "ready", what="engine ready")
+
+        def idle() -> bool:
+            return app.studio._commands.empty() and app.studio.state == "ready"
+
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: app.takes is not None and app.takes.counts == (1, 1, 1) and idle(),
+                       timeout=60, what="a take per sentence")
+        assert editor.take_marks == {0: "1 1", 1: "1"}
+
+        editor.focus()
+        editor.cursor_location = (0, 20)  # in "Here is the news."
+        await pilot.press("f9")
+        await wait_for(pilot, lambda: app.takes.counts == (1, 2, 1) and idle(), timeout=60, what="F9's take")
+        line = takes.project.lines[1]  # the script is parsed again on each command: fresh Line objects
+        first, second = line.takes
+        assert second.seed != first.seed and line.chosen == second.id
+        assert editor.take_marks == {0: "1 2", 1: "1"}
+        listed = screen.query_one(TakeList)
+        assert listed.sentence == 1 and listed.option_count == 2
+
+        await pilot.press("alt+left")
+        await wait_for(pilot, lambda: takes.played[-1:] == [first.id] and idle(), what="the first take")
+        await pilot.press("alt+right")
+        await wait_for(pilot, lambda: takes.played[-1:] == [second.id] and idle(), what="the second take")
+        await pilot.press("f10")
+        await wait_for(pilot, lambda: takes.played[-2:] == [second.id, first.id] and idle(), what="A/B")
+
+        listed.focus()
+        listed.highlighted = 0
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.takes.takes[1][0].chosen, what="take 1 chosen")
+        assert Project.open(path).lines[1].chosen == first.id  # saved
+        await pilot.press("ctrl+z")
+        await wait_for(pilot, lambda: app.takes.takes[1][1].chosen, what="undo")
+        assert Project.open(path).lines[1].chosen == second.id
