@@ -80,28 +80,27 @@ class FakeServer:
 
     # --------------------------------------------------------- WebSocket
     def _handle(self, ws: Any) -> None:
+        """One request per connection, closed after its answer (as the real server does)."""
         self.connections += 1
         from websockets.exceptions import ConnectionClosed
 
         try:
-            for raw in ws:
-                message = json.loads(raw)
-                self.requests.append(message)
-                if message.get("type") == "cancel":
-                    self.cancels += 1
-                    continue
-                if message.get("type") == "prepare":
-                    total = len(message["voices"])
-                    for done, v in enumerate(message["voices"], 1):
-                        ws.send(json.dumps({"type": "prepare", "done": done, "total": total,
-                                            "voice": str(v["voice"]), "lang": v["lang"], "action": "built"}))
-                    ws.send(json.dumps({"type": "prepared"}))
-                    continue
-                self._render(ws, message)
+            message = json.loads(ws.recv())
+            self.requests.append(message)
+            if message.get("type") == "prepare":
+                total = len(message["voices"])
+                for done, v in enumerate(message["voices"], 1):
+                    ws.send(json.dumps({"type": "prepare", "done": done, "total": total,
+                                        "voice": str(v["voice"]), "lang": v["lang"], "action": "build"}))
+                ws.send(json.dumps({"type": "prepared"}))
+            elif self._render(ws, message):
+                ws.close()
         except ConnectionClosed:
             pass
 
-    def _render(self, ws: Any, message: dict[str, Any]) -> None:
+    def _render(self, ws: Any, message: dict[str, Any]) -> bool:
+        ws.send(json.dumps({"type": "start", "sample_rate": 24000, "pcm": message.get("pcm", "s16"),
+                            "sentences": len(message["items"])}))
         for n, item in enumerate(message["items"]):
             if self.behaviour == "slow":
                 deadline = time.monotonic() + self.slow_s
@@ -113,21 +112,21 @@ class FakeServer:
                     if got.get("type") == "cancel":
                         self.cancels += 1
                         ws.send(json.dumps({"type": "cancelled"}))
-                        return
+                        return True
             pcm = fake_pcm(item["text"], item["seed"])
-            ws.send(json.dumps({"type": "sentence_start", "index": item["index"], "text": item["text"]}))
+            ws.send(json.dumps({"type": "sentence_start", "index": n, "text": item["text"]}))
             half = len(pcm) // 2  # two frames, as a server streaming a sentence in pieces would
             ws.send(pcm[:half].astype("<f4").tobytes())
             ws.send(pcm[half:].astype("<f4").tobytes())
-            ws.send(json.dumps({"type": "sentence_end", "index": item["index"], "steps": 10,
+            ws.send(json.dumps({"type": "sentence_end", "index": n, "steps": 10, "frames": len(pcm),
                                 "timings": {"wall_s": 0.05, "audio_s": len(pcm) / 24000, "rtf": 0.5}}))
             if n == 0 and self.behaviour in ("drop", "die"):
                 if self.behaviour == "drop":
                     self.behaviour = "ok"  # once: the resend succeeds
-                    ws.socket.shutdown(socket.SHUT_RDWR)
-                    return
-                self.died_at = time.monotonic()
-                threading.Thread(target=self.stop, daemon=True).start()
+                else:
+                    self.died_at = time.monotonic()
+                    threading.Thread(target=self.stop, daemon=True).start()
                 ws.socket.shutdown(socket.SHUT_RDWR)
-                return
+                return False
         ws.send(json.dumps({"type": "done"}))
+        return True

@@ -7,17 +7,17 @@ remotely equals the same take rendered in process. ``prepare`` asks the server t
 script needs (progress events come back); ``voices()`` is the server's roster (``GET /v1/audio/voices``);
 setting the cancel event sends ``{"type": "cancel"}`` and the server stops within one diffusion step.
 
-One WebSocket is kept open between calls (calls are serialised). When it is lost, the next call (or the
-call in flight, once) reconnects with backoff (:func:`remote_conn.connect_ws`) and sends its request
-again: seeds are fixed, so a resent group renders the same samples. What cannot be reached within the
-retry budget is raised as a typed :class:`~omnistudio.take.remote_conn.RemoteError`, one line long.
+The server answers one request per connection (``docs/server.md``): each call opens a WebSocket (with
+a short retry with backoff, :func:`remote_conn.connect_ws`), sends its one request and reads the answer
+to ``done``. A connection lost mid-answer is reopened and the request sent once more: seeds are fixed,
+so a resent group renders the same samples. What cannot be reached within the retry budget is raised
+as a typed :class:`~omnistudio.take.remote_conn.RemoteError`, one line long.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,21 +44,18 @@ def _cancel_check(cancel: Any) -> Callable[[], bool]:
     return cancel
 
 
-def voice_to_wire(voice: Any) -> Any:
-    """A VoiceRef as the server takes it: an anchor id, or a blend's parts (alpha as a number, unrounded)."""
-    blend = getattr(voice, "blend", None)
-    if blend is not None:
-        return {"a": blend.a, "b": blend.b, "alpha": float(blend.alpha)}
-    anchor = getattr(voice, "anchor", None)
-    if anchor:
-        return str(anchor)
-    raise UserError(f"voice {voice.key() if hasattr(voice, 'key') else voice} lives on this machine (a recording "
-                    "or a prompt file): with --server use an anchor, a blend, or a voice added on the server")
+def voice_to_wire(voice: Any) -> str:
+    """A VoiceRef as the server parses it: its canonical key (``ruby``, ``ruby+storm@0.70``; a Blend's
+    alpha is already rounded to 0.01, so the key carries it exactly)."""
+    if getattr(voice, "anchor", None) is None and getattr(voice, "blend", None) is None:
+        raise UserError(f"voice {voice.key() if hasattr(voice, 'key') else voice} lives on this machine (a "
+                        "recording or a prompt file): with --server use an anchor, a blend, or a voice added on "
+                        "the server with `omnistudio voices add`")
+    return voice.key()
 
 
 def item_to_wire(item: Any) -> dict[str, Any]:
-    return {"index": int(item.index), "text": item.text, "voice": voice_to_wire(item.voice), "lang": item.lang,
-            "seed": int(item.seed)}
+    return {"text": item.text, "voice": voice_to_wire(item.voice), "lang": item.lang, "seed": int(item.seed)}
 
 
 def options_to_wire(options: Any) -> dict[str, Any]:
@@ -85,7 +82,7 @@ def voice_list_from_wire(data: Any) -> Any:
         if isinstance(v, str):
             v = {"id": v}
         langs = tuple(v.get("languages") or v.get("langs") or ())
-        states = v.get("prompt_state") or v.get("states") or {}
+        states = v.get("prompts") or v.get("states") or {}
         anchors.append(AnchorInfo(str(v["id"]), str(v.get("name") or v["id"]), langs,
                                   {str(k): str(s) for k, s in states.items()} if isinstance(states, dict) else {}))
     duos = []
@@ -106,11 +103,7 @@ def _timings(data: dict[str, Any] | None) -> Timings | None:
 
 
 class _Dropped(Exception):
-    """The connection went away (internal: turned into a resend or a ServerDropped)."""
-
-    def __init__(self, reason: str, answered: bool) -> None:
-        super().__init__(reason)
-        self.answered = answered  # the server had begun answering this request
+    """The connection went away mid-answer (internal: turned into a resend or a ServerDropped)."""
 
 
 class RemoteEngine:
@@ -125,12 +118,9 @@ class RemoteEngine:
         self.connect_budget_s = connect_budget_s
         self._ws_options = {"open_timeout": open_timeout, "ping_interval": ping_interval,
                             "ping_timeout": ping_timeout}
-        self._ws: Any = None
-        self._lock = threading.Lock()
         self._info: Any = None
         self._health: dict[str, Any] = {}
-        self.reconnects = 0  # connections opened after the first (a measure of how flaky the link was)
-        self._opened = 0
+        self.reconnects = 0  # requests sent again after a lost connection (how flaky the link was)
 
     # ------------------------------------------------------------ link API
     @property
@@ -156,7 +146,10 @@ class RemoteEngine:
         """Have the server resolve every (voice, lang) (building missing or stale prompts), with progress."""
         from omnistudio.take.link import PrepareEvent
 
-        request = {"type": "prepare", "voices": [{"voice": voice_to_wire(v), "lang": lang} for v, lang in voices]}
+        todo = list(dict.fromkeys(voices))
+        if not todo:
+            return
+        request = {"type": "prepare", "voices": [{"voice": voice_to_wire(v), "lang": lang} for v, lang in todo]}
 
         def on_message(message: dict[str, Any]) -> bool:
             kind = message.get("type")
@@ -175,11 +168,10 @@ class RemoteEngine:
         items = list(items)
         if not items:
             return []
-        request = {"type": "render", "pcm": "f32", "items": [item_to_wire(i) for i in items],
-                   **options_to_wire(options)}
-        wanted = {int(i.index) for i in items}
-        results: dict[int, Any] = {}
-        current: list[Any] = [None, []]  # [index, frames]
+        request = {"type": "speak", "pcm": "f32", "language": items[0].lang,
+                   "items": [item_to_wire(i) for i in items], **options_to_wire(options)}
+        results: dict[int, Any] = {}  # by position in ``items`` (the server numbers them 0..n-1)
+        current: list[Any] = [None, []]  # [position, frames]
 
         def on_binary(data: bytes) -> None:
             if current[0] is None:
@@ -191,89 +183,69 @@ class RemoteEngine:
             if kind == "sentence_start":
                 current[0], current[1] = int(message["index"]), []
             elif kind == "sentence_end":
-                index = int(message.get("index", current[0]))
+                position = int(message.get("index", current[0]))
+                if not 0 <= position < len(items):
+                    raise ServerRefused(f"server {self.address} answered a sentence it was not asked for")
                 pcm = np.frombuffer(b"".join(current[1]), dtype="<f4").astype(np.float32)
-                results[index] = Rendered(index, pcm, _timings(message.get("timings")),
-                                          int(message.get("steps", 0)), message.get("error"))
+                results[position] = Rendered(items[position].index, pcm, _timings(message.get("timings")),
+                                             int(message.get("steps", 0)), message.get("error"))
                 current[0], current[1] = None, []
-            return kind in ("done", "summary")
+            return kind == "done"
 
         def reset() -> None:  # a resend starts the group over
             results.clear()
             current[0], current[1] = None, []
 
         self._exchange(request, on_message, on_binary, _cancel_check(cancel), reset)
-        missing = wanted - results.keys()
+        missing = [items[k].index + 1 for k in range(len(items)) if k not in results]
         if missing:
             raise ServerRefused(f"server {self.address} ended the render without sentence(s) "
-                                f"{', '.join(str(i + 1) for i in sorted(missing))}")
-        return [results[int(i.index)] for i in items]
+                                f"{', '.join(map(str, missing))}")
+        return [results[k] for k in range(len(items))]
 
     def close(self) -> None:
-        with self._lock:
-            self._drop_connection()
+        """Nothing is held between calls (each request has its own connection)."""
 
     # ------------------------------------------------------------ plumbing
-    def _connection(self) -> Any:
-        if self._ws is None:
-            self._ws = net.connect_ws(self.address, self.api_key, self.connect_budget_s, **self._ws_options)
-            self.reconnects += self._opened > 0
-            self._opened += 1
-        return self._ws
-
-    def _drop_connection(self) -> None:
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            try:
-                ws.close()
-            except Exception:  # noqa: BLE001 - it is gone either way
-                pass
-
     def _exchange(self, request: dict[str, Any], on_message: Callable[[dict[str, Any]], bool],
                   on_binary: Callable[[bytes], None] | None, cancelled: Callable[[], bool],
                   reset: Callable[[], None] | None = None) -> None:
-        """Send ``request`` and feed the answers to the handlers until one says done.
+        """Send ``request`` on a new connection and feed the answers to the handlers until one says done.
 
         A connection lost before the answer is complete is reopened (with backoff) and the request sent
         once more; a second loss, or no server within the budget, is a ServerDropped.
         """
         payload = json.dumps(request)
-        with self._lock:
-            lost: str | None = None  # why the connection went away mid-answer, if it did
-            for attempt in (1, 2):
-                if cancelled():
-                    raise Cancelled()
-                try:
-                    ws = self._connection()
-                except net.ServerUnreachable as exc:
-                    if lost is None:
-                        raise
-                    raise ServerDropped(f"lost the server {self.address} mid-render ({lost}) and it does not "
-                                        f"answer again: {exc.reason}") from None
-                try:
-                    self._converse(ws, payload, on_message, on_binary, cancelled)
-                    return
-                except _Dropped as exc:
-                    self._drop_connection()
-                    if reset is not None:
-                        reset()
-                    log.info("connection to %s lost (%s); reconnecting", self.address, exc)
-                    if exc.answered:
-                        lost = str(exc)
-                    if attempt == 2:
-                        raise ServerDropped(f"lost the server {self.address} twice during one request ({exc})") \
-                            from None
-                except Cancelled:
-                    raise  # _cancel kept the connection clean, or dropped it
-                except BaseException:
-                    self._drop_connection()
+        lost: str | None = None  # why the connection went away mid-answer, if it did
+        for attempt in (1, 2):
+            if cancelled():
+                raise Cancelled()
+            try:
+                ws = net.connect_ws(self.address, self.api_key, self.connect_budget_s, **self._ws_options)
+            except net.ServerUnreachable as exc:
+                if lost is None:
                     raise
+                raise ServerDropped(f"lost the server {self.address} mid-render ({lost}) and it does not "
+                                    f"answer again: {exc.reason}") from None
+            try:
+                self._converse(ws, payload, on_message, on_binary, cancelled)
+                return
+            except _Dropped as exc:
+                if reset is not None:
+                    reset()
+                log.info("connection to %s lost (%s); reconnecting", self.address, exc)
+                lost = str(exc)
+                if attempt == 2:
+                    raise ServerDropped(f"lost the server {self.address} twice during one request ({exc})") \
+                        from None
+                self.reconnects += 1
+            finally:
+                _close_quietly(ws)
 
     def _converse(self, ws: Any, payload: str, on_message: Callable[[dict[str, Any]], bool],
                   on_binary: Callable[[bytes], None] | None, cancelled: Callable[[], bool]) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        answered = False
         try:
             ws.send(payload)
             while True:
@@ -284,7 +256,6 @@ class RemoteEngine:
                     data = ws.recv(timeout=POLL_S)
                 except TimeoutError:
                     continue
-                answered = True
                 if isinstance(data, bytes):
                     if on_binary is None:
                         raise ServerRefused(f"server {self.address} sent audio to a request that wants none")
@@ -300,9 +271,9 @@ class RemoteEngine:
                 if on_message(message):
                     return
         except ConnectionClosed as exc:
-            raise _Dropped(_closed_reason(exc), answered) from None
+            raise _Dropped(_closed_reason(exc)) from None
         except (OSError, EOFError) as exc:
-            raise _Dropped(str(exc) or type(exc).__name__, answered) from None
+            raise _Dropped(str(exc) or type(exc).__name__) from None
         except ValueError as exc:  # bad JSON from the server
             raise ServerRefused(f"server {self.address} sent a message that is not JSON ({exc})") from None
 
@@ -318,24 +289,25 @@ class RemoteEngine:
         raise ServerRefused(f"server {self.address}: {text}")
 
     def _cancel(self, ws: Any) -> None:
-        """Tell the server to stop and wait briefly for it to say so (keeps the connection usable)."""
+        """Tell the server to stop (it stops within one diffusion step) and wait briefly for it to say so."""
         from websockets.exceptions import ConnectionClosed
 
         try:
             ws.send(json.dumps({"type": "cancel"}))
             deadline = time.monotonic() + CANCEL_WAIT_S
             while time.monotonic() < deadline:
-                try:
-                    data = ws.recv(timeout=max(0.0, deadline - time.monotonic()))
-                except TimeoutError:
-                    break
-                if isinstance(data, str):
-                    kind = json.loads(data).get("type")
-                    if kind in ("cancelled", "done", "summary", "error"):
-                        return
-            self._drop_connection()  # no acknowledgement: start the next request on a clean connection
-        except (ConnectionClosed, OSError, ValueError):
-            self._drop_connection()
+                data = ws.recv(timeout=max(0.0, deadline - time.monotonic()))
+                if isinstance(data, str) and json.loads(data).get("type") in ("cancelled", "done", "error"):
+                    return
+        except (ConnectionClosed, OSError, TimeoutError, ValueError):
+            pass  # gone or silent: the connection is closed after this request either way
+
+
+def _close_quietly(ws: Any) -> None:
+    try:
+        ws.close()
+    except Exception:  # noqa: BLE001 - it is gone either way
+        pass
 
 
 def _closed_reason(exc: Any) -> str:

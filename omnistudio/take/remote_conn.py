@@ -203,7 +203,7 @@ def get_json(address: ServerAddress, route: str, api_key: str | None, timeout: f
 def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.2, open_timeout: float = 3.0,
                ping_interval: float | None = 2.0, ping_timeout: float | None = 4.0) -> Any:
     """Open the server's WebSocket, retrying with backoff within ``budget_s``; faults are typed errors."""
-    from websockets.exceptions import InvalidHandshake, InvalidStatus
+    from websockets.exceptions import InvalidStatus, WebSocketException
     from websockets.sync.client import connect
 
     backoff = Backoff(budget_s)
@@ -220,7 +220,7 @@ def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.
             if not isinstance(error, ServerBusy):
                 raise error from None
             last, final = str(error), error
-        except InvalidHandshake as exc:
+        except WebSocketException as exc:  # a handshake cut short (a server going down, not a websocket)
             last, final = first_line(exc), None
         except (OSError, TimeoutError) as exc:
             last, final = first_line(exc), None
