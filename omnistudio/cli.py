@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from omnistudio import __version__
@@ -34,6 +35,14 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         "(random weights: noise, not speech); default $OMNISTUDIO_MODEL or k2-fsa/OmniVoice")
     parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
     parser.add_argument("--dtype", help="backbone dtype: fp32, fp16 or bf16 (default: fp16 on CUDA, else fp32)")
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """--server/--api-key-file: render on an `omnistudio serve` instead of loading a model here."""
+    parser.add_argument("--server", metavar="URL", help="render on the speech server at URL "
+                        "(http://HOST:PORT, started with `omnistudio serve`); no model is loaded here")
+    parser.add_argument("--api-key-file", type=Path, metavar="FILE", help="file holding the server's API key "
+                        "(sent as Authorization: Bearer)")
 
 
 def add_synthesis_options(parser: argparse.ArgumentParser, seed_help: str) -> None:

@@ -72,8 +72,11 @@ class FakeServer:
             response.headers["Retry-After"] = "3"
             return response
         if request.path == "/health":
-            return connection.respond(200, json.dumps({"state": "ready", "model": "fake", "device": "cpu",
-                                                       "dtype": "fp32", "sampler": "fast", "sample_rate": 24000}))
+            engine = {"model": "fake", "device": "cpu", "dtype": "fp32", "sampler": "fast"}
+            if self.behaviour == "loading":
+                self.behaviour = "ok"  # ready at the next look
+                return connection.respond(503, json.dumps({"status": "loading", "detail": "loading model"}))
+            return connection.respond(200, json.dumps({"status": "ready", "engine": engine}))
         if request.path == "/v1/audio/voices":
             return connection.respond(200, json.dumps({"voices": [{"id": "ruby", "langs": ["en"]}], "duos": []}))
         return None  # the WebSocket route

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 
@@ -19,15 +17,10 @@ from remote_support import FakeServer, fake_pcm, free_port
 pytestmark = pytest.mark.timeout(60)
 
 
-@dataclass(frozen=True)
-class Options:
-    num_step: int = 10
-    guidance_scale: float = 2.0
-    speed: float = 1.0
+def Options():  # noqa: N802 - the options every render here uses
+    from omnistudio.take.options import TakeOptions
 
-    @property
-    def speed_arg(self) -> float | None:
-        return None if self.speed == 1.0 else self.speed
+    return TakeOptions()
 
 
 def _items(n: int = 3):  # noqa: ANN202
@@ -52,7 +45,10 @@ def _link(url: str, **kwargs):  # noqa: ANN202
 
 
 def test_render_returns_the_servers_exact_samples_in_order(server: FakeServer) -> None:
+    from omnistudio.take.link import EngineLink
+
     link = _link(server.url)
+    assert isinstance(link, EngineLink)
     items = _items(3)
     out = link.render(items, Options())
     assert [r.index for r in out] == [0, 1, 2]
@@ -77,9 +73,21 @@ def test_prepare_reports_progress(server: FakeServer) -> None:
     link = _link(server.url)
     link.prepare([(VoiceRef(anchor="ruby"), "en"), (VoiceRef(anchor="storm"), "es")], events.append)
     assert [(e.done, e.total, e.lang) for e in events] == [(1, 2, "en"), (2, 2, "es")]
-    assert link.info.device == "cpu" and link.info.sampler == "fast"
+    assert link.info.device == f"cpu @ 127.0.0.1:{server.port}" and link.info.sampler == "fast"
     assert [a.id for a in link.voices().anchors] == ["ruby"]
     link.close()
+
+
+def test_a_loading_server_is_waited_for(server: FakeServer) -> None:
+    from omnistudio.take.remote_conn import ServerNotReady
+
+    server.behaviour = "loading"
+    with pytest.raises(ServerNotReady, match="loading model"):
+        _link(server.url).info  # noqa: B018
+    server.behaviour = "loading"
+    said: list[str] = []
+    assert _link(server.url).wait_ready(said.append).model == "fake"
+    assert said == [f"server {server.url} is not ready yet (loading model)"]
 
 
 def test_unreachable_is_one_typed_line_within_the_budget() -> None:

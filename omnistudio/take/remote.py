@@ -63,12 +63,15 @@ def options_to_wire(options: Any) -> dict[str, Any]:
             "speed": options.speed_arg}
 
 
-def link_info_from_wire(health: dict[str, Any]) -> Any:
-    """``GET /health`` -> LinkInfo (the fields may sit at the top or under ``engine``)."""
+def link_info_from_wire(health: dict[str, Any], address: ServerAddress) -> Any:
+    """``GET /health`` -> LinkInfo; the device names the server too (``cuda:0 @ gpu-box:8005``)."""
+    from urllib.parse import urlsplit
+
     from omnistudio.take.link import LinkInfo
 
     engine = health.get("engine") if isinstance(health.get("engine"), dict) else health
-    return LinkInfo(*(str(engine.get(k) or "?") for k in ("model", "device", "dtype", "sampler")))
+    model, device, dtype, sampler = (str(engine.get(k) or "?") for k in ("model", "device", "dtype", "sampler"))
+    return LinkInfo(model, f"{device} @ {urlsplit(address.base).netloc}", dtype, sampler)
 
 
 def voice_list_from_wire(data: Any) -> Any:
@@ -127,7 +130,7 @@ class RemoteEngine:
     def info(self) -> Any:
         """The server's model, device, dtype and sampler (``GET /health``, asked once) as a LinkInfo."""
         if self._info is None:
-            self._info = link_info_from_wire(self.check())
+            self._info = link_info_from_wire(self.check(), self.address)
             self.sample_rate = int(self._health.get("sample_rate") or self.sample_rate)
         return self._info
 
@@ -136,6 +139,19 @@ class RemoteEngine:
         health = net.get_json(self.address, "/health", self.api_key)
         self._health = health if isinstance(health, dict) else {}
         return self._health
+
+    def wait_ready(self, progress: Callable[[str], None] | None = None, timeout_s: float = 600.0) -> Any:
+        """Wait while the server loads its model (503), reporting what it says; then its LinkInfo."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.info
+            except net.ServerNotReady as exc:
+                if time.monotonic() > deadline:
+                    raise
+                if progress is not None:
+                    progress(str(exc))
+                time.sleep(0.5)
 
     def voices(self) -> Any:
         """The server's roster (``GET /v1/audio/voices``): anchors with languages and prompt states, and duos."""

@@ -7,6 +7,7 @@ CLI prints it as one line and the studio shows it as a notification) naming the 
 - :class:`ServerDropped`: the connection was lost mid-render and could not be re-established;
 - :class:`ServerAuthError`: 401/403, the key is missing or wrong;
 - :class:`ServerBusy`: 429, the server's queue is full (``retry_after_s`` from its header);
+- :class:`ServerNotReady`: 503, the server is still loading its model;
 - :class:`ServerRefused`: the server answered the request with an error (an unknown voice, ...).
 
 :func:`connect_ws` opens the WebSocket with a short retry with backoff (``Backoff``), so a server
@@ -58,6 +59,10 @@ class ServerBusy(RemoteError):
 
 class ServerRefused(RemoteError):
     pass
+
+
+class ServerNotReady(RemoteError):
+    """503: the server is up but still loading its model or warming up."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,8 @@ def status_error(address: ServerAddress, status: int, body: bytes | str = b"",
             pass
         hint = f"retry in {wait:g} s" if wait is not None else "retry shortly"
         return ServerBusy(f"server {address} is busy (HTTP 429, queue full): {hint}", wait)
+    if status == 503:
+        return ServerNotReady(f"server {address} is not ready yet" + (f" ({said})" if said else ""))
     return ServerRefused(f"server {address} answered HTTP {status}" + (f": {said}" if said else ""))
 
 
