@@ -1,7 +1,9 @@
 """The network side of the remote engine: the server's address, its key, and every fault as a typed error.
 
 A fault is an ordinary event for the clients: each is a :class:`RemoteError` (a ``UserError``, so the
-CLI prints it as one line and the studio shows it as a notification) naming the server and what to do:
+CLI prints it as one line and the studio shows it as a notification) naming the server and what to do;
+the ones that may pass (unreachable, dropped, busy, not ready) are also ``errors.Unavailable``, which
+the studio answers by trying again with backoff:
 
 - :class:`ServerUnreachable`: nothing answers at the address (after the connect retries);
 - :class:`ServerDropped`: the connection was lost mid-render and could not be re-established;
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from omnistudio.errors import UserError, first_line
+from omnistudio.errors import Unavailable, UserError, first_line
 
 WS_ROUTE = "/ws/tts/stream-omni"
 MAX_MESSAGE = 64 * 2**20  # one sentence of f32 PCM is ~100 KB/s of audio; a group stays well under this
@@ -37,13 +39,13 @@ class RemoteError(UserError):
     """A network fault talking to the speech server (one line, names the server)."""
 
 
-class ServerUnreachable(RemoteError):
+class ServerUnreachable(RemoteError, Unavailable):
     def __init__(self, message: str, reason: str = "") -> None:
         super().__init__(message)
         self.reason = reason  # the socket's own words ("Connection refused", ...)
 
 
-class ServerDropped(RemoteError):
+class ServerDropped(RemoteError, Unavailable):
     pass
 
 
@@ -51,7 +53,7 @@ class ServerAuthError(RemoteError):
     pass
 
 
-class ServerBusy(RemoteError):
+class ServerBusy(RemoteError, Unavailable):
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
@@ -61,7 +63,7 @@ class ServerRefused(RemoteError):
     pass
 
 
-class ServerNotReady(RemoteError):
+class ServerNotReady(RemoteError, Unavailable):
     """503: the server is up but still loading its model or warming up."""
 
 
