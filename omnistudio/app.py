@@ -52,6 +52,7 @@ class StudioApp(App[None]):
         self.rows = rows
         self.autosave = autosave or Autosave()
         self.duo_list = duo_list
+        self._listed_duos = duo_list is None  # duos come from the engine's roster unless given
         self.live = live  # False: no polling (snapshot tests feed the widgets fixed values)
         self.sub_title = subtitle
         self.banner = banner  # shown above the editor (e.g. the demo model's notice)
@@ -149,8 +150,13 @@ class StudioApp(App[None]):
             telemetry.render_s, telemetry.rtf = event.render_s, event.rtf
         elif isinstance(event, ev.PlaybackStarted):
             telemetry.ttfa = event.ttfa_s
-        elif isinstance(event, ev.PromptsLoaded) and self.rows is None:
-            screen.query_one(AnchorPicker).set_rows(self._roster_rows())
+        elif isinstance(event, ev.EngineReady):
+            telemetry.where = f"{event.model} on {event.device}"
+        elif isinstance(event, ev.VoicesListed):
+            if self.rows is None:  # the engine's roster: this machine's, or the server's
+                screen.query_one(AnchorPicker).set_rows(event.rows)
+            if self._listed_duos:
+                self.duo_list = list(event.duos)
         elif isinstance(event, ev.Notice):
             self.notify(event.message, severity=event.severity, timeout=5)  # type: ignore[arg-type]
         elif isinstance(event, ev.Failure):

@@ -6,31 +6,43 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options
+    from omnistudio.cli import add_model_options, add_server_options
 
     p = sub.add_parser("studio", help="open the studio (the default when no command is given)")
     p.add_argument("--audio", choices=["auto", "device", "virtual"], default="auto",
                    help="auto: the sound card if there is one, else play silently (default); "
                         "virtual: never open a device")
     add_model_options(p)
+    add_server_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.app import StudioApp
     from omnistudio.engine.model import check_model_dir, resolve_model
+    from omnistudio.commands.links import check_link_args, remote_link
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import load_settings
     from omnistudio.studio.welcome import studio_model
 
     settings, warning = load_settings()
-    model, banner = studio_model(getattr(args, "model", None))  # tiny + a demo banner when offline
-    spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
-    if spec.kind == "dir" and spec.path is not None:
-        check_model_dir(spec.path)
-    studio = Studio(model, getattr(args, "device", None), getattr(args, "dtype", None), settings=settings,
-                    audio=getattr(args, "audio", "auto"))
-    app = StudioApp(studio, subtitle=f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
-                    banner=banner)
+    # The engine side is chosen here and nowhere else: a speech server (--server, or the saved setting
+    # when no --model is given) or the model in this process. The studio only sees the link.
+    check_link_args(args)  # --server with --model, or a key file without a server: one line
+    server = getattr(args, "server", None) or ("" if getattr(args, "model", None) else settings.server)
+    key_file = getattr(args, "api_key_file", None) or settings.api_key_file or None
+    link = remote_link(server, key_file) if server else None
+    if link is not None:
+        studio = Studio(link=link, settings=settings, audio=getattr(args, "audio", "auto"))
+        app = StudioApp(studio, subtitle=f"server {link.address}")
+    else:
+        model, banner = studio_model(getattr(args, "model", None))  # tiny + a demo banner when offline
+        spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
+        if spec.kind == "dir" and spec.path is not None:
+            check_model_dir(spec.path)
+        studio = Studio(model, getattr(args, "device", None), getattr(args, "dtype", None), settings=settings,
+                        audio=getattr(args, "audio", "auto"))
+        app = StudioApp(studio, subtitle=f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
+                        banner=banner)
     if warning:
         app.call_later(app.notify, warning, severity="warning")
     app.run()
