@@ -218,3 +218,18 @@ def test_api_key_file(tmp_path) -> None:  # noqa: ANN001
     for bad in (tmp_path / "empty", tmp_path / "missing"):
         with pytest.raises(UserError):
             read_api_key(bad)
+
+
+@pytest.mark.parametrize(("frame", "kind", "words"), [
+    ({"type": "error", "message": "unknown anchor 'rubyy' (did you mean 'ruby'?)", "status": 400},
+     "ServerRefused", "unknown anchor 'rubyy'"),
+    ({"type": "error", "message": "the queue is full", "status": 429, "retry_after": 2}, "ServerBusy", "retry in 2 s"),
+    ({"type": "error", "message": "the engine is warming; retry shortly", "status": 503}, "ServerNotReady", "warming"),
+    ({"type": "error", "message": "no status"}, "ServerRefused", "no status")])
+def test_error_frames_are_typed_by_their_status(frame: dict, kind: str, words: str) -> None:
+    from omnistudio.take import remote_conn
+
+    link = _link("http://127.0.0.1:1")
+    with pytest.raises(getattr(remote_conn, kind)) as err:
+        link._raise_server_error(frame)  # noqa: SLF001
+    assert words in str(err.value) and "\n" not in str(err.value)

@@ -294,15 +294,14 @@ class RemoteEngine:
             raise ServerRefused(f"server {self.address} sent a message that is not JSON ({exc})") from None
 
     def _raise_server_error(self, message: dict[str, Any]) -> None:
-        code = message.get("code") or message.get("status")
-        text = str(message.get("message") or "unknown error").splitlines()[0]
-        if code in (401, 403, "401", "403", "unauthorized"):
-            raise net.ServerAuthError(f"server {self.address} refused the API key: {text}")
-        if code in (429, "429", "busy", "queue_full"):
-            retry = message.get("retry_after")
-            raise net.ServerBusy(f"server {self.address} is busy: {text}",
-                                 float(retry) if isinstance(retry, (int, float)) else None)
-        raise ServerRefused(f"server {self.address}: {text}")
+        """An ``error`` frame as the typed error its status means (the same as over HTTP)."""
+        try:
+            status = int(message.get("status") or message.get("code") or 400)
+        except (TypeError, ValueError):
+            status = 400
+        retry = message.get("retry_after")
+        raise net.status_error(self.address, status, json.dumps({"error": {"message": message.get("message")}}),
+                               str(retry) if isinstance(retry, (int, float)) else None)
 
     def _cancel(self, ws: Any) -> None:
         """Tell the server to stop (it stops within one diffusion step) and wait briefly for it to say so."""

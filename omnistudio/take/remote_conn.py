@@ -186,6 +186,8 @@ def status_error(address: ServerAddress, status: int, body: bytes | str = b"",
         return ServerBusy(f"server {address} is busy (HTTP 429, queue full): {hint}", wait)
     if status == 503:
         return ServerNotReady(f"server {address} is not ready yet" + (f" ({said})" if said else ""))
+    if 400 <= status < 500 and said:  # the request itself: the server's own words say what is wrong
+        return ServerRefused(f"server {address}: {said}")
     return ServerRefused(f"server {address} answered HTTP {status}" + (f": {said}" if said else ""))
 
 
