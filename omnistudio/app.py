@@ -95,14 +95,16 @@ class StudioApp(App[None]):
 
     def _roster_rows(self) -> list[AnchorRow]:
         try:
-            return load_anchor_rows(self.studio.link or self.studio.engine)
+            # this machine's roster until the engine's own list arrives (VoicesListed): asking a remote
+            # link here would put a network call on the UI thread
+            return load_anchor_rows(self.studio.engine)
         except Exception as exc:  # noqa: BLE001 - the studio still edits and exports
             self.notify(f"roster not loaded: {exc}", severity="error")
             return []
 
     def next_duo(self) -> tuple[str, str, float, tuple[str, ...]] | None:
         if self.duo_list is None:
-            self.duo_list = duos(self.studio.link)
+            self.duo_list = duos(self.studio.engine)  # the engine's own duos replace these (VoicesListed)
         if not self.duo_list:
             return None
         self._duo_index = (self._duo_index + 1) % len(self.duo_list)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from websockets.exceptions import ConnectionClosed
 
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.engine.engine import Timings
@@ -260,8 +261,6 @@ class RemoteEngine:
 
     def _converse(self, ws: Any, payload: str, on_message: Callable[[dict[str, Any]], bool],
                   on_binary: Callable[[bytes], None] | None, cancelled: Callable[[], bool]) -> None:
-        from websockets.exceptions import ConnectionClosed
-
         try:
             ws.send(payload)
             while True:
@@ -305,8 +304,6 @@ class RemoteEngine:
 
     def _cancel(self, ws: Any) -> None:
         """Tell the server to stop (it stops within one diffusion step) and wait briefly for it to say so."""
-        from websockets.exceptions import ConnectionClosed
-
         try:
             ws.send(json.dumps({"type": "cancel"}))
             deadline = time.monotonic() + CANCEL_WAIT_S

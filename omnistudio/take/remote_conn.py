@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from websockets.exceptions import InvalidStatus, WebSocketException
+from websockets.sync.client import connect
+
 from omnistudio.errors import Unavailable, UserError, first_line
 
 WS_ROUTE = "/ws/tts/stream-omni"
@@ -214,9 +217,6 @@ def get_json(address: ServerAddress, route: str, api_key: str | None, timeout: f
 def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.2, open_timeout: float = 3.0,
                ping_interval: float | None = 2.0, ping_timeout: float | None = 4.0) -> Any:
     """Open the server's WebSocket, retrying with backoff within ``budget_s``; faults are typed errors."""
-    from websockets.exceptions import InvalidStatus, WebSocketException
-    from websockets.sync.client import connect
-
     backoff = Backoff(budget_s)
     last = ""
     while True:
@@ -228,7 +228,7 @@ def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.
             response = exc.response
             error = status_error(address, response.status_code, response.body or b"",
                                  response.headers.get("Retry-After"))
-            if not isinstance(error, ServerBusy):
+            if not isinstance(error, (ServerBusy, ServerNotReady)):  # busy or restarting: worth a retry
                 raise error from None
             last, final = str(error), error
         except WebSocketException as exc:  # a handshake cut short (a server going down, not a websocket)
