@@ -43,7 +43,7 @@ def open_link(args: argparse.Namespace, progress: Callable[[str], None] | None =
         if progress is not None:
             progress(f"server {link.address}: {info.model} on {info.device}")
         return link
+    from omnistudio.commands.voice_args import engine_from_args
     from omnistudio.take.link import LocalEngine
-    from omnistudio.voices.session import open_engine
 
-    return LocalEngine(open_engine(args, progress=progress))
+    return LocalEngine(engine_from_args(args, progress=progress))
