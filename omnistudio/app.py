@@ -143,8 +143,8 @@ class StudioApp(App[None]):
     def on_studio_event(self, message: StudioEvent) -> None:
         event = message.event
         screen = self.main_screen
-        if screen is None:
-            return
+        if screen is None or not screen.is_mounted or not screen.query(Telemetry):
+            return  # starting or closing: an event from the engine thread may arrive with no screen
         telemetry = screen.query_one(Telemetry)
         if isinstance(event, ev.EngineState):
             telemetry.engine_state, telemetry.detail = event.state, event.detail

@@ -299,7 +299,7 @@ class Studio:
         """The engine cannot be reached: say so (once per fault), keep everything, retry with backoff."""
         self._set_state("offline", first_line(exc))
         if not quiet:
-            self.report(Notice(f"{exc}. Retrying; the script and settings are kept.", "error"))
+            self.report(Notice(f"{str(exc).rstrip('.?')} (retrying; the script and settings are kept)", "error"))
         self._retry = self._retry.next() if self._retry else Retry()
 
     def _do_reconnect(self) -> None:

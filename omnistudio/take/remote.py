@@ -113,7 +113,7 @@ class _Dropped(Exception):
 class RemoteEngine:
     """The EngineLink of a studio or CLI whose engine runs in ``omnistudio serve`` at ``url``."""
 
-    def __init__(self, url: str | ServerAddress, api_key: str | None = None, *, connect_budget_s: float = 1.2,
+    def __init__(self, url: str | ServerAddress, api_key: str | None = None, *, connect_budget_s: float = 1.0,
                  open_timeout: float = 3.0, ping_interval: float | None = 2.0,
                  ping_timeout: float | None = 4.0) -> None:
         self.address = url if isinstance(url, ServerAddress) else net.parse_server_url(url)

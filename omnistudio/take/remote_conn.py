@@ -137,7 +137,7 @@ def read_api_key(path: Path | str | None) -> str | None:
 class Backoff:
     """Delays between connect attempts: ``first``, doubling up to ``cap``, within ``budget_s`` in all."""
 
-    def __init__(self, budget_s: float = 1.2, first: float = 0.1, cap: float = 1.0,
+    def __init__(self, budget_s: float = 1.0, first: float = 0.1, cap: float = 1.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.budget_s, self.first, self.cap, self._clock = budget_s, first, cap, clock
         self._start = clock()
@@ -214,7 +214,7 @@ def get_json(address: ServerAddress, route: str, api_key: str | None, timeout: f
         raise ServerRefused(f"server {address} answered {route} with something that is not JSON") from None
 
 
-def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.2, open_timeout: float = 3.0,
+def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.0, open_timeout: float = 3.0,
                ping_interval: float | None = 2.0, ping_timeout: float | None = 4.0) -> Any:
     """Open the server's WebSocket, retrying with backoff within ``budget_s``; faults are typed errors."""
     backoff = Backoff(budget_s)
