@@ -49,10 +49,10 @@ def _studio_app(link, autosave: Path, **studio_kwargs):  # noqa: ANN001, ANN202
     from omnistudio.studio.settings import StudioSettings
 
     settings = StudioSettings(anchor="ruby", seed=SEED)
-    studio = Studio(link=link, settings=settings, audio="virtual", virtual_rate=4.0, warm=False, **studio_kwargs) \
-        if link is not None else Studio("tiny", "cpu", settings=settings, audio="virtual", virtual_rate=4.0,
+    studio = Studio(link=link, settings=settings, audio="virtual", virtual_rate=2.0, warm=False, **studio_kwargs) \
+        if link is not None else Studio("tiny", "cpu", settings=settings, audio="virtual", virtual_rate=2.0,
                                         warm=False)
-    return StudioApp(studio, autosave=Autosave(autosave, interval=0.0))
+    return StudioApp(studio, autosave=Autosave(autosave, interval=0.0), welcome=False)
 
 
 class Recorder:

@@ -39,8 +39,8 @@ def _app(url: str, autosave: Path):  # noqa: ANN202
     from omnistudio.take.remote import RemoteEngine
 
     studio = Studio(link=RemoteEngine(url, connect_budget_s=0.8), audio="virtual",
-                    settings=StudioSettings(anchor="ruby", seed=7), virtual_rate=4.0)
-    return StudioApp(studio, autosave=Autosave(autosave, interval=0.0))
+                    settings=StudioSettings(anchor="ruby", seed=7))
+    return StudioApp(studio, autosave=Autosave(autosave, interval=0.0), welcome=False)
 
 
 class Recorder:
