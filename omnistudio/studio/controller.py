@@ -286,7 +286,8 @@ class Studio:
             except Cancelled:
                 self._set_state("ready")
             except Unavailable as exc:  # a server down, restarting, busy: said once, tried again
-                self._offline(exc, quiet=name == "reconnect")
+                # said once per fault: not again for the background look or a slider's blend while offline
+                self._offline(exc, quiet=name == "reconnect" or (name == "prepare" and self.state == "offline"))
             except UserError as exc:
                 self._set_state("ready" if self._loaded else "error")
                 self.report(Failure("Cannot do that", str(exc)))
