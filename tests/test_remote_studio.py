@@ -5,7 +5,8 @@
 - Kill the server (SIGKILL) mid-render: an error notification within 2 s, no traceback, no failure
   modal, no UI stall over 100 ms, script and autosave intact; restart it on the same port: the studio
   finds it again and play works.
-- `render --server` writes the same samples as a local `render` with the same seed.
+- `render --server` writes the same samples as a local `render` with the same seed; the prepare phase
+  reports each voice over the network.
 """
 
 from __future__ import annotations
@@ -194,6 +195,15 @@ def test_render_server_equals_local_render(tmp_path: Path) -> None:
     script.write_text(SCRIPT + "\n[atlas:es] Buenas noches.\n", encoding="utf-8")
     server = Server()
     try:
+        # the prepare phase over the network: the server builds what is missing and reports each voice
+        from omnistudio.take.remote import RemoteEngine
+        from omnistudio.voices.resolve import VoiceRef
+
+        events: list = []
+        RemoteEngine(server.url).prepare([(VoiceRef.anchor_of("ruby"), "en"), (VoiceRef.blend_of("ruby", "atlas", 0.6),
+                                                                               "en")], events.append)
+        assert [(e.done, e.total, e.voice) for e in events if e.action == "done"] == [
+            (1, 2, "ruby"), (2, 2, "ruby+atlas@0.60")]
         runs = {}
         for name, extra in (("remote", ["--server", server.url]), ("local", ["--model", "tiny", "--device", "cpu"])):
             out = tmp_path / f"{name}.wav"
