@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from websockets.exceptions import ConnectionClosed
@@ -29,6 +30,7 @@ from omnistudio.config import SAMPLE_RATE
 from omnistudio.engine.engine import Timings
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.take import remote_conn as net
+from omnistudio.take.link import AnchorInfo, LinkInfo, PrepareEvent, Rendered, VoiceList
 from omnistudio.take.remote_conn import RemoteError, ServerAddress, ServerDropped, ServerRefused
 
 log = logging.getLogger(__name__)
@@ -66,10 +68,6 @@ def options_to_wire(options: Any) -> dict[str, Any]:
 
 def link_info_from_wire(health: dict[str, Any], address: ServerAddress) -> Any:
     """``GET /health`` -> LinkInfo; the device names the server too (``cuda:0 @ gpu-box:8005``)."""
-    from urllib.parse import urlsplit
-
-    from omnistudio.take.link import LinkInfo
-
     engine = health.get("engine") if isinstance(health.get("engine"), dict) else health
     model, device, dtype, sampler = (str(engine.get(k) or "?") for k in ("model", "device", "dtype", "sampler"))
     return LinkInfo(model, f"{device} @ {urlsplit(address.base).netloc}", dtype, sampler)
@@ -77,8 +75,6 @@ def link_info_from_wire(health: dict[str, Any], address: ServerAddress) -> Any:
 
 def voice_list_from_wire(data: Any) -> Any:
     """``GET /v1/audio/voices`` -> VoiceList: anchors (id, name, languages, prompt state per language), duos."""
-    from omnistudio.take.link import AnchorInfo, VoiceList
-
     if not isinstance(data, dict):
         raise ServerRefused("the server's voice list is not a JSON object")
     anchors = []
@@ -161,8 +157,6 @@ class RemoteEngine:
     def prepare(self, voices: Sequence[tuple[Any, str]], progress: Callable[[Any], None] | None = None,
                 cancel: Any = None) -> None:
         """Have the server resolve every (voice, lang) (building missing or stale prompts), with progress."""
-        from omnistudio.take.link import PrepareEvent
-
         todo = list(dict.fromkeys(voices))
         if not todo:
             return
@@ -180,8 +174,6 @@ class RemoteEngine:
 
     def render(self, items: Sequence[Any], options: Any, cancel: Any = None) -> list[Any]:
         """One group of sentences rendered by the server; the exact float32 samples its engine made."""
-        from omnistudio.take.link import Rendered
-
         items = list(items)
         if not items:
             return []
