@@ -183,9 +183,8 @@ class RemoteEngine:
         current: list[Any] = [None, []]  # [position, frames]
 
         def on_binary(data: bytes) -> None:
-            if current[0] is None:
-                raise ServerRefused(f"server {self.address} sent audio outside a sentence")
-            current[1].append(data)
+            if current[0] is not None:  # audio outside a sentence (a stitched tail) is not an item's
+                current[1].append(data)
 
         def on_message(message: dict[str, Any]) -> bool:
             kind = message.get("type")
