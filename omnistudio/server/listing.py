@@ -14,7 +14,7 @@ def voice_listing(voices: Any) -> dict[str, Any]:
     out = []
     for anchor in voices.anchors:
         known = roster.anchors.get(anchor.id)
-        out.append({"id": anchor.id, "name": anchor.name, "languages": list(anchor.langs), "prompts": dict(anchor.states),
+        out.append({"id": anchor.id, "name": anchor.name, "languages": list(anchor.langs), "prompts": dict(anchor.state),
                     "custom": known is not None and known.origin == custom,
                     "examples": [anchor.id] + [f"{anchor.id}:{lang}" for lang in anchor.langs]})
     duos = [{"voice": f"{a}+{b}@{ratio:g}", "anchors": [a, b], "languages": list(langs), "alpha": ratio}
