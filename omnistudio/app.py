@@ -52,6 +52,7 @@ class StudioApp(App[None]):
         self.rows = rows
         self.autosave = autosave or Autosave()
         self.duo_list = duo_list
+        self._listed_duos = duo_list is None  # duos come from the engine's roster unless given
         self.live = live  # False: no polling (snapshot tests feed the widgets fixed values)
         self.sub_title = subtitle
         self.banner = banner  # shown above the editor (e.g. the demo model's notice)
@@ -98,14 +99,16 @@ class StudioApp(App[None]):
 
     def _roster_rows(self) -> list[AnchorRow]:
         try:
-            return load_anchor_rows(self.studio.link or self.studio.engine)
+            # this machine's roster until the engine's own list arrives (VoicesListed): asking a remote
+            # link here would put a network call on the UI thread
+            return load_anchor_rows(self.studio.engine)
         except Exception as exc:  # noqa: BLE001 - the studio still edits and exports
             self.notify(f"roster not loaded: {exc}", severity="error")
             return []
 
     def next_duo(self) -> tuple[str, str, float, tuple[str, ...]] | None:
         if self.duo_list is None:
-            self.duo_list = duos(self.studio.link)
+            self.duo_list = duos(self.studio.engine)  # the engine's own duos replace these (VoicesListed)
         if not self.duo_list:
             return None
         self._duo_index = (self._duo_index + 1) % len(self.duo_list)
@@ -144,8 +147,8 @@ class StudioApp(App[None]):
     def on_studio_event(self, message: StudioEvent) -> None:
         event = message.event
         screen = self.main_screen
-        if screen is None:
-            return
+        if screen is None or not screen.is_mounted or not screen.query(Telemetry):
+            return  # starting or closing: an event from the engine thread may arrive with no screen
         telemetry = screen.query_one(Telemetry)
         if isinstance(event, ev.EngineState):
             telemetry.engine_state, telemetry.detail = event.state, event.detail
@@ -153,8 +156,13 @@ class StudioApp(App[None]):
             telemetry.render_s, telemetry.rtf = event.render_s, event.rtf
         elif isinstance(event, ev.PlaybackStarted):
             telemetry.ttfa = event.ttfa_s
-        elif isinstance(event, ev.PromptsLoaded) and self.rows is None:
-            screen.query_one(AnchorPicker).set_rows(self._roster_rows())
+        elif isinstance(event, ev.EngineReady):
+            telemetry.where = f"{event.model} on {event.device}"
+        elif isinstance(event, ev.VoicesListed):
+            if self.rows is None:  # the engine's roster: this machine's, or the server's
+                screen.query_one(AnchorPicker).set_rows(event.rows)
+            if self._listed_duos:
+                self.duo_list = list(event.duos)
         elif isinstance(event, ev.Notice):
             self.notify(event.message, severity=event.severity, timeout=5)  # type: ignore[arg-type]
         elif isinstance(event, ev.Failure):

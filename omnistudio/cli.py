@@ -15,6 +15,7 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from omnistudio import __version__
@@ -41,6 +42,14 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
     parser.add_argument("--dtype", help="backbone dtype: auto (default), fp32, bf16 or fp16; auto is fp16 on "
                         "CUDA, bf16 on a CPU with AMX-BF16 or AVX512-BF16, else fp32 (the vocoder stays fp32)")
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """--server/--api-key-file: render on an `omnistudio serve` instead of loading a model here."""
+    parser.add_argument("--server", metavar="URL", help="render on the speech server at URL "
+                        "(http://HOST:PORT, started with `omnistudio serve`); no model is loaded here")
+    parser.add_argument("--api-key-file", type=Path, metavar="FILE", help="file holding the server's API key "
+                        "(sent as Authorization: Bearer)")
 
 
 def add_synthesis_options(parser: argparse.ArgumentParser, seed_help: str) -> None:

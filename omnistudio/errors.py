@@ -8,6 +8,11 @@ class UserError(Exception):
     """
 
 
+class Unavailable(UserError):
+    """The engine cannot be reached right now (a speech server down, restarting, busy, or the link to it
+    lost); the same request may work later. Clients show it, keep everything, and try again."""
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message, or its type name when it has none."""
     text = str(exc).strip()

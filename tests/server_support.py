@@ -19,8 +19,8 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, *args: str, timeout_s: float = 300.0) -> None:
-        self.port = free_port()
+    def __init__(self, *args: str, timeout_s: float = 300.0, port: int | None = None) -> None:
+        self.port = port or free_port()  # a port of its own, or the one a killed server had (restart)
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         self.log = Path(os.environ["OMNISTUDIO_HOME"]) / f"serve-{self.port}.log"

@@ -44,9 +44,28 @@ def _lengths(args: argparse.Namespace) -> Any:
 def _stream(args: argparse.Namespace) -> Any:
     from omnistudio.bench.stream import stream_benchmark
 
+    if getattr(args, "server", None):
+        return _remote_stream(args)
     engine = _open(args, sampler="fast")
     args.progress(0, 1, f"streaming {args.sentences} sentences")
     return stream_benchmark(engine, n_sentences=args.sentences, num_step=args.num_step, seed=args.seed)
+
+
+def _remote_stream(args: argparse.Namespace) -> Any:
+    """--stream --server URL: the same take through this machine's engine and the server's, in one run."""
+    from omnistudio.bench.remote import remote_stream_benchmark
+    from omnistudio.commands.links import remote_link
+    from omnistudio.take.link import LocalEngine
+
+    remote = remote_link(args.server, args.api_key_file)
+    args.progress(0, 2, f"connecting to {remote.address}")
+    info = remote.wait_ready(lambda text: args.progress(0, 2, text))
+    args.model = args.model or info.model  # the local run: the server's model unless --model says otherwise
+    local = LocalEngine(_open(args, sampler="fast"))
+    result = remote_stream_benchmark(local, remote, n_sentences=args.sentences, voice=args.voice,
+                                     num_step=args.num_step, seed=args.seed, progress=args.progress)
+    return {"model": f"{local.info.model} here / {info.model} on the server", "device": result["remote"]["device"],
+            **result}
 
 
 def _dialogue(args: argparse.Namespace) -> Any:
@@ -87,16 +106,18 @@ def _meter(args: argparse.Namespace) -> Any:
 MODES: dict[str, Callable[[argparse.Namespace], Any]] = {
     "sentences": _sentences, "stream": _stream, "dialogue": _dialogue, "meter": _meter, "serve": _serve,
     "lengths": _lengths}
-DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "dialogue": 8, "meter": 1, "serve": 8, "lengths": 20}
+DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "stream-server": 12, "dialogue": 8, "meter": 1, "serve": 8,
+                     "lengths": 20}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options
+    from omnistudio.cli import add_model_options, add_server_options
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
     modes.add_argument("--stream", action="store_true", help="TTFA vs whole-script time of a streamed script "
-                       "(default 40 sentences)")
+                       "(default 40 sentences); with --server, this machine's engine against the server's, "
+                       "same take (default 12 sentences)")
     modes.add_argument("--dialogue", action="store_true", help="batched vs sequential dialogue throughput "
                        "(default 8 lines)")
     modes.add_argument("--meter", action="store_true", help="cost of the live loudness meter per 100 ms block")
@@ -120,7 +141,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "(one engine each; stock and fast at each dtype; ratios against stock at the first)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--voice", default="ruby", help="--stream --server: the anchor (or a+b@alpha) both runs "
+                   "speak with (default ruby)")
     add_model_options(p)
+    add_server_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         args.clients = clients_list(args.clients)
         if not 2 <= args.max_batch <= 16:
             raise UserError(f"--max-batch {args.max_batch} is out of range 2..16")
+    if args.server and mode != "stream":
+        raise UserError("--server goes with --stream (this machine's engine against the server's)")
     if args.sentences is None:
-        args.sentences = DEFAULT_SENTENCES[mode]
+        args.sentences = DEFAULT_SENTENCES["stream-server" if args.server else mode]
     try:
         args.sentences = int(str(args.sentences))
     except ValueError:
@@ -156,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     result = _with_progress(args, MODES[mode])
+    mode = "stream-server" if args.server else mode
     result["mode"] = mode
     if args.json:
         print(json.dumps(result))
@@ -233,6 +260,10 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 SUMMARY_LINES = {
+    "stream-server": "same take ({sentences} sentences, voice {voice}), server vs here: TTFA {remote[ttfa_s]:.3f} s vs "
+                     "{local[ttfa_s]:.3f} s (x{ttfa_ratio}; network and protocol {remote[ttfa_overhead_s]:.3f} s of "
+                     "it), whole script {remote[total_s]:.2f} s vs {local[total_s]:.2f} s (x{total_ratio}); engine "
+                     "RTF {remote[engine_rtf]} vs {local[engine_rtf]}; identical samples: {identical}",
     "stream": "TTFA {ttfa_s:.3f} s, whole script {total_s:.2f} s ({sentences} sentences, {audio_s:.1f} s of audio), "
               "TTFA / whole = {ttfa_ratio}",
     "dialogue": "{lines} lines: sequential {sequential_s:.2f} s, batched (x{batch}) {batched_s:.2f} s -> "

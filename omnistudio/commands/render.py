@@ -14,7 +14,7 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options, add_synthesis_options
+    from omnistudio.cli import add_model_options, add_server_options, add_synthesis_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
     p.add_argument("script", type=Path, help="UTF-8 script: one paragraph per line, optional [anchor] or "
@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--latency", default="0.2", help="output latency: low, high or seconds (default 0.2: "
                    "PortAudio's 'high' is 35 ms on PulseAudio, too short for a busy engine thread)")
     add_model_options(p)
+    add_server_options(p)
     add_finishing_options(p)
     from omnistudio.commands import takes
 
@@ -117,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
     tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
     script = parse_script(text, options.lang, speakers=_known_speakers() if tagged else None)
     options = replace(options, voice=_check_voice_options(args, script))
+    from omnistudio.commands.links import check_link_args
+
+    check_link_args(args)  # --server with --model, a key file without a server
+
     from omnistudio.commands import takes
 
     if takes.wanted(args):
@@ -139,15 +144,14 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
     """Build the take (the same function the studio and the server use) with this command's sinks."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from omnistudio.commands.voice_args import engine_from_args
+    from omnistudio.commands.links import open_link
     from omnistudio.console import err_console, status
-    from omnistudio.take.link import LocalEngine
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.sinks import FileSink, PlayerSink
 
     with status("loading model") as update:
-        engine = engine_from_args(args, progress=update)
-    take = build_take(LocalEngine(engine), script, options)
+        link = open_link(args, progress=update)  # the model here, or the server's (--server)
+    take = build_take(link, script, options)
     sinks: list[Any] = []
     files = FileSink(args.output) if args.output is not None else None
     if player is not None:

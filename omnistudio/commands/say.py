@@ -10,7 +10,7 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options, add_synthesis_options
+    from omnistudio.cli import add_model_options, add_server_options, add_synthesis_options
 
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
     p.add_argument("text", help="what to say")
@@ -25,6 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, help="output .wav or .flac")
     p.add_argument("--json", action="store_true", help="print one JSON object with timings and path")
     add_model_options(p)
+    add_server_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,22 +51,33 @@ def run(args: argparse.Namespace) -> int:
     if voice_kind is None or ref is None:
         raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
-    from omnistudio.commands.voice_args import engine_from_args
-    from omnistudio.take.options import sentence_seed
-    from omnistudio.voices.resolve import resolve_voice
+    from omnistudio.commands.links import check_link_args, open_link
+    from omnistudio.take.link import RenderItem
+    from omnistudio.take.options import TakeOptions, sentence_seed
 
+    if check_link_args(args) is not None:
+        from omnistudio.take.remote import voice_to_wire
+
+        voice_to_wire(ref)  # a recording lives here, not on the server: one line, before connecting
+    options = TakeOptions(num_step=num_step, guidance_scale=args.guidance, seed=seed, lang=lang)
+    # Through the link, as every client renders: the same samples here and from a server (--server).
     with status("loading model") as update:
-        engine = engine_from_args(args, progress=update)
-        voice = resolve_voice(engine, ref, lang, progress=update)
+        link = open_link(args, progress=update)
+        link.prepare([(ref, lang)], lambda event: update(event.describe()))
         update("synthesising")
-        # the one seed policy: the same sentence, voice and seed as in a script or the studio
-        result = engine.synthesize(text, voice, language=lang, num_step=num_step,
-                                   seed=sentence_seed(seed, text, ref.key(), lang), guidance_scale=args.guidance)
-        write_audio(args.output, result.pcm, result.sample_rate)
+        # the one seed policy: the same sentence, voice and seed as in a script, the studio or a server
+        item = RenderItem(0, text, ref, lang, sentence_seed(seed, text, ref.key(), lang))
+        result = link.render([item], options)[0]
+        if not result.ok:
+            raise UserError(result.error or "the sentence did not render")
+        write_audio(args.output, result.pcm, link.sample_rate)
     if args.json:
-        payload = {"output": str(args.output), "sample_rate": result.sample_rate,
-                   **engine.loaded.describe(),
-                   "sampler": args.sampler, "num_step": num_step, "seed": seed,
-                   **result.timings.as_dict()}
+        info = link.info
+        local = getattr(link, "engine", None)  # in process: the model's own description (dtype and why)
+        described = local.loaded.describe() if local is not None else {
+            "model": info.model, "device": info.device, "dtype": info.dtype}
+        payload = {"output": str(args.output), "sample_rate": link.sample_rate, **described,
+                   "sampler": info.sampler, "num_step": num_step, "seed": seed,
+                   **(result.timings.as_dict() if result.timings is not None else {})}
         print(json.dumps(payload))
     return 0

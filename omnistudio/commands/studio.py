@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options
+    from omnistudio.cli import add_model_options, add_server_options
 
     p = sub.add_parser("studio", help="open the studio (the default when no command is given)")
     p.add_argument("--audio", choices=["auto", "device", "virtual"], default="auto",
@@ -16,23 +16,37 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", type=Path, metavar="NAME.omniproj",
                    help="open a project: its script, every take of every sentence, the chosen ones")
     add_model_options(p)
+    add_server_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.app import StudioApp
     from omnistudio.engine.model import check_model_dir, resolve_model
+    from omnistudio.commands.links import check_link_args, remote_link
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import load_settings
     from omnistudio.studio.welcome import studio_model
 
     settings, warning = load_settings()
-    model, banner = studio_model(getattr(args, "model", None))  # tiny + a demo banner when offline
-    spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
-    if spec.kind == "dir" and spec.path is not None:
-        check_model_dir(spec.path)
-    dtype = getattr(args, "dtype", None) or settings.dtype  # --dtype, else the saved setting (default auto)
-    studio = Studio(model, getattr(args, "device", None), dtype, settings=settings,
-                    audio=getattr(args, "audio", "auto"))
+    # The engine side is chosen here and nowhere else: a speech server (--server, or the saved setting
+    # when no --model is given) or the model in this process. The studio only sees the link.
+    check_link_args(args)  # --server with --model, or a key file without a server: one line
+    server = getattr(args, "server", None) or ("" if getattr(args, "model", None) else settings.server)
+    key_file = getattr(args, "api_key_file", None) or settings.api_key_file or None
+    link = remote_link(server, key_file) if server else None
+    if link is not None:
+        studio = Studio(link=link, settings=settings, audio=getattr(args, "audio", "auto"))
+        app_args: dict[str, object] = {"subtitle": f"server {link.address}"}
+    else:
+        model, banner = studio_model(getattr(args, "model", None))  # tiny + a demo banner when offline
+        spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
+        if spec.kind == "dir" and spec.path is not None:
+            check_model_dir(spec.path)
+        dtype = getattr(args, "dtype", None) or settings.dtype  # --dtype, else the saved setting (default auto)
+        studio = Studio(model, getattr(args, "device", None), dtype, settings=settings,
+                        audio=getattr(args, "audio", "auto"))
+        app_args = {"subtitle": f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
+                    "banner": banner}
     if getattr(args, "project", None) is not None:
         from omnistudio.take.project import MANIFEST, SCRIPT, check_project_path
 
@@ -41,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.studio.welcome import EXAMPLE_SCRIPT
 
         studio.takes.open(path, None if exists else EXAMPLE_SCRIPT)
-    app = StudioApp(studio, subtitle=f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
-                    banner=banner)
+    app = StudioApp(studio, **app_args)  # type: ignore[arg-type]
     if warning:
         app.call_later(app.notify, warning, severity="warning")
     app.run()

@@ -15,7 +15,8 @@ from omnistudio.errors import UserError
 from omnistudio.studio.settings import TARGETS, StudioSettings
 
 FIELDS = [("num_step", "diffusion steps"), ("guidance_scale", "guidance scale"), ("seed", "seed"),
-          ("speed", "speed"), ("output_device", "output device (empty: default)")]
+          ("speed", "speed"), ("output_device", "output device (empty: default)"),
+          ("server", "server (next start)"), ("api_key_file", "server key file")]
 SWITCHES = [("seed_lock", "seed lock"), ("room_tone", "room tone"), ("breaths", "breaths")]
 
 

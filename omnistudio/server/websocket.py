@@ -1,7 +1,9 @@
 """``WS /ws/tts/stream-omni``: one JSON request in; binary PCM frames and JSON telemetry out.
 
 Client -> server: one text frame, the request (:class:`protocol.WsRequest`); later, optionally,
-``{"type": "cancel"}``. Server -> client, in order: ``start``; per sentence ``sentence_start``,
+``{"type": "cancel"}``. Or ``{"type": "prepare", "voices": [{"voice": "ruby", "lang": "en"}, ...]}``
+(a remote studio's prepare phase): every voice resolved on the engine worker (missing or stale
+prompts built), one ``prepare`` frame per step (done, total, voice, lang, action), then ``prepared``. Server -> client, in order: ``start``; per sentence ``sentence_start``,
 binary frames of PCM (``pcm: "s16"`` little-endian int16, or ``"f32"`` little-endian float32, exactly
 the samples rendered), ``sentence_end`` (frames, timings, loudness); then ``done`` (integrated
 loudness, true peak, TTFA, RTF) -- or ``error`` / ``cancelled``. The server closes after that.
@@ -11,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from omnistudio.errors import UserError
+from omnistudio.errors import Cancelled, UserError
 from omnistudio.server import encode
 from omnistudio.server import protocol as p
 from omnistudio.server.scheduler import Busy
@@ -26,7 +30,8 @@ REQUEST_TIMEOUT_S = 30.0  # for the first message
 POLICY_VIOLATION = 1008
 
 
-async def _request(ws: WebSocket) -> p.WsRequest:
+async def _request(ws: WebSocket) -> p.WsRequest | dict[str, Any]:
+    """The session's request: a WsRequest, or a ``prepare`` message as a dict."""
     try:
         raw = await asyncio.wait_for(ws.receive_text(), REQUEST_TIMEOUT_S)
     except TimeoutError:
@@ -34,7 +39,10 @@ async def _request(ws: WebSocket) -> p.WsRequest:
     if len(raw) > p.MAX_BODY_BYTES:
         raise UserError(f"the request is over {p.MAX_BODY_BYTES} bytes")
     try:
-        return p.WsRequest.model_validate(json.loads(raw))
+        message = json.loads(raw)
+        if isinstance(message, dict) and message.get("type") == "prepare":
+            return message
+        return p.WsRequest.model_validate(message)
     except ValueError as exc:
         if isinstance(exc, ValidationError):
             first = exc.errors()[0]
@@ -57,21 +65,84 @@ async def _listen(ws: WebSocket, run: TakeRun) -> None:
         run.cancel.set()
 
 
+def _prepare_voices(message: dict[str, Any]) -> list[tuple[Any, str]]:
+    from omnistudio.checks import check_language
+    from omnistudio.server.pipeline import parse_voice
+
+    wanted = message.get("voices")
+    if not isinstance(wanted, list) or not wanted or len(wanted) > p.MAX_ITEMS:
+        raise UserError(f"prepare: 'voices' must list 1..{p.MAX_ITEMS} {{voice, lang}} objects")
+    voices = []
+    for entry in wanted:
+        if not isinstance(entry, dict):
+            raise UserError("prepare: each voice is an object {voice, lang}")
+        ref, voice_lang = parse_voice(str(entry.get("voice", "")))
+        voices.append((ref, check_language(entry.get("lang") or voice_lang or "en")))
+    return voices
+
+
+async def _prepare(ws: WebSocket, shared: Any, voices: list[tuple[Any, str]]) -> None:
+    """Resolve ``voices`` on the engine worker, a ``prepare`` frame per step; ``prepared`` at the end."""
+    loop = asyncio.get_running_loop()
+    frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    cancel = threading.Event()
+
+    def progress(event: Any) -> None:
+        frame = {"type": "prepare", "done": event.done, "total": event.total, "voice": event.voice,
+                 "lang": event.lang, "action": event.action}
+        loop.call_soon_threadsafe(frames.put_nowait, frame)
+
+    work = loop.run_in_executor(None, shared.prepare, voices, progress, cancel)
+    listener = asyncio.create_task(_listen(ws, SimpleNamespace(cancel=cancel)))  # type: ignore[arg-type]
+    try:
+        while not work.done() or not frames.empty():
+            try:
+                await ws.send_json(await asyncio.wait_for(frames.get(), 0.05))
+            except TimeoutError:
+                continue
+        try:
+            await work
+        except Cancelled:
+            await ws.send_json({"type": "cancelled"})
+        except UserError as exc:
+            await ws.send_json({**p.ws_error(str(exc)), "status": 400})
+        else:
+            await ws.send_json({"type": "prepared"})
+        await ws.close()
+    except (WebSocketDisconnect, RuntimeError):
+        cancel.set()
+    finally:
+        listener.cancel()
+
+
+def _status(exc: BaseException) -> dict[str, Any]:
+    """The HTTP status an error frame carries, so a client types the error as it would over HTTP."""
+    if isinstance(exc, Busy):
+        return {"status": 429, "retry_after": exc.retry_after_s}
+    if isinstance(exc, UserError):
+        return {"status": 400}
+    return {"status": getattr(exc, "status", 503)}
+
+
 async def serve_session(ws: WebSocket, state: Any, link: Any, finish: Any) -> None:
     await ws.accept()
     try:
         req = await _request(ws)
+        if isinstance(req, dict):  # prepare: no take and no queue slot (the engine worker serialises it)
+            voices = _prepare_voices(req)
+            await _prepare(ws, link(), voices)
+            return
         job = p.ws_job(req)
         shared = link()
         state.admission.enter()
     except WebSocketDisconnect:
         return
     except (UserError, Busy) as exc:
-        await ws.send_json(p.ws_error(str(exc)))
+        await ws.send_json({**p.ws_error(str(exc)), **_status(exc)})
         await ws.close(code=POLICY_VIOLATION if isinstance(exc, UserError) else 1013)
         return
     except Exception as exc:  # noqa: BLE001 - 503 while loading, etc.
-        await ws.send_json(p.ws_error(str(exc).splitlines()[0] if str(exc) else "unavailable"))
+        await ws.send_json({**p.ws_error(str(exc).splitlines()[0] if str(exc) else "unavailable"), **_status(exc)})
         await ws.close(code=1013)
         return
     run = TakeRun(shared, job, state.time_limit_s).start(asyncio.get_running_loop())

@@ -22,7 +22,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,12 @@ import numpy as np
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.audio.player import Player
 from omnistudio.config import SAMPLE_RATE
-from omnistudio.errors import Cancelled, UserError, describe
+from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
 from omnistudio.script import Blend
 from omnistudio.studio import adapters
 from omnistudio.studio.adapters import Sentence
 from omnistudio.studio.events import (
+    EngineReady,
     EngineState,
     Exported,
     Failure,
@@ -47,6 +48,7 @@ from omnistudio.studio.events import (
     PromptsLoaded,
     SentenceRendered,
     Snapshot,
+    VoicesListed,
 )
 from omnistudio.studio.playback import Schedule, VirtualOutput
 from omnistudio.studio.settings import StudioSettings
@@ -62,6 +64,16 @@ log = logging.getLogger(__name__)
 AUDITION = {"en": "Good evening, and welcome to the news at nine.",
             "es": "Buenas noches, estas son las noticias de las nueve."}
 VoiceFor = Callable[[Any], Any]  # a RenderItem -> the prompt object (tests: one fixed reference)
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Backoff between looks for an unreachable engine: 0.5 s, doubling, at most 10 s."""
+
+    delay: float = 0.5
+
+    def next(self) -> Retry:
+        return Retry(min(self.delay * 2, 10.0))
 
 
 class Studio:
@@ -98,6 +110,8 @@ class Studio:
         self._commands: queue.Queue[tuple[str, tuple[Any, ...]]] = queue.Queue()
         self._rendering_play = False
         self._cancel = threading.Event()  # the current play's; stop() sets it, the next play gets a new one
+        self._loaded = False  # the link is up and has answered once
+        self._retry: Retry | None = None  # set while the engine cannot be reached
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
         self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
 
@@ -265,20 +279,43 @@ class Studio:
     # ----------------------------------------------------- engine thread
     def _run(self) -> None:
         while True:
-            name, args = self._commands.get()
+            try:
+                name, args = self._commands.get(timeout=self._retry.delay if self._retry else None)
+            except queue.Empty:
+                name, args = "reconnect", ()  # offline: look for the engine again (backoff)
             if name == "quit":
                 return
             try:
                 getattr(self, f"_do_{name}")(*args)
             except Cancelled:
                 self._set_state("ready")
+            except Unavailable as exc:  # a server down, restarting, busy: said once, tried again
+                # said once per fault: not again for the background look or a slider's blend while offline
+                self._offline(exc, quiet=name == "reconnect" or (name == "prepare" and self.state == "offline"))
             except UserError as exc:
-                self._set_state("ready" if self.link is not None else "error")
+                self._set_state("ready" if self._loaded else "error")
                 self.report(Failure("Cannot do that", str(exc)))
             except Exception as exc:  # noqa: BLE001 - the engine thread must survive any failure
                 log.exception("studio engine command %s failed", name)
-                self._set_state("ready" if self.link is not None else "error", str(exc))
+                self._set_state("ready" if self._loaded else "error", str(exc))
                 self.report(Failure("Engine error", describe(exc)))
+
+    def _offline(self, exc: Unavailable, quiet: bool) -> None:
+        """The engine cannot be reached: say so (once per fault), keep everything, retry with backoff."""
+        self._set_state("offline", first_line(exc))
+        if not quiet:
+            self.report(Notice(f"{str(exc).rstrip('.?')} (retrying; the script and settings are kept)", "error"))
+        self._retry = self._retry.next() if self._retry else Retry()
+
+    def _do_reconnect(self) -> None:
+        """Reach the engine again (its voice list is the probe); report ready once it answers."""
+        if not self._loaded:
+            self._do_load()
+        else:
+            self._list_voices()
+            self._set_state("ready")
+        self._retry = None
+        self.report(Notice("the engine answers again: ready to play", "information"))
 
     def _set_state(self, state: str, detail: str = "") -> None:
         if state == "ready" and not detail and self.engine is not None:
@@ -302,11 +339,20 @@ class Studio:
             if notice:
                 self.report(Notice(notice, "warning"))
         self.report(PromptsLoaded())
+        info = self.link.info
+        self.report(EngineReady(info.model, info.device))
+        self._list_voices()
+        self._loaded = True
         # What is alive now (the model, the prompts, the UI) lives for the whole session: keep it out
         # of the cyclic collector, so a full collection during playback scans only new objects
         # (measured in the test process: a 330 ms UI stall from one full collection mid-render).
         gc.freeze()
         self._set_state("ready")
+
+    def _list_voices(self) -> None:
+        """The engine's roster (this machine's, or the server's) for the picker and the duo key."""
+        voices = self.link.voices()  # type: ignore[union-attr]
+        self.report(VoicesListed(tuple(voices.anchors), tuple(voices.duos)))
 
     def _preparing(self, event: PrepareEvent) -> None:
         self.report(Preparing(event.done, event.total, event.voice, event.lang, event.action, event.describe()))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ENGINE_STATES = ("loading", "warming", "ready", "rendering", "error")
+ENGINE_STATES = ("loading", "warming", "ready", "rendering", "offline", "error")  # offline: server gone
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,22 @@ class Preparing:
     lang: str
     action: str  # ready | load | build | blend, then done
     text: str  # "preparing voices 1/2: valentina (es)"
+
+
+@dataclass(frozen=True)
+class EngineReady:
+    """Where the engine runs (the link's info): ``device`` names the server for a remote engine."""
+
+    model: str
+    device: str
+
+
+@dataclass(frozen=True)
+class VoicesListed:
+    """The engine's roster as the link reports it (this machine's, or the server's): picker rows, duos."""
+
+    rows: tuple[Any, ...]  # adapters.AnchorRow
+    duos: tuple[tuple[str, str, float, tuple[str, ...]], ...]
 
 
 @dataclass(frozen=True)

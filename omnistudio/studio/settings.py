@@ -56,10 +56,17 @@ class StudioSettings:
     language: str = "en"
     anchor: str = ""
     dtype: str = "auto"  # backbone dtype at the next start: auto | fp32 | bf16 | fp16 (--dtype wins)
+    server: str = ""  # a speech server's URL (`omnistudio serve`); empty: the model runs in this process
+    api_key_file: str = ""  # the server's API key, in this file
 
     def validated(self) -> StudioSettings:
         """A copy with every field checked and normalised, or a UserError naming the bad one."""
         target = _float("target loudness", self.target_lufs, -70.0, 0.0)
+        server = str(self.server or "").strip()
+        if server:
+            from omnistudio.take.remote_conn import parse_server_url
+
+            server = parse_server_url(server).base
         if target not in TARGETS:
             raise UserError(f"target loudness {target:g} LUFS: use one of {', '.join(f'{t:g}' for t in TARGETS)}")
         return replace(
@@ -71,6 +78,7 @@ class StudioSettings:
             target_lufs=target,
             seed_lock=bool(self.seed_lock), room_tone=bool(self.room_tone), breaths=bool(self.breaths),
             output_device=str(self.output_device or "").strip(),
+            server=server, api_key_file=str(self.api_key_file or "").strip(),
             language=self.language if self.language in ("en", "es") else "en",
             dtype=_dtype(self.dtype),
         )

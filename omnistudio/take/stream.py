@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from omnistudio.checks import DEFAULT_NUM_STEP
-from omnistudio.errors import Cancelled, UserError, describe
+from omnistudio.errors import Cancelled, Unavailable, UserError, describe
 from omnistudio.script import Script, Sentence, parse_script
 from omnistudio.take.link import EngineLink, LocalEngine, Pending, Rendered, RenderItem
 from omnistudio.take.options import TakeOptions, sentence_seed
@@ -170,6 +170,9 @@ class Stream:
                     self._lane.put(job)
                 elif not self._deliver(job):
                     return
+        except Unavailable as exc:
+            log.info("stream stopped: %s", exc)
+            self._queue.put(exc)
         except BaseException as exc:  # noqa: BLE001 - a bug here must not hang the consumer
             log.exception("stream worker failed")
             self._queue.put(exc)
@@ -229,6 +232,8 @@ class Stream:
             return _Job(group, rendered, started, steps)
         except Cancelled:
             return None
+        except Unavailable:
+            raise  # the engine is gone (a server down): the take stops, the client says so and retries
         except Exception as exc:  # noqa: BLE001 - reported with its sentence; the worker goes on
             if len(group) > 1:
                 log.debug("batch failed; rendering its sentences one at a time", exc_info=True)

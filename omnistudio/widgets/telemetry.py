@@ -1,4 +1,7 @@
-"""Telemetry: engine state, time to first audio, last sentence's render time and RTF, underruns."""
+"""Telemetry: engine state, where it runs, time to first audio, last sentence's render time and RTF, underruns.
+
+With a remote engine the TTFA is measured here (network included) and the render time and RTF are the
+server's own, as its telemetry frames report them."""
 
 from __future__ import annotations
 
@@ -9,12 +12,15 @@ from rich.table import Table
 from textual.reactive import reactive
 from textual.widgets import Static
 
-STATE_STYLE = {"loading": "yellow", "warming": "yellow", "ready": "green", "rendering": "cyan", "error": "red"}
+STATE_STYLE = {"loading": "yellow", "warming": "yellow", "ready": "green", "rendering": "cyan", "offline": "red",
+               "error": "red"}
 
 
 class Telemetry(Static):
     engine_state: reactive[str] = reactive("loading")
-    """loading | warming | ready | rendering | error."""
+    """loading | warming | ready | rendering | offline | error."""
+    where: reactive[str] = reactive("")
+    """The model and where it runs (``tiny on cuda:0 @ gpu-box:8005`` for a server)."""
     detail: reactive[str] = reactive("")
     """What the engine is doing (e.g. the loading step)."""
     ttfa: reactive[float] = reactive(math.nan)
@@ -36,6 +42,8 @@ class Telemetry(Static):
 
         state = f"[{STATE_STYLE.get(self.engine_state, 'white')}]{self.engine_state}[/]"
         table.add_row("engine", state + (f" [dim]{escape(self.detail)}[/]" if self.detail else ""))
+        if self.where:
+            table.add_row("model", escape(self.where))
         table.add_row("TTFA", ms(self.ttfa))
         table.add_row("render", ms(self.render_s))
         table.add_row("RTF", "—" if math.isnan(self.rtf) else f"{self.rtf:.2f}")

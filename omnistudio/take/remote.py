@@ -1,0 +1,323 @@
+"""RemoteEngine: the EngineLink over the speech server's WebSocket (``omnistudio serve`` on a GPU box).
+
+The take pipeline renders through it exactly as through ``LocalEngine``: ``render(items)`` sends the
+planned sentences (text, voice, language, seed) and the options, and asks for exact float32 frames
+(``"pcm": "f32"``), so what comes back is bit for bit what the server's engine made, and a take rendered
+remotely equals the same take rendered in process. ``prepare`` asks the server to build the prompts a
+script needs (progress events come back); ``voices()`` is the server's roster (``GET /v1/audio/voices``);
+setting the cancel event sends ``{"type": "cancel"}`` and the server stops within one diffusion step.
+
+The server answers one request per connection (``docs/server.md``): each call opens a WebSocket (with
+a short retry with backoff, :func:`remote_conn.connect_ws`), sends its one request and reads the answer
+to ``done``. A connection lost mid-answer is reopened and the request sent once more: seeds are fixed,
+so a resent group renders the same samples. What cannot be reached within the retry budget is raised
+as a typed :class:`~omnistudio.take.remote_conn.RemoteError`, one line long.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+from websockets.exceptions import ConnectionClosed
+
+from omnistudio.config import SAMPLE_RATE
+from omnistudio.engine.engine import Timings
+from omnistudio.errors import Cancelled, UserError
+from omnistudio.take import remote_conn as net
+from omnistudio.take.link import AnchorInfo, LinkInfo, PrepareEvent, Rendered, VoiceList
+from omnistudio.take.remote_conn import RemoteError, ServerAddress, ServerDropped, ServerRefused
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05  # how often a wait on the server looks at the cancel flag
+CANCEL_WAIT_S = 2.0  # after a cancel: how long to wait for the server's acknowledgement
+
+
+def _cancel_check(cancel: Any) -> Callable[[], bool]:
+    if cancel is None:
+        return lambda: False
+    if hasattr(cancel, "is_set"):
+        return cancel.is_set
+    return cancel
+
+
+def voice_to_wire(voice: Any) -> str:
+    """A VoiceRef as the server parses it: its canonical key (``ruby``, ``ruby+storm@0.70``; a Blend's
+    alpha is already rounded to 0.01, so the key carries it exactly)."""
+    if getattr(voice, "anchor", None) is None and getattr(voice, "blend", None) is None:
+        raise UserError(f"voice {voice.key() if hasattr(voice, 'key') else voice} lives on this machine (a "
+                        "recording or a prompt file): with --server use an anchor, a blend, or a voice added on "
+                        "the server with `omnistudio voices add`")
+    return voice.key()
+
+
+def item_to_wire(item: Any) -> dict[str, Any]:
+    return {"text": item.text, "voice": voice_to_wire(item.voice), "lang": item.lang, "seed": int(item.seed)}
+
+
+def options_to_wire(options: Any) -> dict[str, Any]:
+    return {"num_step": int(options.num_step), "guidance_scale": float(options.guidance_scale),
+            "speed": options.speed_arg}
+
+
+def link_info_from_wire(health: dict[str, Any], address: ServerAddress) -> Any:
+    """``GET /health`` -> LinkInfo; the device names the server too (``cuda:0 @ gpu-box:8005``)."""
+    engine = health.get("engine") if isinstance(health.get("engine"), dict) else health
+    model, device, dtype, sampler = (str(engine.get(k) or "?") for k in ("model", "device", "dtype", "sampler"))
+    return LinkInfo(model, f"{device} @ {urlsplit(address.base).netloc}", dtype, sampler)
+
+
+def voice_list_from_wire(data: Any) -> Any:
+    """``GET /v1/audio/voices`` -> VoiceList: anchors (id, name, languages, prompt state per language), duos."""
+    if not isinstance(data, dict):
+        raise ServerRefused("the server's voice list is not a JSON object")
+    anchors = []
+    for v in data.get("voices") or data.get("anchors") or []:
+        if isinstance(v, str):
+            v = {"id": v}
+        langs = tuple(v.get("languages") or v.get("langs") or ())
+        states = v.get("prompts") or v.get("states") or {}
+        anchors.append(AnchorInfo(str(v["id"]), str(v.get("name") or v["id"]), langs,
+                                  {str(k): str(s) for k, s in states.items()} if isinstance(states, dict) else {}))
+    duos = []
+    for d in data.get("duos") or []:
+        pair = d.get("anchors") or [d.get("a"), d.get("b")]
+        duos.append((str(pair[0]), str(pair[1]), float(d.get("ratio", d.get("alpha", 0.5))),
+                     tuple(d.get("languages") or d.get("langs") or ())))
+    return VoiceList(tuple(anchors), tuple(duos))
+
+
+def _timings(data: dict[str, Any] | None) -> Timings | None:
+    if not data:
+        return None
+    known = {k: float(data[k]) for k in ("wall_s", "audio_s", "rtf", "prompt_s", "decode_s") if k in data}
+    if not {"wall_s", "audio_s", "rtf"} <= known.keys():
+        return None
+    return Timings(**known)
+
+
+class _Dropped(Exception):
+    """The connection went away mid-answer (internal: turned into a resend or a ServerDropped)."""
+
+
+class RemoteEngine:
+    """The EngineLink of a studio or CLI whose engine runs in ``omnistudio serve`` at ``url``."""
+
+    def __init__(self, url: str | ServerAddress, api_key: str | None = None, *, connect_budget_s: float = 1.0,
+                 open_timeout: float = 3.0, ping_interval: float | None = 2.0,
+                 ping_timeout: float | None = 4.0) -> None:
+        self.address = url if isinstance(url, ServerAddress) else net.parse_server_url(url)
+        self.api_key = api_key
+        self.sample_rate = SAMPLE_RATE
+        self.connect_budget_s = connect_budget_s
+        self._ws_options = {"open_timeout": open_timeout, "ping_interval": ping_interval,
+                            "ping_timeout": ping_timeout}
+        self._info: Any = None
+        self._health: dict[str, Any] = {}
+        self.reconnects = 0  # requests sent again after a lost connection (how flaky the link was)
+
+    # ------------------------------------------------------------ link API
+    @property
+    def info(self) -> Any:
+        """The server's model, device, dtype and sampler (``GET /health``, asked once) as a LinkInfo."""
+        if self._info is None:
+            self._info = link_info_from_wire(self.check(), self.address)
+            self.sample_rate = int(self._health.get("sample_rate") or self.sample_rate)
+        return self._info
+
+    def check(self) -> dict[str, Any]:
+        """Reach the server now (``GET /health``); its answer, or a typed RemoteError."""
+        health = net.get_json(self.address, "/health", self.api_key)
+        self._health = health if isinstance(health, dict) else {}
+        return self._health
+
+    def wait_ready(self, progress: Callable[[str], None] | None = None, timeout_s: float = 600.0) -> Any:
+        """Wait while the server loads its model (503), reporting what it says; then its LinkInfo."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.info
+            except net.ServerNotReady as exc:
+                if time.monotonic() > deadline:
+                    raise
+                if progress is not None:
+                    progress(str(exc))
+                time.sleep(0.5)
+
+    def voices(self) -> Any:
+        """The server's roster (``GET /v1/audio/voices``): anchors with languages and prompt states, and duos."""
+        return voice_list_from_wire(net.get_json(self.address, "/v1/audio/voices", self.api_key))
+
+    def prepare(self, voices: Sequence[tuple[Any, str]], progress: Callable[[Any], None] | None = None,
+                cancel: Any = None) -> None:
+        """Have the server resolve every (voice, lang) (building missing or stale prompts), with progress."""
+        todo = list(dict.fromkeys(voices))
+        if not todo:
+            return
+        request = {"type": "prepare", "voices": [{"voice": voice_to_wire(v), "lang": lang} for v, lang in todo]}
+
+        def on_message(message: dict[str, Any]) -> bool:
+            kind = message.get("type")
+            if kind == "prepare" and progress is not None:
+                progress(PrepareEvent(int(message.get("done", 0)), int(message.get("total", 0)),
+                                      str(message.get("voice", "")), str(message.get("lang", "")),
+                                      str(message.get("action", ""))))
+            return kind == "prepared"
+
+        self._exchange(request, on_message, None, _cancel_check(cancel))
+
+    def render(self, items: Sequence[Any], options: Any, cancel: Any = None) -> list[Any]:
+        """One group of sentences rendered by the server; the exact float32 samples its engine made."""
+        items = list(items)
+        if not items:
+            return []
+        request = {"type": "speak", "pcm": "f32", "language": items[0].lang,
+                   "items": [item_to_wire(i) for i in items], **options_to_wire(options)}
+        results: dict[int, Any] = {}  # by position in ``items`` (the server numbers them 0..n-1)
+        current: list[Any] = [None, []]  # [position, frames]
+
+        def on_binary(data: bytes) -> None:
+            if current[0] is not None:  # audio outside a sentence (a stitched tail) is not an item's
+                current[1].append(data)
+
+        def on_message(message: dict[str, Any]) -> bool:
+            kind = message.get("type")
+            if kind == "sentence_start":
+                current[0], current[1] = int(message["index"]), []
+            elif kind == "sentence_end":
+                position = int(message.get("index", current[0]))
+                if not 0 <= position < len(items):
+                    raise ServerRefused(f"server {self.address} answered a sentence it was not asked for")
+                pcm = np.frombuffer(b"".join(current[1]), dtype="<f4").astype(np.float32)
+                results[position] = Rendered(items[position].index, pcm, _timings(message.get("timings")),
+                                             int(message.get("steps", 0)), message.get("error"))
+                current[0], current[1] = None, []
+            return kind == "done"
+
+        def reset() -> None:  # a resend starts the group over
+            results.clear()
+            current[0], current[1] = None, []
+
+        self._exchange(request, on_message, on_binary, _cancel_check(cancel), reset)
+        missing = [items[k].index + 1 for k in range(len(items)) if k not in results]
+        if missing:
+            raise ServerRefused(f"server {self.address} ended the render without sentence(s) "
+                                f"{', '.join(map(str, missing))}")
+        return [results[k] for k in range(len(items))]
+
+    def close(self) -> None:
+        """Nothing is held between calls (each request has its own connection)."""
+
+    # ------------------------------------------------------------ plumbing
+    def _exchange(self, request: dict[str, Any], on_message: Callable[[dict[str, Any]], bool],
+                  on_binary: Callable[[bytes], None] | None, cancelled: Callable[[], bool],
+                  reset: Callable[[], None] | None = None) -> None:
+        """Send ``request`` on a new connection and feed the answers to the handlers until one says done.
+
+        A connection lost before the answer is complete is reopened (with backoff) and the request sent
+        once more; a second loss, or no server within the budget, is a ServerDropped.
+        """
+        payload = json.dumps(request)
+        lost: str | None = None  # why the connection went away mid-answer, if it did
+        for attempt in (1, 2):
+            if cancelled():
+                raise Cancelled()
+            try:
+                ws = net.connect_ws(self.address, self.api_key, self.connect_budget_s, **self._ws_options)
+            except net.ServerUnreachable as exc:
+                if lost is None:
+                    raise
+                raise ServerDropped(f"lost the server {self.address} mid-render ({lost}) and it does not "
+                                    f"answer again: {exc.reason}") from None
+            try:
+                self._converse(ws, payload, on_message, on_binary, cancelled)
+                return
+            except _Dropped as exc:
+                if reset is not None:
+                    reset()
+                log.info("connection to %s lost (%s); reconnecting", self.address, exc)
+                lost = str(exc)
+                if attempt == 2:
+                    raise ServerDropped(f"lost the server {self.address} twice during one request ({exc})") \
+                        from None
+                self.reconnects += 1
+            finally:
+                _close_quietly(ws)
+
+    def _converse(self, ws: Any, payload: str, on_message: Callable[[dict[str, Any]], bool],
+                  on_binary: Callable[[bytes], None] | None, cancelled: Callable[[], bool]) -> None:
+        try:
+            ws.send(payload)
+            while True:
+                if cancelled():
+                    self._cancel(ws)
+                    raise Cancelled()
+                try:
+                    data = ws.recv(timeout=POLL_S)
+                except TimeoutError:
+                    continue
+                if isinstance(data, bytes):
+                    if on_binary is None:
+                        raise ServerRefused(f"server {self.address} sent audio to a request that wants none")
+                    on_binary(data)
+                    continue
+                message = json.loads(data)
+                if not isinstance(message, dict):
+                    continue
+                if message.get("type") == "error":
+                    self._raise_server_error(message)
+                if message.get("type") == "cancelled":
+                    raise Cancelled()
+                if on_message(message):
+                    return
+        except ConnectionClosed as exc:
+            raise _Dropped(_closed_reason(exc)) from None
+        except (OSError, EOFError) as exc:
+            raise _Dropped(str(exc) or type(exc).__name__) from None
+        except ValueError as exc:  # bad JSON from the server
+            raise ServerRefused(f"server {self.address} sent a message that is not JSON ({exc})") from None
+
+    def _raise_server_error(self, message: dict[str, Any]) -> None:
+        """An ``error`` frame as the typed error its status means (the same as over HTTP)."""
+        try:
+            status = int(message.get("status") or message.get("code") or 400)
+        except (TypeError, ValueError):
+            status = 400
+        retry = message.get("retry_after")
+        raise net.status_error(self.address, status, json.dumps({"error": {"message": message.get("message")}}),
+                               str(retry) if isinstance(retry, (int, float)) else None)
+
+    def _cancel(self, ws: Any) -> None:
+        """Tell the server to stop (it stops within one diffusion step) and wait briefly for it to say so."""
+        try:
+            ws.send(json.dumps({"type": "cancel"}))
+            deadline = time.monotonic() + CANCEL_WAIT_S
+            while time.monotonic() < deadline:
+                data = ws.recv(timeout=max(0.0, deadline - time.monotonic()))
+                if isinstance(data, str) and json.loads(data).get("type") in ("cancelled", "done", "error"):
+                    return
+        except (ConnectionClosed, OSError, TimeoutError, ValueError):
+            pass  # gone or silent: the connection is closed after this request either way
+
+
+def _close_quietly(ws: Any) -> None:
+    try:
+        ws.close()
+    except Exception:  # noqa: BLE001 - it is gone either way
+        pass
+
+
+def _closed_reason(exc: Any) -> str:
+    rcvd = getattr(exc, "rcvd", None)
+    if rcvd is None:
+        return "connection closed without a close frame"
+    return f"closed by the server: code {rcvd.code}" + (f", {rcvd.reason}" if rcvd.reason else "")
+
+
+__all__ = ["RemoteEngine", "RemoteError", "item_to_wire", "voice_to_wire"]

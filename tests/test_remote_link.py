@@ -1,0 +1,235 @@
+"""RemoteEngine against a stand-in server: exact samples, progress, cancel, and every network fault typed.
+
+The real server (a ``serve --model tiny`` subprocess) is driven in test_remote_studio.py; here the faults
+are made on purpose, quickly and exactly: unreachable, 401, 429, a socket dropped mid-render (the
+group is resent and comes back whole), the server gone mid-render, a cancel acknowledged.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import numpy as np
+import pytest
+
+from remote_support import FakeServer, fake_pcm, free_port
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def Options():  # noqa: N802 - the options every render here uses
+    from omnistudio.take.options import TakeOptions
+
+    return TakeOptions()
+
+
+def _items(n: int = 3):  # noqa: ANN202
+    from omnistudio.take.link import RenderItem
+    from omnistudio.voices.resolve import Blend, VoiceRef
+
+    voices = [VoiceRef(anchor="ruby"), VoiceRef(blend=Blend("ruby", "storm", 0.7))]
+    return [RenderItem(i, f"Sentence {i} of the news.", voices[i % 2], "en", 1000 + i) for i in range(n)]
+
+
+@pytest.fixture
+def server():  # noqa: ANN201
+    fake = FakeServer().start()
+    yield fake
+    fake.stop()
+
+
+def _link(url: str, **kwargs):  # noqa: ANN202
+    from omnistudio.take.remote import RemoteEngine
+
+    return RemoteEngine(url, **kwargs)
+
+
+def test_render_returns_the_servers_exact_samples_in_order(server: FakeServer) -> None:
+    from omnistudio.take.link import EngineLink
+
+    link = _link(server.url)
+    assert isinstance(link, EngineLink)
+    items = _items(3)
+    out = link.render(items, Options())
+    assert [r.index for r in out] == [0, 1, 2]
+    for item, rendered in zip(items, out):
+        assert rendered.pcm.dtype == np.float32
+        assert np.array_equal(rendered.pcm, fake_pcm(item.text, item.seed))  # bit for bit
+        assert rendered.timings.rtf == 0.5 and rendered.steps == 10
+    sent = server.requests[-1]
+    assert sent["type"] == "speak" and sent["pcm"] == "f32"
+    assert [i["voice"] for i in sent["items"]] == ["ruby", "ruby+storm@0.70", "ruby"]
+    assert sent["items"][2]["seed"] == 1002
+    # a group whose sentence indices are not 0..n-1 (a later group of a take) maps back by position
+    later = link.render(items[1:], Options())
+    assert [r.index for r in later] == [1, 2] and np.array_equal(later[1].pcm, out[2].pcm)
+    link.close()
+
+
+def test_prepare_reports_progress(server: FakeServer) -> None:
+    from omnistudio.voices.resolve import VoiceRef
+
+    events = []
+    link = _link(server.url)
+    link.prepare([(VoiceRef(anchor="ruby"), "en"), (VoiceRef(anchor="storm"), "es")], events.append)
+    assert [(e.done, e.total, e.lang) for e in events] == [(1, 2, "en"), (2, 2, "es")]
+    assert link.info.device == f"cpu @ 127.0.0.1:{server.port}" and link.info.sampler == "fast"
+    assert [a.id for a in link.voices().anchors] == ["ruby"]
+    link.close()
+
+
+def test_a_loading_server_is_waited_for(server: FakeServer) -> None:
+    from omnistudio.take.remote_conn import ServerNotReady
+
+    server.behaviour = "loading"
+    with pytest.raises(ServerNotReady, match="loading model"):
+        _link(server.url).info  # noqa: B018
+    server.behaviour = "loading"
+    said: list[str] = []
+    assert _link(server.url).wait_ready(said.append).model == "fake"
+    assert said == [f"server {server.url} is not ready yet (loading model)"]
+
+
+def test_unreachable_is_one_typed_line_within_the_budget() -> None:
+    from omnistudio.take.remote_conn import ServerUnreachable
+
+    link = _link(f"http://127.0.0.1:{free_port()}", connect_budget_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(ServerUnreachable) as err:
+        link.render(_items(1), Options())
+    assert time.monotonic() - started < 2.0
+    assert "unreachable" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ServerUnreachable):
+        link.voices()
+
+
+def test_wrong_key_is_an_auth_error_and_nothing_is_rendered() -> None:
+    from omnistudio.take.remote_conn import ServerAuthError
+
+    fake = FakeServer(key="sesame").start()
+    try:
+        with pytest.raises(ServerAuthError, match="401"):
+            _link(fake.url, api_key="wrong").render(_items(1), Options())
+        with pytest.raises(ServerAuthError):
+            _link(fake.url).voices()
+        assert fake.requests == []
+        assert len(_link(fake.url, api_key="sesame").render(_items(1), Options())) == 1
+    finally:
+        fake.stop()
+
+
+def test_full_queue_is_busy_with_its_retry_after() -> None:
+    from omnistudio.take.remote_conn import ServerBusy
+
+    fake = FakeServer(behaviour="429").start()
+    try:
+        with pytest.raises(ServerBusy) as err:
+            _link(fake.url, connect_budget_s=0.3).render(_items(1), Options())
+        assert err.value.retry_after_s == 3.0 and "busy" in str(err.value)
+    finally:
+        fake.stop()
+
+
+def test_a_dropped_socket_is_reconnected_and_the_group_resent_whole(server: FakeServer) -> None:
+    server.behaviour = "drop"
+    link = _link(server.url)
+    items = _items(3)
+    out = link.render(items, Options())
+    assert [r.index for r in out] == [0, 1, 2]
+    assert all(np.array_equal(r.pcm, fake_pcm(i.text, i.seed)) for i, r in zip(items, out))
+    assert link.reconnects == 1 and server.connections == 2
+
+
+def test_server_gone_mid_render_is_a_dropped_error_quickly(server: FakeServer) -> None:
+    from omnistudio.take.remote_conn import ServerDropped, ServerUnreachable
+
+    server.behaviour = "die"
+    link = _link(server.url, connect_budget_s=0.8)
+    with pytest.raises(ServerDropped) as err:
+        link.render(_items(3), Options())
+    assert time.monotonic() - server.died_at < 2.0  # the connect budget (0.8 s) and a little
+    assert "mid-render" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ServerUnreachable):  # the next call: nothing there, said as such
+        link.render(_items(1), Options())
+    # the server comes back on the same port: the same link works again
+    again = FakeServer(port=server.port).start()
+    try:
+        assert len(link.render(_items(2), Options())) == 2
+    finally:
+        again.stop()
+
+
+def test_cancel_sends_cancel_and_raises_cancelled(server: FakeServer) -> None:
+    from omnistudio.errors import Cancelled
+
+    server.behaviour = "slow"
+    server.slow_s = 5.0
+    link = _link(server.url)
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        link.render(_items(2), Options(), cancel)
+    assert time.monotonic() - started < 1.5
+    assert server.cancels == 1
+    server.behaviour = "ok"
+    assert len(link.render(_items(1), Options())) == 1
+
+
+def test_local_only_voices_are_refused_with_one_line() -> None:
+    from omnistudio.errors import UserError
+    from omnistudio.take.remote import voice_to_wire
+
+    class Recording:
+        def key(self) -> str:
+            return "rec:0123456789ab"
+
+    with pytest.raises(UserError, match="rec:0123456789ab"):
+        voice_to_wire(Recording())
+
+
+@pytest.mark.parametrize(("given", "base"), [
+    ("gpu-box:8005", "http://gpu-box:8005"), ("http://10.0.0.5:8005/", "http://10.0.0.5:8005"),
+    ("ws://h:1/ws/tts/stream-omni", "http://h:1"), ("https://tts.example.org/omni", "https://tts.example.org/omni")])
+def test_server_urls(given: str, base: str) -> None:
+    from omnistudio.take.remote_conn import parse_server_url
+
+    address = parse_server_url(given)
+    assert address.base == base
+    assert address.ws_url.endswith("/ws/tts/stream-omni") and address.ws_url.startswith(("ws://", "wss://"))
+
+
+@pytest.mark.parametrize("bad", ["", "ftp://h:1", "http://:80", "http://h:99999", "http://h:1/?x=1"])
+def test_bad_server_urls_are_one_line(bad: str) -> None:
+    from omnistudio.errors import UserError
+    from omnistudio.take.remote_conn import parse_server_url
+
+    with pytest.raises(UserError):
+        parse_server_url(bad)
+
+
+def test_api_key_file(tmp_path) -> None:  # noqa: ANN001
+    from omnistudio.errors import UserError
+    from omnistudio.take.remote_conn import read_api_key
+
+    (tmp_path / "k").write_text("# the key\n  sesame  \n")
+    assert read_api_key(tmp_path / "k") == "sesame"
+    (tmp_path / "empty").write_text("\n")
+    for bad in (tmp_path / "empty", tmp_path / "missing"):
+        with pytest.raises(UserError):
+            read_api_key(bad)
+
+
+@pytest.mark.parametrize(("frame", "kind", "words"), [
+    ({"type": "error", "message": "unknown anchor 'rubyy' (did you mean 'ruby'?)", "status": 400},
+     "ServerRefused", "unknown anchor 'rubyy'"),
+    ({"type": "error", "message": "the queue is full", "status": 429, "retry_after": 2}, "ServerBusy", "retry in 2 s"),
+    ({"type": "error", "message": "the engine is warming; retry shortly", "status": 503}, "ServerNotReady", "warming"),
+    ({"type": "error", "message": "no status"}, "ServerRefused", "no status")])
+def test_error_frames_are_typed_by_their_status(frame: dict, kind: str, words: str) -> None:
+    from omnistudio.take import remote_conn
+
+    link = _link("http://127.0.0.1:1")
+    with pytest.raises(getattr(remote_conn, kind)) as err:
+        link._raise_server_error(frame)  # noqa: SLF001
+    assert words in str(err.value) and "\n" not in str(err.value)
