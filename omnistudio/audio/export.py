@@ -190,7 +190,8 @@ def _json_safe(value: Any) -> Any:
 
 
 def export_finished(path: Path, pcm: np.ndarray, sample_rate: int, *, sentences: list[dict[str, Any]] | None = None,
-                    timings: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+                    timings: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+                    source: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write finished audio and its sidecar (loudness of what was written, sentences, timings); return the sidecar."""
     from omnistudio.audio.loudness import measure
 
@@ -198,6 +199,8 @@ def export_finished(path: Path, pcm: np.ndarray, sample_rate: int, *, sentences:
     payload = {"output": str(path), "format": path.suffix.lower().lstrip("."), "sample_rate": sample_rate,
                "duration_s": len(pcm) / sample_rate, "loudness": measure(pcm, sample_rate).as_dict(),
                "settings": settings or {}, "sentences": sentences or [], "timings": timings or {}}
+    if source is not None:
+        payload["source"] = source
     payload = _json_safe(payload)
     write_json(sidecar_path(path), payload)
     return payload

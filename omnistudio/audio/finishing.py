@@ -75,12 +75,14 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 
 
 def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
-                  timings: dict[str, Any] | None = None, shm_root: Path | None = None) -> FinishedRender:
+                  timings: dict[str, Any] | None = None, shm_root: Path | None = None,
+                  source: dict[str, Any] | None = None) -> FinishedRender:
     """Finish rendered sentences and write them.
 
     ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
     ``.pcm`` / ``.pause_s`` (/ ``.sentence_id``); pcm is mono float32 at ``sample_rate``.
     ``timings``: render timings to store in the sidecar (e.g. wall_s, rtf, per-sentence times).
+    ``source``: what the audio was made from (script hash, voice, model, seed...), stored as is.
     Writes ``output`` (.wav/.flac), ``output.json`` and, with ``options.shm_name``, /dev/shm/NAME.
     """
     from omnistudio.audio.shm import SHM_DIR, write_shm
@@ -100,6 +102,7 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     settings = {**asdict(options), "gain_db": norm.gain_db, "limited": norm.limited,
                 "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None}
     sidecar = export_finished(output, pcm, sample_rate, sentences=[s.as_dict() for s in stitcher.spans],
-                              timings={**(timings or {}), "finishing_s": finishing_s}, settings=settings)
+                              timings={**(timings or {}), "finishing_s": finishing_s}, settings=settings,
+                              source=source)
     shm = write_shm(options.shm_name, pcm, sample_rate, shm_root or SHM_DIR) if options.shm_name else None
     return FinishedRender(output, sidecar_path(output), sidecar, pcm, sample_rate, shm)

@@ -17,8 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from omnistudio.cli import add_model_options, add_synthesis_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
-    p.add_argument("script", type=Path, help="UTF-8 script: one paragraph per line, optional [anchor] or "
-                   "[anchor:lang] tags at line starts")
+    p.add_argument("scripts", type=Path, nargs="+", metavar="SCRIPT", help="UTF-8 script: one paragraph per "
+                   "line, optional [anchor] or [anchor:lang] tags at line starts (several with --ray)")
     p.add_argument("-o", "--output", type=Path, help="output .wav or .flac (written only if every sentence renders)")
     p.add_argument("--voice", help="anchor id for lines without a speaker tag")
     p.add_argument("--ref-audio", type=Path, help="reference recording for lines without a speaker tag")
@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "PortAudio's 'high' is 35 ms on PulseAudio, too short for a busy engine thread)")
     add_model_options(p)
     add_finishing_options(p)
+    from omnistudio.commands.cluster_options import add_batch_options
+
+    add_batch_options(p)
 
 
 # --------------------------------------------------------------------- checks
@@ -89,27 +92,45 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 
 
 # ------------------------------------------------------------------------ run
-def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_output_path
+def take_options(args: argparse.Namespace) -> Any:
+    """The take options the flags name (checked), without the default voice."""
     from omnistudio.commands.finishing_args import finishing_options
-    from omnistudio.config import SAMPLE_RATE
-    from omnistudio.script import parse_script, read_script
     from omnistudio.take.options import TakeOptions
 
+    finishing = finishing_options(args)
+    if not 1 <= args.batch <= 16:
+        raise UserError(f"--batch {args.batch} is out of range 1..16")
+    return TakeOptions(num_step=args.num_step, guidance_scale=args.guidance, seed=args.seed, batch=args.batch,
+                       lang=args.lang, finishing=finishing).validated()
+
+
+def plan_script(args: argparse.Namespace, text: str, options: Any) -> tuple[Any, Any]:
+    """The parsed script (speakers checked against the roster) and the options with its default voice."""
+    from omnistudio.script import parse_script
+
+    tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
+    script = parse_script(text, options.lang, speakers=_known_speakers() if tagged else None)
+    return script, replace(options, voice=_check_voice_options(args, script))
+
+
+def run(args: argparse.Namespace) -> int:
+    from omnistudio.audio.export import check_output_path
+    from omnistudio.config import SAMPLE_RATE
+    from omnistudio.script import read_script
+
+    if args.ray or args.out_dir is not None:
+        from omnistudio.commands.cluster_options import run_batch
+
+        return run_batch(args)
+    if len(args.scripts) > 1:
+        raise UserError("several scripts render with --out-dir DIR --ray")
+    args.script = args.scripts[0]
     # Every cheap check first: nothing is loaded, played or written for bad input.
     if args.output is None and not args.play:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
     if args.output is not None:
         check_output_path(args.output)
-    finishing = finishing_options(args)
-    if not 1 <= args.batch <= 16:
-        raise UserError(f"--batch {args.batch} is out of range 1..16")
-    options = TakeOptions(num_step=args.num_step, guidance_scale=args.guidance, seed=args.seed, batch=args.batch,
-                          lang=args.lang, finishing=finishing).validated()
-    text = read_script(args.script)
-    tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
-    script = parse_script(text, options.lang, speakers=_known_speakers() if tagged else None)
-    options = replace(options, voice=_check_voice_options(args, script))
+    script, options = plan_script(args, read_script(args.script), take_options(args))
 
     player = _open_player(args, SAMPLE_RATE) if args.play else None
     if player is not None:
