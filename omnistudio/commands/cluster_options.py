@@ -108,3 +108,66 @@ def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report:
         cluster.check_fits(Need(workers, args.cpus_per_worker, gpus, "workers"))
         return render_batch(cluster.ray, spec, todo, workers, args.cpus_per_worker, gpus, console=err_console,
                             report=report)
+
+
+# ------------------------------------------------------------------- serve --ray
+RAY_ONLY = ("replicas", "gpus_per_replica", "cpus_per_replica", "min_replicas", "max_replicas", "address")
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("scale-out on Ray Serve (pip install 'omnistudio[ray]')")
+    group.add_argument("--ray", action="store_true", help="serve the same app as a Ray Serve deployment: "
+                       "one engine per replica, Serve's proxy on --host/--port routes and streams")
+    add_address_option(group)
+    group.add_argument("--replicas", type=int, default=None, help="replicas, each with its own engine (default 1)")
+    group.add_argument("--gpus-per-replica", type=float, default=None, help="GPUs each replica holds "
+                       "(default: 1 when the cluster has GPUs, else 0)")
+    group.add_argument("--cpus-per-replica", type=float, default=None, help="CPUs each replica holds (default 1)")
+    group.add_argument("--min-replicas", type=int, default=None, help="autoscaling floor (with --max-replicas)")
+    group.add_argument("--max-replicas", type=int, default=None, help="autoscaling ceiling (with --min-replicas)")
+
+
+def check_serve_options(args: argparse.Namespace) -> None:
+    """Without --ray, the Ray options are a mistake worth one line."""
+    if not args.ray:
+        given = [name for name in RAY_ONLY if getattr(args, name, None) is not None]
+        if given:
+            raise UserError(f"--{given[0].replace('_', '-')} needs --ray")
+
+
+def run_serve(args: argparse.Namespace, keys: tuple[bytes, ...]) -> int:
+    """``serve --ray``: deploy, print where, serve until Ctrl+C, then take the deployment down."""
+    import time
+
+    from omnistudio.cluster import serve as cluster_serve
+    from omnistudio.cluster.connect import Cluster, import_serve
+    from omnistudio.console import err_console
+
+    import_serve()
+    scale_args = dict(replicas=1 if args.replicas is None else args.replicas,
+                      cpus=1.0 if args.cpus_per_replica is None else args.cpus_per_replica,
+                      gpus=args.gpus_per_replica or 0.0, min_replicas=args.min_replicas,
+                      max_replicas=args.max_replicas, host=args.host, port=args.port)
+    cluster_serve.Scale(**scale_args)  # every value checked before Ray starts
+    if args.address is None:
+        from omnistudio.commands.serve import check_port
+
+        check_port(args.host, args.port)
+    config = cluster_serve.ReplicaConfig(model=args.model, device=args.device, dtype=args.dtype,
+                                         max_batch=args.max_batch, max_queue=args.max_queue,
+                                         time_limit_s=args.time_limit, keys=keys, warm_up=args.warm_up,
+                                         threads=max(1, int(scale_args["cpus"])))
+    cluster = Cluster(args.address)
+    try:
+        if args.gpus_per_replica is None and cluster.resources().get("GPU") and args.device != "cpu":
+            scale_args["gpus"] = 1.0
+        scale = cluster_serve.Scale(**scale_args)
+        with err_console.status(f"starting {scale.first} replicas"):
+            url = cluster_serve.start(cluster, config, scale)
+        err_console.print(f"omnistudio: serving on {url} with {scale.first} replicas "
+                          f"({scale.cpus:g} CPU, {scale.gpus:g} GPU each); Ctrl+C stops", markup=False,
+                          highlight=False)
+        while True:
+            time.sleep(1.0)
+    finally:
+        cluster_serve.stop(cluster)

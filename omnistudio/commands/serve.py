@@ -27,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds a request may take (default 300)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false", help="skip the warm-up render")
     add_model_options(p)
+    from omnistudio.commands.cluster_options import add_serve_options
+
+    add_serve_options(p)
 
 
 def check_port(host: str, port: int) -> None:
@@ -79,12 +82,17 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.server.middleware import Guard
     from omnistudio.server.scheduler import Admission
 
+    from omnistudio.commands.cluster_options import check_serve_options, run_serve
+
+    check_serve_options(args)
     keys = check_bind(args.host, args.api_key_file)  # every check before the model loads
     Admission(args.max_queue)
     if not 1 <= args.max_batch <= 16:
         raise UserError(f"--max-batch {args.max_batch} is out of range 1..16")
     if not 1 <= args.time_limit <= 86_400:
         raise UserError(f"--time-limit {args.time_limit} is out of range 1..86400 s")
+    if args.ray:
+        return run_serve(args, keys)
     check_port(args.host, args.port)
     state = ServerState(max_queue=args.max_queue, time_limit_s=args.time_limit, keys=keys)
     app = Guard(create_app(state), state)
