@@ -57,6 +57,15 @@ class Need:
             raise UserError(f"GPUs per {self.what[:-1]} must not be negative, got {self.gpus:g}")
 
 
+def set_local_env() -> None:
+    """Environment for a Ray instance started from this process (its workers and Serve's proxy inherit
+    it): no usage reporting, and the proxy's replica-loss middleware. A cluster sets the same at `ray start`."""
+    from omnistudio.cluster.proxy import CALLBACK_ENV, CALLBACK_PATH
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault(CALLBACK_ENV, CALLBACK_PATH)
+
+
 def check_address(address: str | None) -> str | None:
     """A cheap reachability check of ``host:port`` / ``ray://host:port`` (``auto`` and None pass)."""
     if address is None or address == "auto":
@@ -86,6 +95,8 @@ class Cluster:
                                   "logging_level": "WARNING", "configure_logging": True}
         if self.address is None and local_cpus is not None:
             kwargs["num_cpus"] = local_cpus
+        if self.address is None:
+            set_local_env()
         try:
             self.ray.init(address=self.address, **kwargs)
         except (ConnectionError, TimeoutError, RuntimeError) as exc:

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from omnistudio.cluster.connect import Cluster, Need, import_serve
+from omnistudio.cluster.proxy import REPLICA_HEADER
 from omnistudio.errors import UserError
 
 APP_NAME = "omnistudio"
-REPLICA_HEADER = b"x-omnistudio-replica"
 
 
 @dataclass(frozen=True)
