@@ -151,13 +151,13 @@ def test_health_and_metrics_name_the_replica(cluster: str) -> None:
 
 
 def test_killing_a_replica_leaves_no_request_hanging(single: str, cluster: str) -> None:
-    expected = speech(single, "flac").content
+    request = {"input": " ".join([TEXT] * 4), "voice": "ruby", "response_format": "flac", **EXTRA, "num_step": 4}
+    expected = httpx.post(f"{single}/v1/audio/speech", json=request, timeout=LIMIT_S).content
     results: dict[int, Any] = {}
 
     def ask(i: int) -> None:
         try:
-            r = httpx.post(f"{cluster}/v1/audio/speech", timeout=LIMIT_S,
-                           json={"input": TEXT, "voice": "ruby", "response_format": "flac", **EXTRA})
+            r = httpx.post(f"{cluster}/v1/audio/speech", timeout=LIMIT_S, json=request)
             results[i] = (r.status_code, r.content, r.headers)
         except httpx.HTTPError as exc:
             results[i] = ("error", repr(exc), {})
@@ -166,7 +166,7 @@ def test_killing_a_replica_leaves_no_request_hanging(single: str, cluster: str) 
     started = time.monotonic()
     for t in threads:
         t.start()
-    time.sleep(0.5)
+    time.sleep(2.0)  # every request is on a replica by now, rendering
     replicas = [a for a in ray.util.list_named_actors(all_namespaces=True) if "SpeechReplica" in a["name"]]
     assert len(replicas) == 2
     ray.kill(ray.get_actor(replicas[0]["name"], namespace=replicas[0]["namespace"]), no_restart=True)

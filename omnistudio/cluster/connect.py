@@ -92,7 +92,7 @@ class Cluster:
         if self.ray.is_initialized():
             return  # a test or an embedding program already joined one: use it
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "logging_level": "WARNING", "configure_logging": True}
+                                  "logging_level": "ERROR", "configure_logging": True}
         if self.address is None and local_cpus is not None:
             kwargs["num_cpus"] = local_cpus
         if self.address is None:

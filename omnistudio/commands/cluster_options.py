@@ -140,7 +140,7 @@ def run_serve(args: argparse.Namespace, keys: tuple[bytes, ...]) -> int:
     import time
 
     from omnistudio.cluster import serve as cluster_serve
-    from omnistudio.cluster.connect import Cluster, import_serve
+    from omnistudio.cluster.connect import Cluster, Need, import_serve
     from omnistudio.console import err_console
 
     import_serve()
@@ -162,6 +162,11 @@ def run_serve(args: argparse.Namespace, keys: tuple[bytes, ...]) -> int:
         if args.gpus_per_replica is None and cluster.resources().get("GPU") and args.device != "cpu":
             scale_args["gpus"] = 1.0
         scale = cluster_serve.Scale(**scale_args)
+        cluster.check_fits(Need(scale.first, scale.cpus, scale.gpus))
+    except BaseException:
+        cluster.close()  # nothing was deployed: leave nothing running
+        raise
+    try:
         with err_console.status(f"starting {scale.first} replicas"):
             url = cluster_serve.start(cluster, config, scale)
         err_console.print(f"omnistudio: serving on {url} with {scale.first} replicas "
