@@ -9,8 +9,13 @@ local instance started for the request is stopped again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +87,23 @@ def check_address(address: str | None) -> str | None:
     return address
 
 
+@contextlib.contextmanager
+def _quiet_stderr(quiet: bool) -> Iterator[None]:
+    """Ray's C++ client logs each failed attempt to join straight to file descriptor 2; hold them back."""
+    if not quiet:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 class Cluster:
     """A connection to Ray for one command. ``close()`` stops only what this object started."""
 
@@ -98,7 +120,9 @@ class Cluster:
         if self.address is None:
             set_local_env()
         try:
-            self.ray.init(address=self.address, **kwargs)
+            with warnings.catch_warnings(), _quiet_stderr(self.address is not None):
+                warnings.simplefilter("ignore")  # Ray warns and retries on stderr before it raises: one line is ours
+                self.ray.init(address=self.address, **kwargs)
         except (ConnectionError, TimeoutError, RuntimeError) as exc:
             raise UserError(f"cannot join the Ray cluster at {address}: {first_line(exc)}") from None
         self.started = True
