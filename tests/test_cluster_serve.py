@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,48 +24,24 @@ EXTRA = {"seed": 7, "num_step": 2}
 LIMIT_S = 120.0  # no request may take longer than this once a replica is killed
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"{url} not ready in {timeout_s} s")
-
-
 @pytest.fixture(scope="module")
 def single(omnistudio_home: Path) -> Iterator[str]:
     """The single-process server (`omnistudio serve`), one torch thread like each replica."""
-    port = free_port()
-    log = open(omnistudio_home / f"serve-{port}.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--device", "cpu",
-                             "--port", str(port), "--no-warm-up"], stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    url = f"http://127.0.0.1:{port}"
+    from server_support import Server
+
+    server = Server()
     try:
-        wait_ready(url, proc)
-        yield url
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
+        server.stop()
 
 
 @pytest.fixture(scope="module")
 def cluster(single: str) -> Iterator[str]:
     """Two replicas on a local Ray instance (started after the single server built the default voice)."""
     from ray import serve
+
+    from server_support import free_port
 
     from omnistudio.cluster import serve as cluster_serve
     from omnistudio.cluster.connect import Cluster, set_local_env

@@ -203,7 +203,10 @@ def start(cluster: Cluster, config: ReplicaConfig, scale: Scale, timeout_s: floa
     """Check the request fits, start Serve's proxy and the replicas; return the proxy's URL.
 
     Nothing is left running when this raises: the application is deleted again."""
+    import logging
+
     serve = import_serve()
+    logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines are Serve's, not the user's
     cluster.check_fits(Need(scale.first, scale.cpus, scale.gpus))
     serve.start(http_options={"host": scale.host, "port": scale.port,
                               "request_timeout_s": config.time_limit_s + 30})
@@ -236,13 +239,18 @@ def _first(text: str) -> str:
     return lines[-1] if lines else str(text)
 
 
+def undeploy() -> None:
+    """Delete the application (its replicas); Serve's proxy stays."""
+    try:
+        import_serve().delete(APP_NAME)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
 def stop(cluster: Cluster) -> None:
     """Delete the application; on a private local instance also stop Serve and Ray."""
     serve = import_serve()
-    try:
-        serve.delete(APP_NAME)
-    except Exception:  # noqa: BLE001 - already gone
-        pass
+    undeploy()
     if cluster.started:
         serve.shutdown()
     cluster.close()
