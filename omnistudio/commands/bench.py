@@ -70,7 +70,7 @@ def _meter(args: argparse.Namespace) -> Any:
 
 
 def _serve_ray(args: argparse.Namespace) -> Any:
-    from omnistudio.bench.serve_ray import ServeBench, serve_ray_benchmark
+    from omnistudio.cluster.bench import ServeBench, serve_ray_benchmark
 
     bench = ServeBench(replicas=args.replicas, requests=args.sentences, concurrency=max(args.clients),
                        num_step=args.num_step, model=args.model, device=args.device, address=args.address)
