@@ -94,3 +94,15 @@ def test_more_gpus_than_the_cluster_has(tmp_path: Path, ref_wav: Path, capsys: p
         assert "need 128 GPUs but the cluster has" in err, err
         assert not ray.is_initialized()  # the local instance started for the check is stopped again
     assert not any((tmp_path / "out").glob("*.wav"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--serve"], "give --serve --ray together"),
+    (["--serve", "--ray", "--replicas", "0,2"], "counts must be at least 1"),
+    (["--serve", "--ray", "--replicas", "one"], "counts separated by commas"),
+])
+def test_bench_serve_ray_bad_input(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("ray")
+    assert main(["bench", *args, "--model", "tiny"]) == 2
+    assert message in one_line_error(capsys)
+    assert not ray_running()
