@@ -106,3 +106,15 @@ def test_bench_serve_ray_bad_input(args: list[str], message: str, capsys: pytest
     assert main(["bench", *args, "--model", "tiny"]) == 2
     assert message in one_line_error(capsys)
     assert not ray_running()
+
+
+def test_autoscaling_bounds_reach_serve() -> None:
+    from omnistudio.cluster.serve import ReplicaConfig, Scale
+
+    fixed = Scale(replicas=3, cpus=0.5, gpus=1).deployment_options(ReplicaConfig(max_queue=12))
+    assert fixed["num_replicas"] == 3 and "autoscaling_config" not in fixed
+    assert fixed["ray_actor_options"] == {"num_cpus": 0.5, "num_gpus": 1} and fixed["max_ongoing_requests"] == 12
+    auto = Scale(replicas=1, min_replicas=2, max_replicas=6).deployment_options(ReplicaConfig())
+    assert "num_replicas" not in auto
+    assert auto["autoscaling_config"]["min_replicas"] == 2 and auto["autoscaling_config"]["max_replicas"] == 6
+    assert auto["autoscaling_config"]["initial_replicas"] == 2  # --replicas below the floor starts at the floor
