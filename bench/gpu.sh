@@ -70,7 +70,7 @@ echo "bench: serve on Ray, 1 replica vs one per GPU ($(left) s left)" >&2
 GPUS=$("$VENV/bin/python" -c "import torch; print(torch.cuda.device_count())")
 if "$VENV/bin/python" -c "import ray.serve" 2>/dev/null; then
   run_bench 150 --serve --ray --replicas "$( [ "$GPUS" -gt 1 ] && echo "1,$GPUS" || echo 1 )" --sentences 16 \
-    --concurrency 8 || echo "serve-on-Ray run failed or ran out of time" >&2
+    --clients 8 || echo "serve-on-Ray run failed or ran out of time" >&2
 else
   echo "ray is not installed: serve-on-Ray bench skipped (pip install 'omnistudio[ray]')" >&2
 fi
