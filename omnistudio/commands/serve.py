@@ -56,8 +56,7 @@ def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
 
     try:
         with status("loading model") as update:
-            engine = open_engine(argparse.Namespace(model=args.model, device=args.device, dtype=args.dtype,
-                                                    sampler="fast"), progress=update)
+            engine = open_engine(args.model, args.device, args.dtype, "fast", progress=update)
             state.status = "warming"
             update(f"preparing the default voice {DEFAULT_VOICE}")
             resolve_voice(engine, parse_voice(DEFAULT_VOICE)[0], "en")
