@@ -97,7 +97,7 @@ def test_more_gpus_than_the_cluster_has(tmp_path: Path, ref_wav: Path, capsys: p
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--serve"], "give --serve --ray together"),
+    (["--ray"], "give --serve --ray together"),
     (["--serve", "--ray", "--replicas", "0,2"], "counts must be at least 1"),
     (["--serve", "--ray", "--replicas", "one"], "counts separated by commas"),
 ])
