@@ -8,6 +8,7 @@ The ratios are to the first replica count of the same run.
 
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,10 +67,11 @@ def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, An
             url = cluster_serve.start(cluster, config, cluster_serve.Scale(replicas=n, cpus=cpus, gpus=gpus,
                                                                            port=port))
             with ThreadPoolExecutor(max(n, bench.concurrency)) as pool:
-                list(pool.map(lambda seed: _speech(url, bench.num_step, seed), range(n)))  # warm, untimed
+                ask = functools.partial(_speech, url, bench.num_step)
+                list(pool.map(ask, range(n)))  # warm, untimed
                 progress(i, len(bench.replicas), f"{bench.requests} requests on {n} replicas")
                 started = time.perf_counter()
-                answers = list(pool.map(lambda seed: _speech(url, bench.num_step, seed), range(bench.requests)))
+                answers = list(pool.map(ask, range(bench.requests)))
                 wall = time.perf_counter() - started
             audio = sum(a for a, _ in answers)
             runs.append({"replicas": n, "requests": bench.requests, "wall_s": round(wall, 3),
