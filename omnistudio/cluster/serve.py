@@ -91,7 +91,7 @@ class SpeechReplica:
 
         import torch
 
-        from omnistudio.commands.serve import start_engine
+        from omnistudio.server.startup import start_engine
         from omnistudio.server.app import ServerState
 
         torch.set_num_threads(max(1, config.threads))

@@ -36,7 +36,7 @@ def add_batch_options(parser: argparse.ArgumentParser) -> None:
 def _batch_spec(args: argparse.Namespace) -> Any:
     """The batch's spec from the render command's own option checks (default voice still unset)."""
     from omnistudio.cluster.batch import RenderSpec
-    from omnistudio.commands.render import take_options
+    from omnistudio.commands.take_args import take_options
     from omnistudio.config import default_model
 
     if args.output is not None:
@@ -55,7 +55,7 @@ def run_batch(args: argparse.Namespace) -> int:
     """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch."""
     from omnistudio.cluster.batch import plan_jobs, split_done
     from omnistudio.cluster.connect import Need, import_ray
-    from omnistudio.commands.render import plan_script
+    from omnistudio.commands.take_args import plan_script
     from omnistudio.console import err_console
 
     if not args.ray:
@@ -148,11 +148,7 @@ def run_serve(args: argparse.Namespace, keys: tuple[bytes, ...]) -> int:
                       cpus=1.0 if args.cpus_per_replica is None else args.cpus_per_replica,
                       gpus=args.gpus_per_replica or 0.0, min_replicas=args.min_replicas,
                       max_replicas=args.max_replicas, host=args.host, port=args.port)
-    cluster_serve.Scale(**scale_args)  # every value checked before Ray starts
-    if args.address is None:
-        from omnistudio.commands.serve import check_port
-
-        check_port(args.host, args.port)
+    cluster_serve.Scale(**scale_args)  # every value checked before Ray starts (the port: by the caller)
     config = cluster_serve.ReplicaConfig(model=args.model, device=args.device, dtype=args.dtype,
                                          max_batch=args.max_batch, max_queue=args.max_queue,
                                          time_limit_s=args.time_limit, keys=keys, warm_up=args.warm_up,

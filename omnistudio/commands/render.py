@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,24 +55,6 @@ def _audio_device(value: str | None) -> int | str | None:
     return int(value) if value.strip().isdigit() else value
 
 
-def _known_speakers() -> set[str]:
-    from omnistudio.voices.roster import load_roster
-
-    return set(load_roster().anchors)
-
-
-def _check_voice_options(args: argparse.Namespace, script: Any) -> Any:
-    """The voice of untagged lines (a VoiceRef, or None when every line is tagged)."""
-    from omnistudio.commands.voice_args import check_voice_args, voice_from_args
-
-    if check_voice_args(args) is None:
-        untagged = next((s for s in script.sentences if s.speaker is None), None)
-        if untagged is not None:
-            raise UserError(f"line {untagged.line} has no speaker tag: give --voice ANCHOR or "
-                            "--ref-audio FILE --ref-text TEXT")
-    return voice_from_args(args)
-
-
 def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
     """The player for --play, or None (with one warning) when there is no device but -o still works."""
     from omnistudio.audio.player import Player
@@ -92,29 +73,9 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 
 
 # ------------------------------------------------------------------------ run
-def take_options(args: argparse.Namespace) -> Any:
-    """The take options the flags name (checked), without the default voice."""
-    from omnistudio.commands.finishing_args import finishing_options
-    from omnistudio.take.options import TakeOptions
-
-    finishing = finishing_options(args)
-    if not 1 <= args.batch <= 16:
-        raise UserError(f"--batch {args.batch} is out of range 1..16")
-    return TakeOptions(num_step=args.num_step, guidance_scale=args.guidance, seed=args.seed, batch=args.batch,
-                       lang=args.lang, finishing=finishing).validated()
-
-
-def plan_script(args: argparse.Namespace, text: str, options: Any) -> tuple[Any, Any]:
-    """The parsed script (speakers checked against the roster) and the options with its default voice."""
-    from omnistudio.script import parse_script
-
-    tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
-    script = parse_script(text, options.lang, speakers=_known_speakers() if tagged else None)
-    return script, replace(options, voice=_check_voice_options(args, script))
-
-
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_output_path
+    from omnistudio.commands.take_args import plan_script, take_options
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.script import read_script
 
@@ -130,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
     if args.output is not None:
         check_output_path(args.output)
-    script, options = plan_script(args, read_script(args.script), take_options(args))
+    script, options = plan_script(args, read_script(args.script), take_options(args))  # every check first
 
     player = _open_player(args, SAMPLE_RATE) if args.play else None
     if player is not None:
