@@ -8,9 +8,10 @@
 # "reduce-overhead" unless COMPILE_MODE says otherwise). Prints one JSON object
 # per run on stdout (progress and logs go to stderr), plus the backbone dtypes side by side
 # (stock and fast at fp32, fp16 and bf16 in one run, ratios against stock fp32, token parity
-# per dtype), the batched-dialogue and streaming (time to first audio) figures, and the
-# compiled-length sweep (recompilations on novel lengths). Budget: 8 minutes.
-# The dtype and length steps were written without a GPU at hand (issue 14): untested on CUDA.
+# per dtype), the batched-dialogue and streaming (time to first audio) figures, the
+# compiled-length sweep (recompilations on novel lengths), and serve-on-Ray throughput with
+# 1 replica vs one per GPU. Budget: 8 minutes.
+# The dtype, length and Ray steps were written without a GPU at hand: untested on CUDA.
 #
 # On a GPU machine with no network, run bench/gpu-wheels.sh here first and carry .whl along.
 # Usage: bench/gpu.sh            (from anywhere; env: SENTENCES=3 COMPILE_MODE=reduce-overhead
@@ -42,7 +43,7 @@ else
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
   # The default (CUDA) torch wheel from PyPI; omnivoice pins the rest.
-  "$VENV/bin/python" -m pip install --quiet -e "$ROOT" >&2
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[ray]" >&2
 fi
 
 "$VENV/bin/python" - <<'PY' >&2
@@ -73,6 +74,14 @@ echo "bench: speech server, 1/4/8 clients, batching off vs on ($(left) s left)" 
 run_bench 120 --serve --clients 1,4,8 --sentences 16 || echo "serve run failed or ran out of time" >&2
 echo "bench: 20 sentences of distinct lengths, compiled (default), recompilations ($(left) s left)" >&2
 run_bench 90 --lengths --sentences 20 --compile default || echo "length sweep failed or ran out of time" >&2
+echo "bench: serve on Ray, 1 replica vs one per GPU ($(left) s left)" >&2
+GPUS=$("$VENV/bin/python" -c "import torch; print(torch.cuda.device_count())")
+if "$VENV/bin/python" -c "import ray.serve" 2>/dev/null; then
+  run_bench 150 --serve --ray --replicas "$( [ "$GPUS" -gt 1 ] && echo "1,$GPUS" || echo 1 )" --sentences 16 \
+    --clients 8 || echo "serve-on-Ray run failed or ran out of time" >&2
+else
+  echo "ray is not installed: serve-on-Ray bench skipped (pip install 'omnistudio[ray]')" >&2
+fi
 echo "bench: combined, compile $COMPILE_MODE ($(left) s left)" >&2
 run_bench "$(left)" --sentences "$SENTENCES" --only combined --compile "$COMPILE_MODE" || {
   echo "compile run did not finish in time; retrying with --compile default --only combined" >&2

@@ -317,7 +317,7 @@ def _json_safe(value: Any) -> Any:
 def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[str, Any], *,
                      sentences: list[dict[str, Any]] | None = None, timings: dict[str, Any] | None = None,
                      settings: dict[str, Any] | None = None, audio_bytes: int | None = None,
-                     engine: dict[str, Any] | None = None) -> dict[str, Any]:
+                     engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None) -> dict[str, Any]:
     """The telemetry sidecar of a finished file (JSON-safe); ``engine``: what rendered it (model, device,
     backbone dtype)."""
     payload = {"output": str(path), "format": path.suffix.lower().lstrip("."), "sample_rate": sample_rate,
@@ -325,12 +325,15 @@ def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[s
                "settings": settings or {}, "sentences": sentences or [], "timings": timings or {}}
     if engine:
         payload["engine"] = engine
+    if source is not None:
+        payload["source"] = source  # what the audio was made from (script hash, voice, model, seed...)
     return _json_safe(payload)
 
 
 def export_finished(path: Path, pcm: np.ndarray, sample_rate: int, *, sentences: list[dict[str, Any]] | None = None,
                     timings: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-                    engine: dict[str, Any] | None = None) -> dict[str, Any]:
+                    engine: dict[str, Any] | None = None,
+                    source: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write finished audio and its sidecar as a pair (both staged, then renamed together); return the sidecar."""
     from omnistudio.audio.loudness import measure
 
@@ -342,7 +345,8 @@ def export_finished(path: Path, pcm: np.ndarray, sample_rate: int, *, sentences:
     try:
         payload = finished_sidecar(path, sample_rate, data.size, measure(data, sample_rate).as_dict(),
                                    sentences=sentences, timings=timings, settings=settings,
-                                   audio_bytes=staged[0][0].stat().st_size, engine=engine)
+                                   audio_bytes=staged[0][0].stat().st_size, engine=engine,
+                                   source=source)
         staged.append((stage(sidecar_path(path), json_writer(payload), ".json"), sidecar_path(path)))
     except BaseException:
         discard(staged)

@@ -70,7 +70,7 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 
 def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
                   timings: dict[str, Any] | None = None, shm_root: Path | None = None,
-                  engine: dict[str, Any] | None = None) -> FinishedRender:
+                  engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None) -> FinishedRender:
     """Finish rendered sentences and write them.
 
     ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
@@ -85,6 +85,7 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     its loudness is measured; gain, limiter, room tone and ceiling are then applied block by block
     in passes over that file, and the result is written in blocks. ``FinishedRender.pcm`` is None.
     ``engine``: what rendered it (``LoadedModel.describe()``: model, device, backbone dtype).
+    ``source``: what the audio was made from (script hash, voice, model, seed...), stored as is.
     """
     from omnistudio.audio.export import commit, discard, finished_sidecar, stage
     from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
@@ -123,7 +124,7 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
                                        sentences=[s.as_dict() for s in stitcher.spans],
                                        timings={**(timings or {}), "finishing_s": time.perf_counter() - t0},
                                        settings=settings, audio_bytes=staged[-1][0].stat().st_size,
-                                       engine=engine)
+                                       engine=engine, source=source)
             staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
         except BaseException:
             discard(staged)

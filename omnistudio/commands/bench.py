@@ -103,11 +103,19 @@ def _meter(args: argparse.Namespace) -> Any:
     return meter_benchmark()
 
 
+def _serve_ray(args: argparse.Namespace) -> Any:
+    from omnistudio.cluster.bench import ServeBench, serve_ray_benchmark
+
+    bench = ServeBench(replicas=args.replicas, requests=args.sentences, concurrency=max(args.clients),
+                       num_step=args.num_step, model=args.model, device=args.device, address=args.address)
+    return serve_ray_benchmark(bench, progress=args.progress)
+
+
 MODES: dict[str, Callable[[argparse.Namespace], Any]] = {
     "sentences": _sentences, "stream": _stream, "dialogue": _dialogue, "meter": _meter, "serve": _serve,
-    "lengths": _lengths}
+    "lengths": _lengths, "serve_ray": _serve_ray}
 DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "stream-server": 12, "dialogue": 8, "meter": 1, "serve": 8,
-                     "lengths": 20}
+                     "lengths": 20, "serve_ray": 8}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -127,6 +135,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-batch", type=int, default=8, help="--serve: batch size when batching is on (default 8)")
     modes.add_argument("--lengths", action="store_true", help="sentences of distinct lengths through the compiled "
                        "backbone and vocoder after warm-up: recompilations, vocoder time vs eager (default 20)")
+    p.add_argument("--ray", action="store_true", help="with --serve: requests per second through Ray Serve for each "
+                   "--replicas count (pip install 'omnistudio[ray]')")
+    p.add_argument("--replicas", default="1,2", help="with --serve --ray: replica counts to compare (default 1,2)")
+    p.add_argument("--address", default=None, help="with --serve --ray: Ray cluster (auto, ray://HOST:10001; "
+                   "default: a local instance)")
     p.add_argument("--batch", type=int, default=2, help="dialogue batch size (default 2)")
     p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
                    "8 with --dialogue)")
@@ -156,8 +169,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dtypes and mode != "sentences":
         raise UserError("--dtypes compares sentence synthesis; it does not combine with --stream, --dialogue, "
                         "--meter, --serve or --lengths")
-    if mode == "serve":
+    if args.ray:
+        mode = "serve_ray"
+        _check_serve_ray(args)
+    if mode in ("serve", "serve_ray"):
         args.clients = clients_list(args.clients)
+    if mode == "serve":
         if not 2 <= args.max_batch <= 16:
             raise UserError(f"--max-batch {args.max_batch} is out of range 2..16")
     if args.server and mode != "stream":
@@ -186,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
     result["mode"] = mode
     if args.json:
         print(json.dumps(result))
+    elif mode == "serve_ray":
+        print_serve_ray(result)
     elif mode == "sentences":
         print_table(result)
     elif mode == "serve":
@@ -208,6 +227,20 @@ def _dtypes(value: str | None) -> list[str] | None:
     if len(set(names)) != len(names):
         raise UserError(f"--dtypes {value} names a dtype twice")
     return names
+
+
+def _check_serve_ray(args: argparse.Namespace) -> None:
+    if not (args.serve and args.ray):
+        raise UserError("the serve benchmark runs on Ray: give --serve --ray together")
+    from omnistudio.cluster.connect import import_serve
+
+    import_serve()
+    try:
+        args.replicas = tuple(int(n) for n in str(args.replicas).split(","))
+    except ValueError:
+        raise UserError(f"--replicas '{args.replicas}' must be counts separated by commas, e.g. 1,2") from None
+    if not args.replicas or min(args.replicas) < 1:
+        raise UserError(f"--replicas counts must be at least 1, got {args.replicas}")
 
 
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
@@ -293,3 +326,13 @@ def print_serve(result: dict[str, Any]) -> None:
         table.add_row(r["batching"], str(r["clients"]), f"{r['throughput']:.3f}", f"{r['throughput_ratio']:.2f}x",
                       f"{r['ttfa_p50_s']:.3f}", f"{r['ttfa_p95_s']:.3f}", str(r["mean_batch"]))
     Console().print(table)
+
+
+def print_serve_ray(result: dict[str, Any]) -> None:
+    print(f"{result['model']} on {result['device']}, {result['cpus_per_replica']:g} CPU + "
+          f"{result['gpus_per_replica']:g} GPU per replica, {result['concurrency']} clients, "
+          f"{result['num_step']} steps:")
+    for run in result["runs"]:
+        print(f"  {run['replicas']} replicas: {run['requests']} requests in {run['wall_s']:.2f} s -> "
+              f"{run['requests_per_s']:.3f} req/s, {run['audio_s_per_s']:.2f} s of audio per s "
+              f"({run['ratio']:.2f}x; {run['replicas_answering']} replicas answered)")

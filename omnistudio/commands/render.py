@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from omnistudio.cli import add_model_options, add_server_options, add_synthesis_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
-    p.add_argument("script", type=Path, help="UTF-8 script: one paragraph per line, optional [anchor] or "
-                   "[anchor:lang] tags at line starts")
+    p.add_argument("scripts", type=Path, nargs="+", metavar="SCRIPT", help="UTF-8 script: one paragraph per "
+                   "line, optional [anchor] or [anchor:lang] tags at line starts (several with --ray)")
     p.add_argument("-o", "--output", type=Path, help="output .wav or .flac (written only if every sentence renders)")
     p.add_argument("--voice", help="anchor id for lines without a speaker tag")
     p.add_argument("--ref-audio", type=Path, help="reference recording for lines without a speaker tag")
@@ -39,6 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from omnistudio.commands import takes
 
     takes.add_options(p)
+    from omnistudio.commands.cluster_options import add_batch_options
+
+    add_batch_options(p)
 
 
 # --------------------------------------------------------------------- checks
@@ -55,24 +57,6 @@ def _audio_device(value: str | None) -> int | str | None:
     if value is None:
         return None
     return int(value) if value.strip().isdigit() else value
-
-
-def _known_speakers() -> set[str]:
-    from omnistudio.voices.roster import load_roster
-
-    return set(load_roster().anchors)
-
-
-def _check_voice_options(args: argparse.Namespace, script: Any) -> Any:
-    """The voice of untagged lines (a VoiceRef, or None when every line is tagged)."""
-    from omnistudio.commands.voice_args import check_voice_args, voice_from_args
-
-    if check_voice_args(args) is None:
-        untagged = next((s for s in script.sentences if s.speaker is None), None)
-        if untagged is not None:
-            raise UserError(f"line {untagged.line} has no speaker tag: give --voice ANCHOR or "
-                            "--ref-audio FILE --ref-text TEXT")
-    return voice_from_args(args)
 
 
 def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
@@ -96,10 +80,17 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_output_path
     from omnistudio.commands.finishing_args import finishing_options
+    from omnistudio.commands.take_args import plan_script, take_options
     from omnistudio.config import SAMPLE_RATE
-    from omnistudio.script import parse_script, read_script
-    from omnistudio.take.options import TakeOptions
+    from omnistudio.script import read_script
 
+    if args.ray or args.out_dir is not None:
+        from omnistudio.commands.cluster_options import run_batch
+
+        return run_batch(args)
+    if len(args.scripts) > 1:
+        raise UserError("several scripts render with --out-dir DIR --ray")
+    args.script = args.scripts[0]
     # Every cheap check first: nothing is loaded, played or written for bad input.
     if args.output is None and not args.play and args.project is None:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
@@ -109,15 +100,8 @@ def run(args: argparse.Namespace) -> int:
         check_output_path(args.output)
         check_not_input(args.output, {"the script": args.script, "the reference recording": args.ref_audio,
                                       **recording_inputs()})
-    finishing = finishing_options(args)
-    if not 1 <= args.batch <= 16:
-        raise UserError(f"--batch {args.batch} is out of range 1..16")
-    options = TakeOptions(num_step=args.num_step, guidance_scale=args.guidance, seed=args.seed, batch=args.batch,
-                          lang=args.lang, finishing=finishing).validated()
     text = read_script(args.script)
-    tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
-    script = parse_script(text, options.lang, speakers=_known_speakers() if tagged else None)
-    options = replace(options, voice=_check_voice_options(args, script))
+    script, options = plan_script(args, text, take_options(args))  # every check first
     from omnistudio.commands.links import check_link_args
 
     check_link_args(args)  # --server with --model, a key file without a server

@@ -8,9 +8,8 @@ import errno
 import socket
 import threading
 from pathlib import Path
-from typing import Any
 
-from omnistudio.errors import UserError, first_line
+from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds a request may take (default 300)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false", help="skip the warm-up render")
     add_model_options(p)
+    from omnistudio.commands.cluster_options import add_serve_options
+
+    add_serve_options(p)
 
 
 def check_port(host: str, port: int) -> None:
@@ -42,48 +44,28 @@ def check_port(host: str, port: int) -> None:
             raise UserError(f"{host}:{port} {why}") from None
 
 
-def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
-    """Load, warm up, then publish the link (the routes answer 503 until then)."""
-    from omnistudio.console import status
-    from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
-    from omnistudio.server.protocol import DEFAULT_VOICE
-    from omnistudio.server.scheduler import BatchingLink
-    from omnistudio.voices.session import open_engine
-    from omnistudio.voices.startup import start_prompts
-
-    try:
-        with status("loading model") as update:
-            engine = open_engine(args.model, args.device, args.dtype, sampler="fast", progress=update)
-            state.status = "warming"
-            update(f"preparing the default voice {DEFAULT_VOICE}")
-            resolve_voice(engine, parse_voice(DEFAULT_VOICE)[0], "en")
-            start_prompts(engine, progress=update, warm=args.warm_up)
-        state.link = BatchingLink(LocalEngine(engine), args.max_batch,
-                                  on_pass=lambda size, _s: state.metrics.batch_size.observe(size))
-        state.status = "ready"
-        from omnistudio.console import err_console
-
-        err_console.print(f"omnistudio: serving {engine.loaded.spec.name} on http://{args.host}:{args.port} "
-                          f"(max batch {args.max_batch}, max queue {args.max_queue})", markup=False, highlight=False)
-    except Exception as exc:  # noqa: BLE001 - the server stops with one line
-        state.status, state.detail = "failed", first_line(exc)
-        server.should_exit = True
-
-
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from omnistudio.server.app import ServerState, create_app
+    from omnistudio.server.startup import start_engine
     from omnistudio.server.auth import check_bind
     from omnistudio.server.middleware import Guard
     from omnistudio.server.scheduler import Admission
 
+    from omnistudio.commands.cluster_options import check_serve_options, run_serve
+
+    check_serve_options(args)
     keys = check_bind(args.host, args.api_key_file)  # every check before the model loads
     Admission(args.max_queue)
     if not 1 <= args.max_batch <= 16:
         raise UserError(f"--max-batch {args.max_batch} is out of range 1..16")
     if not 1 <= args.time_limit <= 86_400:
         raise UserError(f"--time-limit {args.time_limit} is out of range 1..86400 s")
+    if args.ray:
+        if args.address is None:  # a local instance: its proxy binds here
+            check_port(args.host, args.port)
+        return run_serve(args, keys)
     check_port(args.host, args.port)
     state = ServerState(max_queue=args.max_queue, time_limit_s=args.time_limit, keys=keys)
     app = Guard(create_app(state), state)

@@ -86,13 +86,15 @@ class FileSink(Sink):
     under the true-peak ceiling, room tone under it, written atomically with its JSON sidecar (and
     /dev/shm/NAME when the finishing options name one). Nothing is written if the take fails."""
 
-    def __init__(self, path: Path, extra: dict[str, Any] | None = None, shm_root: Path | None = None) -> None:
+    def __init__(self, path: Path, extra: dict[str, Any] | None = None, shm_root: Path | None = None,
+                 source: dict[str, Any] | None = None) -> None:
         from omnistudio.audio.export import check_output_path
 
         self.path = Path(path)
         check_output_path(self.path)
         self.extra = dict(extra or {})
         self.shm_root = shm_root
+        self.source = source  # what the take was made from, kept in the sidecar (batch renders resume by it)
         self.finished: Any = None  # audio.finishing.FinishedRender once written
         self._take: Any = None
 
@@ -104,7 +106,8 @@ class FileSink(Sink):
 
         timings = {**result.timings(), **self.extra}
         self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
-                                      timings=timings, shm_root=self.shm_root, engine=_engine_info(self._take))
+                                      timings=timings, shm_root=self.shm_root, engine=_engine_info(self._take),
+                                      source=self.source)
 
 
 class ShmSink(Sink):

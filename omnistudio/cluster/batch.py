@@ -1,0 +1,213 @@
+"""Many scripts rendered across a Ray cluster (``omnistudio render SCRIPT... --out-dir DIR --ray``).
+
+One task per script on actors that each hold an engine (model, prompts, sampler loaded once). An
+actor builds the take with the take pipeline (``build_take``, as ``omnistudio render`` does) through
+its own :class:`LocalEngine` and sends back the take's result (the sentences' float32 PCM and pauses);
+the caller finishes and writes the file and its sidecar with the same :class:`FileSink` as ``render
+-o``, atomically, where the command runs (or on storage the user names with ``--out-dir``). Parsed
+scripts and the reference recording travel with the task: workers need no shared filesystem.
+
+Resumable: each sidecar records a ``source`` block (script sha256, voice, language, model, seed,
+steps, guidance, sampler, finishing). A script whose output exists with a sidecar naming the same
+block is skipped. A failed script is reported by name; the others finish.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from omnistudio.audio.export import sidecar_path
+from omnistudio.audio.finishing import FinishingOptions
+from omnistudio.errors import UserError, describe, first_line
+from omnistudio.take.options import TakeOptions
+
+
+@dataclass(frozen=True)
+class RenderSpec:
+    """Everything that shapes the audio of every script in a batch (plain values: it travels to the actors)."""
+
+    model: str
+    device: str | None
+    dtype: str | None
+    sampler: str
+    options: TakeOptions  # the render command's take options, default voice included
+    ref_bytes: bytes | None = field(default=None, repr=False)  # the default voice's recording, if it is one
+
+    def voice_key(self) -> str:
+        return self.options.voice.key() if self.options.voice is not None else "tagged"
+
+    def source(self, script_sha256: str) -> dict[str, Any]:
+        """The sidecar's ``source`` block: what a later run compares to decide a script is done."""
+        o = self.options
+        finishing = {k: v for k, v in asdict(o.finishing).items() if k != "shm_name"}
+        return {"script_sha256": script_sha256, "voice": self.voice_key(), "lang": o.lang, "model": self.model,
+                "seed": o.seed, "num_step": o.num_step, "guidance": o.guidance_scale, "speed": o.speed,
+                "sampler": self.sampler, "finishing": finishing}
+
+    def worker_options(self, folder: Path) -> TakeOptions:
+        """The options on a worker: a recording voice points at a copy written into ``folder``
+        (its digest, hence its key and seeds, unchanged)."""
+        voice = self.options.voice
+        if voice is None or voice.recording is None or self.ref_bytes is None:
+            return self.options
+        copy = folder / Path(voice.recording).name
+        copy.write_bytes(self.ref_bytes)
+        return replace(self.options, voice=replace(voice, recording=copy))
+
+
+@dataclass(frozen=True)
+class ScriptJob:
+    script: Path
+    text: str
+    output: Path
+    parsed: Any = None  # the parsed script (omnistudio.script.Script), checked before anything starts
+
+    @property
+    def name(self) -> str:
+        return str(self.script)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class ScriptAudio:
+    """What an actor sends back for one script: the take's result and finishing, or why it failed."""
+
+    result: Any = None  # omnistudio.take.pipeline.TakeResult
+    finishing: FinishingOptions | None = None  # the take's finishing (its seed is the take's base seed)
+    error: str | None = None
+
+
+@dataclass
+class BatchReport:
+    rendered: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    audio_s: float = 0.0
+    wall_s: float = 0.0
+
+
+def plan_jobs(scripts: list[Path], out_dir: Path, suffix: str = ".wav") -> list[ScriptJob]:
+    """Read every script (one line for a missing, empty or over-long one) and name its output."""
+    from omnistudio.script import read_script
+
+    jobs: list[ScriptJob] = []
+    seen: dict[Path, Path] = {}
+    for script in scripts:
+        output = out_dir / f"{script.stem}{suffix}"
+        if output in seen:
+            raise UserError(f"{script} and {seen[output]} would both write {output}: rename one")
+        seen[output] = script
+        jobs.append(ScriptJob(script, read_script(script), output))
+    return jobs
+
+
+def is_done(job: ScriptJob, spec: RenderSpec) -> bool:
+    """The output exists and its sidecar names this script's text and the same settings."""
+    side = sidecar_path(job.output)
+    if not job.output.is_file() or not side.is_file():
+        return False
+    try:
+        recorded = json.loads(side.read_text(encoding="utf-8")).get("source")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return recorded == json.loads(json.dumps(spec.source(job.sha256)))
+
+
+class Renderer:
+    """A Ray actor's body: one engine, many scripts (``ray.remote`` wraps it in :func:`render_batch`)."""
+
+    def __init__(self, spec: RenderSpec, threads: int = 1) -> None:
+        import torch
+
+        from omnistudio.take.link import LocalEngine
+        from omnistudio.voices.session import open_engine
+
+        torch.set_num_threads(max(1, threads))
+        self._folder = tempfile.TemporaryDirectory(prefix="omnistudio-ref-")
+        self.options = spec.worker_options(Path(self._folder.name))
+        self.link = LocalEngine(open_engine(spec.model, spec.device, spec.dtype, spec.sampler))
+
+    def render(self, script: Any, name: str) -> ScriptAudio:
+        """``script`` through the take pipeline (the function every client builds takes with), no sinks."""
+        from omnistudio.take.pipeline import build_take
+
+        try:
+            take = build_take(self.link, script, self.options)
+            return ScriptAudio(take.run([]), take.finishing)
+        except UserError as exc:
+            return ScriptAudio(error=str(exc))
+        except Exception as exc:  # a bug in one script must not take the batch down
+            return ScriptAudio(error=describe(exc))
+
+
+def split_done(jobs: list[ScriptJob], spec: RenderSpec) -> tuple[list[ScriptJob], BatchReport]:
+    """The jobs still to render, and a report that already lists the ones skipped as done."""
+    report = BatchReport()
+    todo = []
+    for job in jobs:
+        (report.skipped.append(job.name) if is_done(job, spec) else todo.append(job))
+    return todo, report
+
+
+def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int, cpus: float, gpus: float,
+                 console: Any = None, report: BatchReport | None = None,
+                 renderer: type[Renderer] | None = None) -> BatchReport:
+    """Render ``jobs`` on up to ``workers`` actors (``renderer`` instances); write each output as it arrives."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from omnistudio.take.sinks import FileSink
+
+    report = report or BatchReport()
+    t0 = time.perf_counter()
+    todo = deque(jobs)
+    if not todo:
+        return report
+    actor_cls = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=0)(renderer or Renderer)
+    threads = max(1, int(cpus))
+    spawn = lambda: actor_cls.remote(spec, threads)  # noqa: E731
+    idle = [spawn() for _ in range(min(workers, len(todo)))]
+    pending: dict[Any, tuple[ScriptJob, Any]] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[audio]:.1f} s of audio"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(f"rendering on {len(idle)} workers", total=len(todo), audio=0.0)
+        while todo or pending:
+            while todo and idle:
+                actor, job = idle.pop(), todo.popleft()
+                pending[actor.render.remote(job.parsed, job.name)] = (job, actor)
+            done, _ = ray.wait(list(pending), num_returns=1)
+            job, actor = pending.pop(done[0])
+            try:
+                audio: ScriptAudio = ray.get(done[0])
+            except ray.exceptions.RayActorError as exc:  # the worker died (lost node, OOM, bad model)
+                report.failed[job.name] = f"worker lost: {first_line(exc)}"
+                idle.append(spawn())
+            except ray.exceptions.RayTaskError as exc:  # raised past the renderer's own error handling
+                report.failed[job.name] = describe(getattr(exc, "cause", None) or exc)
+                idle.append(actor)
+            else:
+                idle.append(actor)
+                if audio.error is not None:
+                    report.failed[job.name] = audio.error
+                else:
+                    sink = FileSink(job.output, source=spec.source(job.sha256))  # as `render -o` writes
+                    sink.begin(audio)  # the sink takes the finishing from what it is given
+                    sink.end(audio.result)
+                    report.rendered.append(job.name)
+                    report.audio_s += audio.result.audio_s
+            bar.update(task, advance=1, audio=report.audio_s)
+    for actor in idle:
+        ray.kill(actor)
+    report.wall_s = time.perf_counter() - t0
+    return report
+

@@ -1,0 +1,96 @@
+"""A middleware in Ray Serve's HTTP proxy: a request whose replica is lost is retried, then a clear 503.
+
+Serve's proxy answers a request whose replica died before it answered with a bare ``500 Internal
+Server Error`` (the proxy returns without answering). This middleware (loaded by the proxy from ``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``,
+which :mod:`omnistudio.cluster.connect` sets for a local instance; a cluster sets it at ``ray start``)
+keeps the request body, sends the request once more (Serve picks a live replica), and when that
+fails too answers 503 in OpenAI's error shape with ``Retry-After``. Only answers without the
+replica header are the proxy's own: an answer a replica made (any status) passes untouched, and a
+response that already started streaming is never replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
+CALLBACK_PATH = "omnistudio.cluster.proxy:middlewares"
+REPLICA_HEADER = b"x-omnistudio-replica"
+MAX_REPLAY_BYTES = 2 << 20
+RETRIES = 1
+
+
+def middlewares() -> list[Any]:
+    """What Serve's proxy calls (through the environment variable) for its middlewares."""
+    from starlette.middleware import Middleware
+
+    return [Middleware(ReplicaLoss)]
+
+
+def _json_error(status: int, message: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    body = json.dumps({"error": {"message": message, "type": "server_error", "param": None,
+                                 "code": str(status)}}).encode()
+    start = {"type": "http.response.start", "status": status,
+             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                         (b"retry-after", b"1")]}
+    return start, {"type": "http.response.body", "body": body}
+
+
+class ReplicaLoss:
+    def __init__(self, app: Any, retries: int = RETRIES) -> None:
+        self.app, self.retries = app, retries
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > MAX_REPLAY_BYTES:
+                for part in _json_error(413, f"the request body is over {MAX_REPLAY_BYTES} bytes"):
+                    await send(part)
+                return
+            if not message.get("more_body"):
+                break
+        why = ""
+        for _attempt in range(self.retries + 1):
+            outcome = await self._attempt(scope, bytes(body), receive, send)
+            if outcome is None:
+                return
+            why = outcome
+        for part in _json_error(503, f"no replica could finish the request ({why}); retry shortly"):
+            await send(part)
+
+    async def _attempt(self, scope: dict[str, Any], body: bytes, receive: Any, send: Any) -> str | None:
+        """None when a replica answered (passed through); else why the proxy could not get an answer."""
+        replay = [{"type": "http.request", "body": body, "more_body": False}]
+        state = {"started": False, "lost": ""}
+
+        async def replayed() -> dict[str, Any]:
+            return replay.pop() if replay else await receive()
+
+        async def watched(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and not state["started"]:
+                headers = dict(message.get("headers", []))
+                if REPLICA_HEADER not in headers and message["status"] >= 500:
+                    state["lost"] = f"proxy status {message['status']}"
+                    return
+                state["started"] = True
+            if state["lost"]:
+                return  # the proxy's own error body: replaced by ours
+            await send(message)
+
+        try:
+            await self.app(scope, replayed, watched)
+        except Exception as exc:  # noqa: BLE001 - the proxy raised before any answer: a lost replica
+            if state["started"]:
+                raise
+            return type(exc).__name__
+        if not state["started"] and not state["lost"]:
+            return "the replica was lost"  # the proxy returns without answering (uvicorn would send a bare 500)
+        return state["lost"] or None

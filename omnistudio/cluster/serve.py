@@ -1,0 +1,256 @@
+"""``omnistudio serve --ray``: the server's ASGI app as a Ray Serve deployment.
+
+Each replica is a Ray actor that builds the same app as the single-process server (the app
+factory, the API-key guard, the batching engine link) around its own engine: model, prompt cache
+and scheduler, loaded and warmed in the replica's constructor, so Serve routes no request to it
+before it is ready. Serve's HTTP proxy (on every node, ``--port``) picks a replica per request
+(power of two choices over the replicas' queue lengths) and streams the response through;
+WebSockets are carried the same way. Every response names the replica that made it
+(``X-OmniStudio-Replica``); ``/health`` says it in its body and ``/metrics`` labels every sample
+with it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from omnistudio.cluster.connect import Cluster, Need, import_serve
+from omnistudio.cluster.proxy import REPLICA_HEADER
+from omnistudio.errors import UserError
+
+APP_NAME = "omnistudio"
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    """What every replica builds its server from (plain values: it travels to the replicas)."""
+
+    model: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    max_batch: int = 8
+    max_queue: int = 16
+    time_limit_s: float = 300.0
+    keys: tuple[bytes, ...] = ()
+    warm_up: bool = True
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How many replicas, what each holds, and where the proxy listens."""
+
+    replicas: int = 1
+    cpus: float = 1.0
+    gpus: float = 0.0
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    def __post_init__(self) -> None:
+        Need(self.replicas, self.cpus, self.gpus)  # one line for 0 replicas, 0 CPUs, negative GPUs
+        if (self.min_replicas is None) != (self.max_replicas is None):
+            raise UserError("autoscaling needs both --min-replicas and --max-replicas")
+        if self.min_replicas is not None and self.max_replicas is not None:
+            if self.min_replicas < 1:
+                raise UserError(f"--min-replicas must be at least 1, got {self.min_replicas}")
+            if self.max_replicas < self.min_replicas:
+                raise UserError(f"--max-replicas {self.max_replicas} is below --min-replicas {self.min_replicas}")
+
+    @property
+    def first(self) -> int:
+        """Replicas started at once (the autoscaler's floor when it is on)."""
+        if self.min_replicas is None or self.max_replicas is None:
+            return self.replicas
+        return min(max(self.replicas, self.min_replicas), self.max_replicas)
+
+    def deployment_options(self, config: ReplicaConfig) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "ray_actor_options": {"num_cpus": self.cpus, "num_gpus": self.gpus},
+            "max_ongoing_requests": config.max_queue,  # the replica's own 429 answers past this
+            "health_check_period_s": 2.0, "health_check_timeout_s": 10.0,
+            "graceful_shutdown_timeout_s": 5.0}
+        if self.min_replicas is None:
+            options["num_replicas"] = self.replicas
+        else:
+            options["autoscaling_config"] = {"min_replicas": self.min_replicas, "max_replicas": self.max_replicas,
+                                             "initial_replicas": self.first, "target_ongoing_requests": 2}
+        return options
+
+
+class SpeechReplica:
+    """One replica: the engine and the server state around it (wrapped by ``serve.ingress`` below)."""
+
+    def __init__(self, config: ReplicaConfig) -> None:
+        from argparse import Namespace
+        from types import SimpleNamespace
+
+        import torch
+
+        from omnistudio.server.startup import start_engine
+        from omnistudio.server.app import ServerState
+
+        torch.set_num_threads(max(1, config.threads))
+        self.replica = _replica_id()
+        self.state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys)
+        args = Namespace(model=config.model, device=config.device, dtype=config.dtype, warm_up=config.warm_up,
+                         max_batch=config.max_batch, max_queue=config.max_queue, host="ray", port=0)
+        start_engine(args, self.state, SimpleNamespace(should_exit=False))  # loads, warms, publishes the link
+        if self.state.status != "ready":
+            raise RuntimeError(f"replica {self.replica}: {self.state.detail or self.state.status}")
+
+    def __serve_build_asgi_app__(self) -> Any:
+        from omnistudio.server.app import create_app
+        from omnistudio.server.middleware import Guard
+
+        return ReplicaTag(Guard(create_app(self.state), self.state), self.replica)
+
+    def check_health(self) -> None:
+        """Serve's periodic probe: a failed engine takes the replica out of routing."""
+        if self.state.status != "ready" or self.state.link is None:
+            raise RuntimeError(f"engine {self.state.status}")
+
+    def __del__(self) -> None:
+        link = getattr(getattr(self, "state", None), "link", None)
+        if link is not None:
+            link.close()
+
+
+def _replica_id() -> str:
+    try:
+        from ray import serve
+
+        return str(serve.get_replica_context().replica_id.unique_id)
+    except Exception:  # noqa: BLE001 - outside Serve (a unit test): the process id names it
+        return f"pid{os.getpid()}"
+
+
+_SAMPLE = re.compile(rb"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?( .*)$")
+
+
+def label_metrics(body: bytes, replica: str) -> bytes:
+    """Prometheus text with ``replica="ID"`` added to every sample."""
+    label = b'replica="' + replica.encode() + b'"'
+    out = []
+    for line in body.split(b"\n"):
+        m = _SAMPLE.match(line)
+        if m is None or line.startswith(b"#"):
+            out.append(line)
+        elif m.group(2):
+            out.append(m.group(1) + b"{" + label + b"," + m.group(2)[1:] + m.group(3))
+        else:
+            out.append(m.group(1) + b"{" + label + b"}" + m.group(3))
+    return b"\n".join(out)
+
+
+class ReplicaTag:
+    """ASGI wrapper: the replica's id in a header of every response, in /health's body and /metrics' labels."""
+
+    def __init__(self, app: Any, replica: str) -> None:
+        self.app, self.replica = app, replica
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        rewrite = path in ("/health", "/metrics")
+        start: dict[str, Any] = {}
+        body: list[bytes] = []
+
+        async def tagged(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if not (rewrite and k == b"content-length")]
+                message = {**message, "headers": [*headers, (REPLICA_HEADER, self.replica.encode())]}
+                if rewrite:
+                    start.update(message)
+                    return
+            elif rewrite and message["type"] == "http.response.body":
+                body.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                data = self._rewrite(path, b"".join(body))
+                await send({**start, "headers": [*start["headers"], (b"content-length", str(len(data)).encode())]})
+                message = {"type": "http.response.body", "body": data}
+            await send(message)
+
+        await self.app(scope, receive, tagged)
+
+    def _rewrite(self, path: str, data: bytes) -> bytes:
+        if path == "/metrics":
+            return label_metrics(data, self.replica)
+        import json
+
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            return data
+        return json.dumps({**parsed, "replica": self.replica}).encode() if isinstance(parsed, dict) else data
+
+
+def deployment(config: ReplicaConfig, scale: Scale) -> Any:
+    """The bound Serve application (not started)."""
+    serve = import_serve()
+    ingress = serve.deployment(name="SpeechReplica")(serve.ingress()(SpeechReplica))
+    return ingress.options(**scale.deployment_options(config)).bind(config)
+
+
+def start(cluster: Cluster, config: ReplicaConfig, scale: Scale, timeout_s: float = 600.0) -> str:
+    """Check the request fits, start Serve's proxy and the replicas; return the proxy's URL.
+
+    Nothing is left running when this raises: the application is deleted again."""
+    import logging
+
+    serve = import_serve()
+    logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines are Serve's, not the user's
+    cluster.check_fits(Need(scale.first, scale.cpus, scale.gpus))
+    serve.start(http_options={"host": scale.host, "port": scale.port,
+                              "request_timeout_s": config.time_limit_s + 30})
+    try:
+        serve.run(deployment(config, scale), name=APP_NAME, route_prefix="/", blocking=False)
+        _wait_running(serve, timeout_s)
+    except BaseException:
+        stop(cluster)
+        raise
+    return f"http://{scale.host}:{scale.port}"
+
+
+def _wait_running(serve: Any, timeout_s: float) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        app = serve.status().applications.get(APP_NAME)
+        state = str(getattr(app, "status", "")) if app is not None else ""
+        if state.endswith("RUNNING"):
+            return
+        if state.endswith("DEPLOY_FAILED") or state.endswith("UNHEALTHY"):
+            raise UserError(f"the replicas did not start: {_first(getattr(app, 'message', '') or state)}")
+        time.sleep(0.5)
+    raise UserError(f"the replicas were not ready within {timeout_s:.0f} s")
+
+
+def _first(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1] if lines else str(text)
+
+
+def undeploy() -> None:
+    """Delete the application (its replicas); Serve's proxy stays."""
+    try:
+        import_serve().delete(APP_NAME)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+def stop(cluster: Cluster) -> None:
+    """Delete the application; on a private local instance also stop Serve and Ray."""
+    serve = import_serve()
+    undeploy()
+    if cluster.started:
+        serve.shutdown()
+    cluster.close()

@@ -1,0 +1,39 @@
+"""Bringing a server's engine up: load, prepare the default voice, warm up, publish the link.
+
+Used by ``omnistudio serve`` (in a thread while uvicorn answers 503) and by each Ray Serve replica
+(``omnistudio serve --ray``, in the replica's constructor, before it takes traffic)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from omnistudio.errors import first_line
+
+
+def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
+    """Load, warm up, then publish the link (the routes answer 503 until then)."""
+    from omnistudio.console import status
+    from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
+    from omnistudio.server.protocol import DEFAULT_VOICE
+    from omnistudio.server.scheduler import BatchingLink
+    from omnistudio.voices.session import open_engine
+    from omnistudio.voices.startup import start_prompts
+
+    try:
+        with status("loading model") as update:
+            engine = open_engine(args.model, args.device, args.dtype, "fast", progress=update)
+            state.status = "warming"
+            update(f"preparing the default voice {DEFAULT_VOICE}")
+            resolve_voice(engine, parse_voice(DEFAULT_VOICE)[0], "en")
+            start_prompts(engine, progress=update, warm=args.warm_up)
+        state.link = BatchingLink(LocalEngine(engine), args.max_batch,
+                                  on_pass=lambda size, _s: state.metrics.batch_size.observe(size))
+        state.status = "ready"
+        from omnistudio.console import err_console
+
+        err_console.print(f"omnistudio: serving {engine.loaded.spec.name} on http://{args.host}:{args.port} "
+                          f"(max batch {args.max_batch}, max queue {args.max_queue})", markup=False, highlight=False)
+    except Exception as exc:  # noqa: BLE001 - the server stops with one line
+        state.status, state.detail = "failed", first_line(exc)
+        server.should_exit = True
