@@ -11,7 +11,6 @@ vocoder times compare directly and the samples are checked against eager's.
 
 from __future__ import annotations
 
-import time
 from contextlib import nullcontext
 from collections.abc import Callable
 from typing import Any

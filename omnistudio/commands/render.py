@@ -79,7 +79,6 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_output_path
-    from omnistudio.commands.finishing_args import finishing_options
     from omnistudio.commands.take_args import plan_script, take_options
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.script import read_script
