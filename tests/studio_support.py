@@ -65,3 +65,21 @@ async def wait_for(pilot: Any, predicate: Any, timeout: float = 20.0, what: str 
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.02)
         await asyncio.sleep(0)
+
+
+class Recorder:
+    """Timestamps every controller event (wraps the report hook the app installs on mount); the remote studio tests use it."""
+
+    def __init__(self, app) -> None:  # noqa: ANN001
+        self.events: list[tuple[float, object]] = []
+        forward = app.studio.report
+
+        def report(event: object) -> None:
+            self.events.append((time.monotonic(), event))
+            forward(event)
+
+        app.studio.report = report
+
+    def first(self, kind: type, since: float = 0.0, **fields: object):  # noqa: ANN201
+        return next(((at, e) for at, e in self.events if at >= since and isinstance(e, kind)
+                     and all(getattr(e, k) == v for k, v in fields.items())), None)

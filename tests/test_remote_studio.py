@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from studio_support import wait_for
+from studio_support import Recorder, wait_for
 
 pytest.importorskip("omnistudio.commands.serve")  # the server (issue 15)
 from server_support import Server  # noqa: E402
@@ -54,24 +54,6 @@ def _studio_app(link, autosave: Path, **studio_kwargs):  # noqa: ANN001, ANN202
         if link is not None else Studio("tiny", "cpu", settings=settings, audio="virtual", virtual_rate=2.0,
                                         warm=False)
     return StudioApp(studio, autosave=Autosave(autosave, interval=0.0), welcome=False)
-
-
-class Recorder:
-    """Timestamps every controller event (wraps the report hook the app installs on mount)."""
-
-    def __init__(self, app) -> None:  # noqa: ANN001
-        self.events: list[tuple[float, object]] = []
-        forward = app.studio.report
-
-        def report(event: object) -> None:
-            self.events.append((time.monotonic(), event))
-            forward(event)
-
-        app.studio.report = report
-
-    def first(self, kind: type, since: float = 0.0, **fields: object):  # noqa: ANN201
-        return next(((at, e) for at, e in self.events if at >= since and isinstance(e, kind)
-                     and all(getattr(e, k) == v for k, v in fields.items())), None)
 
 
 async def _export(pilot, app, recorder: Recorder, path: Path) -> None:  # noqa: ANN001

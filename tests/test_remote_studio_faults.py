@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from remote_support import FakeServer, free_port
-from studio_support import wait_for
+from studio_support import Recorder, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,26 +41,6 @@ def _app(url: str, autosave: Path):  # noqa: ANN202
     studio = Studio(link=RemoteEngine(url, connect_budget_s=0.8), audio="virtual",
                     settings=StudioSettings(anchor="ruby", seed=7))
     return StudioApp(studio, autosave=Autosave(autosave, interval=0.0), welcome=False)
-
-
-class Recorder:
-    """Timestamps every controller event (wraps the report hook the app installs)."""
-
-    def __init__(self, app) -> None:  # noqa: ANN001
-        self.events: list[tuple[float, object]] = []
-        forward = app.studio.report
-
-        def report(event: object) -> None:
-            self.events.append((time.monotonic(), event))
-            forward(event)
-
-        app.studio.report = report
-
-    def first(self, kind: type, since: float = 0.0, **fields: object):  # noqa: ANN201
-        for at, event in self.events:
-            if at >= since and isinstance(event, kind) and all(getattr(event, k) == v for k, v in fields.items()):
-                return at, event
-        return None
 
 
 def test_server_lost_mid_render_then_back(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
