@@ -79,9 +79,13 @@ class ChunkSpool:
     def frames(self) -> int:
         return self._pcm.frames
 
+    def __getitem__(self, i: int) -> tuple[np.ndarray, float, Any]:
+        start, frames, pause, sentence_id = self._index[i]
+        return self._pcm.read(start, frames), pause, sentence_id
+
     def __iter__(self) -> Iterator[tuple[np.ndarray, float, Any]]:
-        for start, frames, pause, sentence_id in self._index:
-            yield self._pcm.read(start, frames), pause, sentence_id
+        for i in range(len(self._index)):
+            yield self[i]
 
     def close(self) -> None:
         self._pcm.close()
