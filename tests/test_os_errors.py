@@ -104,7 +104,7 @@ def test_out_of_memory_is_one_line(tmp_path: Path, ref_wav: Path, monkeypatch: p
     def no_memory(*_a: object, **_k: object) -> None:
         raise MemoryError
 
-    monkeypatch.setattr(Engine, "synthesize", no_memory)
+    monkeypatch.setattr(Engine, "render_tokens", no_memory)  # say renders through the link
     rc = main(["say", "Hello.", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "-o", str(tmp_path / "x.wav"),
                *TINY])
     assert rc == 2 and "out of memory" in _one_error_line(capsys)

@@ -143,7 +143,11 @@ class Renderer:
 
         try:
             take = build_take(self.link, script, self.options)
-            return ScriptAudio(take.run([]), take.finishing)
+            result = take.run([])
+            spool = result.chunks  # on this actor's disk: its sentences travel back as arrays
+            sent = replace(result, chunks=list(spool))
+            spool.close()
+            return ScriptAudio(sent, take.finishing)
         except UserError as exc:
             return ScriptAudio(error=str(exc))
         except Exception as exc:  # a bug in one script must not take the batch down

@@ -193,7 +193,10 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------ takes (a project is open)
     def sentence_at_cursor(self) -> int | None:
         offset = self.editor.cursor_offset
-        sentences = self.studio.parse(self.editor.text)
+        try:
+            sentences = self.studio.parse(self.editor.text)
+        except UserError:
+            return None  # a half-typed line (e.g. an open tag) while the cursor moves: no sentence yet
         return next((s.index for s in sentences if offset < s.end), sentences[-1].index if sentences else None)
 
     def _on_sentence(self, fn, *args) -> None:  # noqa: ANN001
