@@ -53,27 +53,28 @@ def check_seed(seed: Any) -> int:
 GUIDANCE_RANGE = (0.0, 20.0)
 
 
+def check_number(value: Any, lo: float, hi: float, not_a_number: str, out_of_range: str) -> float:
+    """``value`` as a finite float in ``lo..hi``, or a UserError with the matching message."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(not_a_number) from None
+    if not math.isfinite(number) or not lo <= number <= hi:
+        raise UserError(out_of_range)
+    return number
+
+
 def check_guidance(value: Any) -> float:
     """Classifier-free guidance scale: a finite number in 0..20, or one clear line."""
     lo, hi = GUIDANCE_RANGE
-    try:
-        scale = float(value)
-    except (TypeError, ValueError):
-        raise UserError(f"guidance must be a number in {lo:g}..{hi:g}, got '{value}'") from None
-    if not math.isfinite(scale) or not lo <= scale <= hi:
-        raise UserError(f"guidance {value} is outside {lo:g}..{hi:g} (2 is the usual value)")
-    return scale
+    return check_number(value, lo, hi, f"guidance must be a number in {lo:g}..{hi:g}, got '{value}'",
+                        f"guidance {value} is outside {lo:g}..{hi:g} (2 is the usual value)")
 
 
 def check_alpha(alpha: Any) -> float:
     """alpha as a float in [0, 1], or one clear line."""
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise UserError(f"blend alpha must be a number in [0, 1], got '{alpha}'") from None
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise UserError(f"blend alpha {alpha} is outside [0, 1]")
-    return value
+    return check_number(alpha, 0.0, 1.0, f"blend alpha must be a number in [0, 1], got '{alpha}'",
+                        f"blend alpha {alpha} is outside [0, 1]")
 
 
 def check_pair(a: str, b: str) -> None:

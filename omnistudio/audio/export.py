@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from omnistudio.checks import check_number
 from omnistudio.errors import UserError
 
 FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24")}
@@ -221,25 +222,14 @@ def check_target_lufs(value: Any) -> float:
     """A target loudness in LUFS: a number in -70..0 or a preset name (ebu, podcast, streaming)."""
     if isinstance(value, str) and value.strip().lower() in PRESETS:
         return PRESETS[value.strip().lower()]
-    try:
-        target = float(value)
-    except (TypeError, ValueError):
-        raise UserError(f"target loudness {value!r} is not a number (LUFS, e.g. -23, -16, -14, "
-                        f"or one of {', '.join(PRESETS)})") from None
-    if not math.isfinite(target) or not -70.0 <= target <= 0.0:
-        raise UserError(f"target loudness {value} LUFS is outside -70..0")
-    return target
+    return check_number(value, -70.0, 0.0, f"target loudness {value!r} is not a number (LUFS, e.g. -23, -16, "
+                        f"-14, or one of {', '.join(PRESETS)})", f"target loudness {value} LUFS is outside -70..0")
 
 
 def check_true_peak(value: Any) -> float:
     """A true-peak ceiling in dBTP: a number in -20..0."""
-    try:
-        ceiling = float(value)
-    except (TypeError, ValueError):
-        raise UserError(f"true-peak ceiling {value!r} is not a number (dBTP, e.g. -1)") from None
-    if not math.isfinite(ceiling) or not -20.0 <= ceiling <= 0.0:
-        raise UserError(f"true-peak ceiling {value} dBTP is outside -20..0")
-    return ceiling
+    return check_number(value, -20.0, 0.0, f"true-peak ceiling {value!r} is not a number (dBTP, e.g. -1)",
+                        f"true-peak ceiling {value} dBTP is outside -20..0")
 
 
 def limit_true_peak(pcm: np.ndarray, sample_rate: int, ceiling_db: float, window_ms: float = 5.0) -> np.ndarray:
