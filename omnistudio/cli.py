@@ -115,7 +115,6 @@ def _quiet_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every ending is one line and an exit status (130 Ctrl-C, 143 SIGTERM)."""
-    signals.install()
     try:
         return _main(argv)
     except Terminated:
@@ -139,6 +138,9 @@ def _main(argv: list[str] | None) -> int:
     if command is None:
         parser.print_help()
         return 0
+    # Until here a signal exits at once (nothing is open); from now on it is an exception, so the
+    # command's finally blocks remove its temp files before the one line and the exit status.
+    signals.install()
     try:
         return int(_command_module(command).run(args) or 0)
     except UserError as exc:
@@ -147,6 +149,9 @@ def _main(argv: list[str] | None) -> int:
     except (KeyboardInterrupt, BrokenPipeError):
         raise
     except (Exception, MemoryError) as exc:
+        interrupted = signals.interruption()  # a Ctrl-C that a library turned into its own error
+        if interrupted is not None:
+            raise interrupted from None
         line = os_error_line(exc)  # no space, read-only, permission, not a folder, out of memory...
         if line is not None and not os.environ.get("OMNISTUDIO_DEBUG"):
             err_console.print(f"omnistudio: error: {line}", markup=False, highlight=False, soft_wrap=True)

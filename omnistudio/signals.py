@@ -17,6 +17,7 @@ from omnistudio.errors import Terminated
 
 _depth = 0
 _pending: list[int] = []
+_received: list[int] = []  # signals delivered through _handler (a library may turn the exception into another)
 
 
 def _exception(signum: int) -> BaseException:
@@ -24,6 +25,7 @@ def _exception(signum: int) -> BaseException:
 
 
 def _handler(signum: int, _frame: object) -> None:
+    _received.append(signum)
     if _depth:
         _pending.append(signum)
         return
@@ -41,6 +43,12 @@ def _exit_now(signum: int, _frame: object) -> None:
         sys.stderr.flush()
     finally:
         os._exit(128 + signum)
+
+
+def interruption() -> BaseException | None:
+    """The exception for the last SIGINT/SIGTERM received, if any: an import interrupted by Ctrl-C can
+    surface as an ImportError (numpy does that); the CLI still reports it as the interruption it was."""
+    return _exception(_received[-1]) if _received else None
 
 
 def install(early: bool = False) -> None:
