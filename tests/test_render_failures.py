@@ -47,3 +47,21 @@ def test_render_stops_at_the_first_failed_sentence(tmp_path: Path, ref_wav: Path
     assert len(calls) <= 3, f"{len(calls)} sentences rendered after a failure"  # at most the one rendering ahead
     assert out.read_bytes() == b"previous take"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.wav", "s.txt"]
+
+
+def test_skip_failed_leaves_the_sentence_out_says_so_and_lists_it(
+        tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import soundfile as sf
+
+    calls = _flaky(monkeypatch)
+    out = tmp_path / "out.wav"
+    assert main(_args(tmp_path, ref_wav, "--skip-failed")) == 0
+    err = capsys.readouterr().err
+    skipped = [line for line in err.splitlines() if "skipped sentence" in line]
+    assert len(skipped) == 1 and "skipped sentence 2 (line 1)" in skipped[0] and "Traceback" not in err
+    assert len(calls) == 14  # every other sentence still rendered
+    sidecar = json.loads(out.with_name("out.wav.json").read_text())
+    assert sidecar["timings"]["skipped"] == [2]
+    assert sf.info(str(out)).frames > 0

@@ -140,6 +140,24 @@ def test_failed_sentence_aborts_the_sinks(tmp_path: Path) -> None:
     assert [c.ok for c in seen] == [True, False] and 'sentence 2 (line 1, "Second line here.")' in (seen[1].error or "")
 
 
+def test_skip_failed_leaves_out_the_failed_sentence_and_fails_only_when_all_do(tmp_path: Path) -> None:
+    class Flaky(FakeLink):
+        bad: set[int] = {1}
+
+        def render(self, items: Sequence[RenderItem], options: TakeOptions, cancel: Any = None) -> list[Rendered]:
+            out = super().render(items, options, cancel)
+            return [Rendered(r.index, r.pcm[:0], None, 0, "boom") if r.index in self.bad else r for r in out]
+
+    text = "[ruby] First line here. Second line here. Third line here."
+    sink, out = MemorySink(), tmp_path / "take.wav"
+    result = build_take(Flaky(), text, TakeOptions()).run([sink, FileSink(out)], skip_failed=True)
+    assert result.skipped == [1] and sink.sentences == [0, 2] and out.exists()
+    assert result.timings()["skipped"] == [2] and result.frames == len(sink.pcm)
+    Flaky.bad = {0, 1, 2}
+    with pytest.raises(UserError, match="every sentence failed"):
+        build_take(Flaky(), text, TakeOptions()).run([MemorySink()], skip_failed=True)
+
+
 def test_prepare_builds_missing_prompts_before_the_first_chunk(tiny_engine: Any, flite_desk: Path) -> None:  # noqa: F811
     from omnistudio.engine.engine import Engine
 

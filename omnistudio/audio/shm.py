@@ -32,13 +32,13 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
-from omnistudio.audio.export import atomic_write_bytes
+from omnistudio.audio.export import commit, stage
 from omnistudio.errors import UserError
 
 SHM_DIR = Path("/dev/shm")
@@ -84,8 +84,6 @@ def shm_writer(name: str, frames: int, sample_rate: int, root: Path, write_pcm: 
                channels: int = 1) -> tuple[Path, Path]:
     """Stage a handoff file of ``frames`` float32 frames: the header, then ``write_pcm(fh)`` writes
     the samples in blocks. Returns ``(temp path, final path)`` for ``export.commit``."""
-    from omnistudio.audio.export import stage
-
     path = check_shm_target(name, root)
     header = HEADER.pack(MAGIC, VERSION, channels, int(sample_rate), DTYPE_FLOAT32, 0, frames, HEADER.size)
 
@@ -101,22 +99,25 @@ def shm_writer(name: str, frames: int, sample_rate: int, root: Path, write_pcm: 
 
 def write_shm(name: str, pcm: np.ndarray, sample_rate: int, root: Path = SHM_DIR) -> Path:
     """Write float32 PCM ([frames] or [frames, channels]) with the header above; return the path."""
-    path = check_shm_target(name, root)
     data = np.asarray(pcm, dtype="<f4")
     if data.ndim == 1:
         data = data[:, None]
     if data.ndim != 2 or not 1 <= data.shape[1] <= 64:
         raise UserError(f"PCM of shape {np.shape(pcm)} is not [frames] or [frames, channels]")
-    header = HEADER.pack(MAGIC, VERSION, data.shape[1], int(sample_rate), DTYPE_FLOAT32, 0,
-                         data.shape[0], HEADER.size)
+    return write_shm_blocks(name, data.shape[0], sample_rate, [data], root, channels=data.shape[1])
 
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as fh:
-            fh.write(header)
-            fh.write(np.ascontiguousarray(data).tobytes())
 
-    atomic_write_bytes(path, write, suffix=".tmp", mode=0o600)
-    return path
+def write_shm_blocks(name: str, frames: int, sample_rate: int, blocks: Iterable[np.ndarray],
+                     root: Path = SHM_DIR, channels: int = 1) -> Path:
+    """Write ``frames`` frames given as float32 ``blocks`` (e.g. read back from a disk spool, so the
+    whole take is never in memory twice); atomically, as :func:`write_shm`. Returns the path."""
+    def write_pcm(fh: BinaryIO) -> None:
+        for block in blocks:
+            fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+
+    staged = shm_writer(name, frames, sample_rate, root, write_pcm, channels)
+    commit([staged])
+    return staged[1]
 
 
 def read_shm(name_or_path: str | Path, root: Path = SHM_DIR) -> tuple[np.ndarray, int]:

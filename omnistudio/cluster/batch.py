@@ -144,9 +144,9 @@ class Renderer:
         try:
             take = build_take(self.link, script, self.options)
             result = take.run([])
-            spool = result.chunks  # on this actor's disk: its sentences travel back as arrays
-            sent = replace(result, chunks=list(spool))
-            spool.close()
+            sent = result.detached()  # its spools are this actor's files: the sentences travel back as arrays
+            result.chunks.close()
+            result.stitched.close()
             return ScriptAudio(sent, take.finishing)
         except UserError as exc:
             return ScriptAudio(error=str(exc))

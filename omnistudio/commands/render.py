@@ -28,6 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_synthesis_options(p, "base seed (each sentence's seed is a hash of it, the text, voice and language)")
     p.add_argument("--batch", type=int, default=1, help="render consecutive lines N at a time in one "
                    "diffusion pass (dialogue; fast sampler; default 1)")
+    p.add_argument("--skip-failed", action="store_true", help="leave out a sentence that fails to render "
+                   "(one line each, listed in the sidecar) instead of stopping at it with nothing written")
     p.add_argument("--audio-device", help="output device name or index for --play (default: system default)")
     p.add_argument("--blocksize", type=int, default=0, help="audio callback block in frames (0: device's choice)")
     p.add_argument("--latency", default="0.2", help="output latency: low, high or seconds (default 0.2: "
@@ -155,9 +157,12 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
         def on_chunk(chunk: Any) -> None:
             bar.update(prep, visible=False)
             bar.update(task, visible=True, advance=1, description=f"sentence {chunk.sentence_id + 1}")
-            # a failed chunk stops the take: its UserError is the one line that names it
+            # a failed chunk stops the take (its UserError is the one line that names it) unless skipped
+            if not chunk.ok and args.skip_failed:
+                bar.console.print(f"omnistudio: skipped sentence {chunk.sentence_id + 1} "
+                                  f"(line {chunk.sentence.line}): {chunk.error}", markup=False, highlight=False)
 
-        result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk)
+        result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk, skip_failed=args.skip_failed)
     stats = player.stats if player is not None else None
     info = take.link.info
     out = {"sample_rate": result.sample_rate, "model": info.model, "device": info.device, "dtype": info.dtype,

@@ -146,11 +146,16 @@ def cache_key(link: EngineLink, sentence: PlannedSentence, options: TakeOptions)
 # ------------------------------------------------------------------- take
 @dataclass
 class TakeResult:
-    """What a finished take reports (timings, per-sentence rows) and holds (the stitched audio)."""
+    """What a finished take reports (timings, per-sentence rows) and where its audio waits (on disk).
 
-    pcm: np.ndarray  # the live-stitched take (seams, breaths, room tone): what the player got
+    Nothing of the take's audio is held in memory: the live-stitched take (what the player got) is in
+    ``stitched`` and the sentences for finishing are in ``chunks``, both disk spools, so a long render
+    runs in flat memory. ``pcm`` reads the stitched take back whole, for the clients that want it so."""
+
+    stitched: Any  # PcmSpool: the live-stitched take (seams, breaths, room tone); None once detached
+    frames: int  # length of the stitched take
     sample_rate: int
-    chunks: Any  # (sentence pcm, pause after, sentence id) for finishing, read back from a disk spool
+    chunks: Any  # ChunkSpool: (sentence pcm, pause after, sentence id) for finishing
     sentences: list[dict[str, Any]]
     base_seed: int
     rendered: int  # sentences rendered by the link in this take
@@ -160,16 +165,31 @@ class TakeResult:
     total_s: float
     prepare_s: float
     events: list[PrepareEvent] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)  # ids of failed sentences left out (skip_failed)
+
+    @property
+    def pcm(self) -> np.ndarray:
+        """The whole stitched take, read back from its spool (memory for the whole take: short takes)."""
+        if self.stitched is None:
+            raise ValueError("this take result was detached from its stitched audio")
+        return self.stitched.read(0, self.frames)
+
+    def detached(self) -> TakeResult:
+        """This result without its spools (which are files of this process): the sentences come along
+        as arrays, the stitched take is dropped; for sending to another process to be finished."""
+        chunks = list(self.chunks)
+        return replace(self, stitched=None, chunks=chunks)
 
     @property
     def audio_s(self) -> float:
-        return len(self.pcm) / self.sample_rate
+        return self.frames / self.sample_rate
 
     def timings(self) -> dict[str, Any]:
         audio = self.audio_s
         return {"ttfa_s": round(self.ttfa_s, 4), "total_s": round(self.total_s, 4), "audio_s": round(audio, 3),
                 "rtf": round(self.total_s / audio, 4) if audio else None, "prepare_s": round(self.prepare_s, 4),
-                "rendered": self.rendered, "reused": self.reused, "sentences": self.sentences}
+                "rendered": self.rendered, "reused": self.reused, "skipped": [i + 1 for i in self.skipped],
+                "sentences": self.sentences}
 
 
 class Take:
@@ -195,12 +215,14 @@ class Take:
         return [s for s in self.sentences if cache_key(self.link, s, self.options) not in self.cache]
 
     def run(self, sinks: Sequence[Sink] = (), progress: Callable[[PrepareEvent], None] | None = None,
-            cancel: threading.Event | None = None, on_chunk: Callable[[Chunk], None] | None = None) -> TakeResult:
+            cancel: threading.Event | None = None, on_chunk: Callable[[Chunk], None] | None = None,
+            skip_failed: bool = False) -> TakeResult:
         """Prepare the voices, render what the cache lacks (1-ahead), stitch, feed ``sinks`` in order.
 
         A failed sentence is reported through ``on_chunk`` and stops the take at once: UserError names
-        it, the stream is closed and the sinks are aborted (nothing is written). ``cancel``: Cancelled is raised
-        (sinks aborted) within one diffusion step."""
+        it, the stream is closed and the sinks are aborted (nothing is written). With ``skip_failed`` it
+        is left out instead (``TakeResult.skipped``; the take fails only if every sentence does).
+        ``cancel``: Cancelled is raised (sinks aborted) within one diffusion step."""
         cancel = cancel or threading.Event()
         started = time.perf_counter()
         events: list[PrepareEvent] = []
@@ -218,7 +240,7 @@ class Take:
             if todo:
                 self.link.prepare(self.voices(todo), report, cancel)
             prepare_s = time.perf_counter() - started
-            result = self._stream(todo, hits, sinks, cancel, on_chunk, started)
+            result = self._stream(todo, hits, sinks, cancel, on_chunk, started, skip_failed)
         except BaseException:
             for sink in sinks:
                 sink.abort()
@@ -252,13 +274,15 @@ class Take:
                 stream.close()
 
     def _stream(self, todo: list[PlannedSentence], hits: dict[int, Rendered], sinks: Sequence[Sink],
-                cancel: threading.Event, on_chunk: Callable[[Chunk], None] | None, started: float) -> TakeResult:
+                cancel: threading.Event, on_chunk: Callable[[Chunk], None] | None, started: float,
+                skip_failed: bool = False) -> TakeResult:
         stitcher = live_stitcher(self.link.sample_rate, self.finishing)
-        from omnistudio.audio.spool import ChunkSpool
+        from omnistudio.audio.spool import ChunkSpool, PcmSpool
 
-        pieces: list[np.ndarray] = []
+        stitched = PcmSpool()  # the take as played, on disk: memory stays flat on a long render
         chunks = ChunkSpool()  # sentences for the file's finishing wait on disk, not in memory
         rows: list[dict[str, Any]] = []
+        skipped: list[int] = []
         ttfa: float | None = None
         rendered = 0
         for chunk in self._chunks(todo, hits, started, cancel):
@@ -271,6 +295,9 @@ class Take:
             rendered += sentence.id not in hits
             if on_chunk is not None:
                 on_chunk(chunk)
+            if not chunk.ok and skip_failed:
+                skipped.append(sentence.id)
+                continue
             if not chunk.ok:  # stop at the first failure: nothing more renders, nothing is written
                 raise UserError(f"{chunk.error}; stopped at the first failed sentence, nothing written")
             if sentence.id not in hits:
@@ -278,19 +305,20 @@ class Take:
                                Rendered(sentence.id, chunk.pcm, chunk.timings, chunk.steps))
             chunks.add(chunk.pcm, sentence.pause_s, sentence.id)
             piece = stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id)
-            pieces.append(piece)
+            stitched.append(piece)
             for sink in sinks:
                 sink.chunk(chunk, piece)
         if cancel.is_set() or len(rows) < len(self.sentences):  # the stream only ends early when cancelled
             raise Cancelled("take cancelled")
+        if skipped and len(skipped) == len(self.sentences):
+            raise UserError(f"every sentence failed ({rows[-1]['error']}); nothing written")
         tail = stitcher.finish()
-        pieces.append(tail)
+        stitched.append(tail)
         for sink in sinks:
             sink.tail(tail)
-        pcm = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
         steps = self.stream.steps if self.stream is not None else 0
-        return TakeResult(pcm, self.link.sample_rate, chunks, rows, self.base_seed, rendered, len(hits), steps,
-                          ttfa or 0.0, time.perf_counter() - started, 0.0)
+        return TakeResult(stitched, stitched.frames, self.link.sample_rate, chunks, rows, self.base_seed, rendered, len(hits), steps,
+                          ttfa or 0.0, time.perf_counter() - started, 0.0, skipped=skipped)
 
 
 def build_take(link: EngineLink, script: Script | str | Sequence[Any], options: TakeOptions,

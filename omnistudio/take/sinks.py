@@ -19,6 +19,8 @@ import numpy as np
 # module imports nothing of the pipeline (which imports it): no import cycle, not even for types.
 Take = TakeResult = Chunk = Any
 
+SPOOL_BLOCK = 1 << 18  # frames read back from a take's disk spool at a time (about 11 s, 1 MB)
+
 
 class Sink:
     """No-op base: override what the sink needs."""
@@ -121,9 +123,10 @@ class ShmSink(Sink):
         self.path: Path | None = None
 
     def end(self, result: TakeResult) -> None:
-        from omnistudio.audio.shm import SHM_DIR, write_shm
+        from omnistudio.audio.shm import SHM_DIR, write_shm_blocks
 
-        self.path = write_shm(self.name, result.pcm, result.sample_rate, self.root or SHM_DIR)
+        self.path = write_shm_blocks(self.name, result.frames, result.sample_rate,
+                                     result.stitched.blocks(SPOOL_BLOCK), self.root or SHM_DIR)
 
 
 class MemorySink(Sink):
