@@ -7,18 +7,29 @@ line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
-from omnistudio import signals
+import _signal  # the C half of `signal`: installing through it costs nothing to import (signal imports enum)
+import os
 
-signals.install(early=True)  # first: a Ctrl-C while the program imports is one line, not a traceback
+
+def _leave_now(signum: int, _frame: object) -> None:
+    """Until a command starts nothing is open or half-written: one line, and leave at once."""
+    try:
+        os.write(2, b"omnistudio: terminated\n" if signum == _signal.SIGTERM else b"omnistudio: interrupted\n")
+    finally:
+        os._exit(128 + signum)
+
+
+# First: a Ctrl-C or SIGTERM while the program imports is one line, not a traceback.
+_signal.signal(_signal.SIGINT, _leave_now)
+_signal.signal(_signal.SIGTERM, _leave_now)
 
 import argparse
 import importlib
-import os
 import sys
 from pathlib import Path
 from typing import NoReturn
 
-from omnistudio import __version__
+from omnistudio import __version__, signals
 from omnistudio.errors import Terminated, UserError, os_error_line
 
 COMMANDS = ["say", "render", "check", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]

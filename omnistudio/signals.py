@@ -32,32 +32,17 @@ def _handler(signum: int, _frame: object) -> None:
     raise _exception(signum)
 
 
-def _exit_now(signum: int, _frame: object) -> None:
-    """Before the command starts nothing is open or half-written: say so in one line and leave."""
-    import os
-    import sys
-
-    name = "terminated" if signum == signal.SIGTERM else "interrupted"
-    try:
-        sys.stderr.write(f"omnistudio: {name}\n")
-        sys.stderr.flush()
-    finally:
-        os._exit(128 + signum)
-
-
 def interruption() -> BaseException | None:
     """The exception for the last SIGINT/SIGTERM received, if any: an import interrupted by Ctrl-C can
     surface as an ImportError (numpy does that); the CLI still reports it as the interruption it was."""
     return _exception(_received[-1]) if _received else None
 
 
-def install(early: bool = False) -> None:
-    """Route SIGINT and SIGTERM through :func:`_handler` (main thread only; a no-op elsewhere).
-    ``early``: while the program is still importing, exit at once with one line instead."""
+def install() -> None:
+    """Route SIGINT and SIGTERM through :func:`_handler` (main thread only; a no-op elsewhere)."""
     if threading.current_thread() is threading.main_thread():
-        handler = _exit_now if early else _handler
-        signal.signal(signal.SIGINT, handler)
-        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, _handler)
+        signal.signal(signal.SIGTERM, _handler)
 
 
 @contextmanager
