@@ -111,6 +111,9 @@ def test_bench_compares_dtypes_in_one_run(tiny_engine: Any) -> None:
     for name in ("lossless fp32", "lossless bf16", "default fp32"):  # parity against stock at the same dtype
         assert rows[name]["tokens_identical"] and rows[name]["token_agreement"] == 1.0, name
     assert 0.0 < rows["default bf16"]["token_agreement"] <= 1.0
+    # agreement with the baseline (stock fp32): exact for the fp32 lossless set, measured for bf16
+    assert rows["stock fp32"]["baseline_agreement"] == rows["lossless fp32"]["baseline_agreement"] == 1.0
+    assert 0.0 < rows["stock bf16"]["baseline_agreement"] <= 1.0
     assert result["compile"]["recompiles_after_warmup"] == 0
 
 

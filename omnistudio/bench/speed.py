@@ -69,6 +69,7 @@ class VariantResult:
     dtype: str = ""
     tokens_identical: bool = True
     token_agreement: float = 1.0  # share of tokens equal to stock's at the same dtype
+    baseline_agreement: float = 1.0  # share of tokens equal to the baseline's (stock at the first dtype)
     max_abs_diff: float = 0.0
     cpu_s: float = 0.0  # process CPU time (all threads): steadier than wall time on a shared CPU
     step_s: list[float] = field(default_factory=list)  # every diffusion step's duration
@@ -292,6 +293,8 @@ class Bench:
                     same = all(torch.equal(a, b) for a, b in zip(rec["tokens"], stock["tokens"]))
                     r.tokens_identical &= same and len(rec["tokens"]) == len(stock["tokens"])
                     r.token_agreement = min(r.token_agreement, _agreement(rec["tokens"], stock["tokens"]))
+                    r.baseline_agreement = min(r.baseline_agreement,
+                                               _agreement(rec["tokens"], recs[self.variants[0].name]["tokens"]))
                     if len(rec["audio"]) == len(stock["audio"]):
                         r.max_abs_diff = max(r.max_abs_diff, float(np.max(np.abs(rec["audio"] - stock["audio"]))))
                     else:

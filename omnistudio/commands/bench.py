@@ -275,13 +275,13 @@ def print_table(result: dict[str, Any]) -> None:
                   f"{result['torch_threads']} threads, {result['num_step']} steps); ratios against "
                   f"{result['baseline']}")
     for col in ("variant", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s", "peak MB",
-                "tokens = stock", "agree", "max |diff|"):
+                "tokens = stock", "agree", "agree base", "max |diff|"):
         table.add_column(col, justify="left" if col == "variant" else "right")
     for v in result["variants"]:
         table.add_row(v["name"], f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x", f"{v['loop_ratio']:.2f}x", f"{v['ms_per_step']:.1f}",
                       f"{v['vocoder_ms']:.0f}", f"{v['rtf']:.2f}", f"{v['ttfa_s']:.2f}", f"{v['peak_mem_mb']:.0f}",
                       "yes" if v["tokens_identical"] else "NO", f"{100 * v['token_agreement']:.1f}%",
-                      f"{v['max_abs_diff']:.3g}")
+                      f"{100 * v['baseline_agreement']:.1f}%", f"{v['max_abs_diff']:.3g}")
     Console().print(table)
     frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
     Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
