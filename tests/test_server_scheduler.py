@@ -28,8 +28,10 @@ class FakeLink:
         self.steps = steps
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()  # the worker is inside a pass (held at the gate if it is shut)
 
     def render(self, items: list[RenderItem], options: TakeOptions, cancel: Any) -> list[Rendered]:
+        self.entered.set()
         self.gate.wait(30)
         self.passes.append([i.index for i in items])
         for _ in range(self.steps):
@@ -65,25 +67,31 @@ def run_all(link: BatchingLink, jobs: list[tuple[list[RenderItem], TakeOptions, 
 
 def test_concurrent_items_share_passes_by_options_and_length() -> None:
     fake = FakeLink()
-    fake.gate.clear()  # hold the worker until every request has queued
+    fake.gate.clear()  # hold the worker in a first pass until every request has queued behind it
     link = BatchingLink(fake, max_batch=3)
     fast, slow = TakeOptions(num_step=4), TakeOptions(num_step=8)
+    blocker = threading.Thread(target=link.render, args=([item(99)], TakeOptions(num_step=2), None))
+    blocker.start()
+    assert fake.entered.wait(20)  # the worker holds the blocker alone: nothing else has queued yet
     jobs = [([item(i)], fast, None) for i in range(4)] + [([item(10)], slow, None),
                                                            ([item(11, "long " * 60)], fast, None)]
-    def open_when_queued() -> None:  # the worker holds one item at the gate; the other five wait
+
+    def open_when_queued() -> None:
         deadline = time.monotonic() + 20
-        while len(link._waiting) < 5 and time.monotonic() < deadline:
+        while len(link._waiting) < 6 and time.monotonic() < deadline:
             time.sleep(0.01)
         fake.gate.set()
 
     threading.Thread(target=open_when_queued).start()
     out = run_all(link, jobs)
+    blocker.join(30)
     assert [r[0].index for r in out] == [0, 1, 2, 3, 10, 11]
     assert all(float(r[0].pcm[0]) == r[0].index for r in out)  # each its own seed
     by_pass = sorted(sorted(p) for p in fake.passes)
-    assert max(len(p) for p in fake.passes) == 3  # max_batch
+    assert fake.passes[0] == [99]
+    assert sorted(len(p) for p in fake.passes[1:]) == [1, 1, 1, 3]  # four short fast lines: max_batch, then 1
     assert [10] in by_pass and [11] in by_pass  # other num_step / other length bucket: not mixed in
-    assert link.stats.items == 6
+    assert link.stats.items == 7
     link.close()
 
 
