@@ -61,6 +61,14 @@ def test_openai_client_every_format(server: Server) -> None:
                                                             response_format="pcm", extra_body=extra) as resp:
         chunks = list(resp.iter_bytes())
     assert b"".join(chunks) == raw
+    # Opus streams too: the Ogg pages of each sentence as it is done, joined one valid file
+    with client.audio.speech.with_streaming_response.create(model="omnivoice", voice="ruby", input=LONG,
+                                                            response_format="opus", extra_body=extra) as resp:
+        pages = list(resp.iter_bytes())
+    data, rate = sf.read(io.BytesIO(b"".join(pages)), dtype="int16")
+    long_pcm = client.audio.speech.create(model="omnivoice", voice="ruby", input=LONG, response_format="pcm",
+                                          extra_body=extra).content
+    assert len(pages) > 1 and rate == 24_000 and len(data) == len(long_pcm) // 2
 
 
 def test_sse_stream_carries_the_same_audio(server: Server) -> None:

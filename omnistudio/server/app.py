@@ -156,17 +156,18 @@ def create_app(state: ServerState) -> FastAPI:
 
         async def chunks() -> Any:
             completed = False
+            stream = encode.StreamEncoder(fmt, run.link.sample_rate) if streaming else None
             try:
-                if fmt == "wav" and streaming:
-                    yield encode.wav_stream_header(run.link.sample_rate)
+                if stream is not None and (head := stream.start()):
+                    yield head
                 for event in seen:
-                    for piece in _bytes(event, fmt, streaming, run.link.sample_rate):
+                    if piece := _bytes(event, fmt, stream, run.link.sample_rate):
                         yield piece
                 if not isinstance(seen[-1], Done):
                     async for event in events:
                         if isinstance(event, Failed):
                             return  # the status is sent; a short body tells the client
-                        for piece in _bytes(event, fmt, streaming, run.link.sample_rate):
+                        if piece := _bytes(event, fmt, stream, run.link.sample_rate):
                             yield piece
                 completed = True
             finally:
@@ -259,12 +260,13 @@ def _header(value: float) -> str:
     return f"{value:.3f}" if value == value and abs(value) != float("inf") else "-inf"
 
 
-def _bytes(event: Any, fmt: str, streaming: bool, sample_rate: int) -> list[bytes]:
-    if streaming and isinstance(event, Audio) and len(event.pcm):
-        return [encode.pcm16(event.pcm)]
-    if not streaming and isinstance(event, Done):
-        return [encode.encode(event.pcm, sample_rate, fmt)]
-    return []
+def _bytes(event: Any, fmt: str, stream: encode.StreamEncoder | None, sample_rate: int) -> bytes:
+    """What one take event adds to the response body: a streamed piece, or the whole file at the end."""
+    if stream is not None:
+        if isinstance(event, Audio) and len(event.pcm):
+            return stream.audio(event.pcm)
+        return stream.end() if isinstance(event, Done) else b""
+    return encode.encode(event.pcm, sample_rate, fmt) if isinstance(event, Done) else b""
 
 
 async def _sse(chunks: Any) -> Any:

@@ -1,9 +1,11 @@
 """Audio bytes for HTTP: whole files in every supported format, streamable PCM/WAV pieces, SSE frames.
 
-libsndfile (through soundfile) writes WAV, FLAC, MP3 and Ogg/Opus into memory: no ffmpeg. Only
-``pcm`` and ``wav`` can be sent sentence by sentence (raw PCM16 after a WAV header whose sizes are
-left at 0xFFFFFFFF, as OpenAI's streaming WAV does); FLAC, MP3 and Opus files are sent whole when
-the take is done (concatenated MP3 or Opus files do not decode as one stream).
+libsndfile (through soundfile) writes WAV, FLAC, MP3 and Ogg/Opus into memory: no ffmpeg.
+``pcm``, ``wav`` and ``opus`` are sent sentence by sentence (:func:`stream_encoder`): raw PCM16, PCM16
+after a WAV header whose sizes are left at 0xFFFFFFFF (as OpenAI's streaming WAV does), and the Ogg
+pages libsndfile's Opus encoder has written so far (it never goes back to change a page, so the
+pieces joined are exactly the file). FLAC and MP3 are sent whole when the take is done: both
+encoders rewrite their header at the end (FLAC's STREAMINFO, MP3's Xing frame).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 MEDIA_TYPES = {"wav": "audio/wav", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg",
                "pcm": "audio/pcm"}
-STREAMABLE = frozenset({"wav", "pcm"})
+STREAMABLE = frozenset({"wav", "pcm", "opus"})
 _SOUNDFILE = {"wav": ("WAV", "PCM_16"), "flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III"),
               "opus": ("OGG", "OPUS")}
 
@@ -53,6 +55,89 @@ def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
     buf = io.BytesIO()
     sf.write(buf, data, sample_rate, format=container, subtype=subtype)
     return buf.getvalue()
+
+
+class _Pages(io.RawIOBase):
+    """A seekable in-memory file for libsndfile that hands out what was appended since the last take."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = bytearray()
+        self.pos = self.sent = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        chunk = bytes(b)
+        if self.pos < self.sent:
+            raise RuntimeError("the encoder went back over bytes already sent")
+        end = self.pos + len(chunk)
+        self.data[self.pos:end] = chunk
+        self.pos = end
+        return len(chunk)
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self.data) if n is None or n < 0 else self.pos + n
+        out = bytes(self.data[self.pos:end])
+        self.pos += len(out)
+        return out
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else len(self.data) + offset
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def take(self) -> bytes:
+        out = bytes(self.data[self.sent:])
+        self.sent = len(self.data)
+        return out
+
+
+class StreamEncoder:
+    """One response's audio, encoded piece by piece: ``start()``, ``audio(pcm)`` per sentence, ``end()``;
+    the bytes they return, joined, are one valid file (or raw PCM16) of the whole take."""
+
+    def __init__(self, fmt: str, sample_rate: int) -> None:
+        if fmt not in STREAMABLE:
+            raise ValueError(f"{fmt} cannot be streamed")
+        self.fmt, self.sample_rate = fmt, sample_rate
+        self._pages: _Pages | None = None
+        self._file: Any = None
+
+    def start(self) -> bytes:
+        if self.fmt == "wav":
+            return wav_stream_header(self.sample_rate)
+        if self.fmt == "opus":
+            import soundfile as sf
+
+            self._pages = _Pages()
+            self._file = sf.SoundFile(self._pages, "w", samplerate=self.sample_rate, channels=1,
+                                      format="OGG", subtype="OPUS")
+            return self._pages.take()
+        return b""
+
+    def audio(self, pcm: np.ndarray) -> bytes:
+        if self._file is None:
+            return pcm16(pcm)
+        self._file.write(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0))
+        self._file.flush()
+        return self._pages.take()  # type: ignore[union-attr]
+
+    def end(self) -> bytes:
+        if self._file is None:
+            return b""
+        self._file.close()
+        self._file = None
+        return self._pages.take()  # type: ignore[union-attr]
 
 
 def decode_wav(body: bytes) -> tuple[np.ndarray, int]:
