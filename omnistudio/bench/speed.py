@@ -205,6 +205,7 @@ class Bench:
 
         marks: list[float] = []
 
+        @torch.compiler.disable  # a timer, not part of a compiled backbone's graph (else one graph per step)
         def mark(*_: Any) -> None:  # a step starts when the backbone is called
             self._sync()
             marks.append(time.perf_counter())

@@ -24,6 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-batch", type=int, default=8, help="sentences of concurrent requests per diffusion "
                    "pass (default 8; 1 turns cross-request batching off)")
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds a request may take (default 300)")
+    p.add_argument("--cache-mb", type=int, default=0, help="keep rendered sentences (up to this many MB of "
+                   "float32 audio, least recently used out) so a repeated request with the same text, voice, seed "
+                   "and options renders nothing; default 0: off")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false", help="skip the warm-up render")
     add_model_options(p)
     from omnistudio.commands.cluster_options import add_serve_options
@@ -62,12 +65,17 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-batch {args.max_batch} is out of range 1..16")
     if not 1 <= args.time_limit <= 86_400:
         raise UserError(f"--time-limit {args.time_limit} is out of range 1..86400 s")
+    if not 0 <= args.cache_mb <= 65_536:
+        raise UserError(f"--cache-mb {args.cache_mb} is out of range 0..65536")
     if args.ray:
         if args.address is None:  # a local instance: its proxy binds here
             check_port(args.host, args.port)
         return run_serve(args, keys)
     check_port(args.host, args.port)
-    state = ServerState(max_queue=args.max_queue, time_limit_s=args.time_limit, keys=keys)
+    from omnistudio.server.pipeline import TakeCache
+
+    state = ServerState(max_queue=args.max_queue, time_limit_s=args.time_limit, keys=keys,
+                        cache=TakeCache(args.cache_mb * 2**20))
     app = Guard(create_app(state), state)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                                            access_log=False, lifespan="off", ws="websockets-sansio"))

@@ -22,6 +22,7 @@ from omnistudio.errors import UserError
 from omnistudio.server import encode
 from omnistudio.server import protocol as p
 from omnistudio.server.metrics import CONTENT_TYPE, Metrics
+from omnistudio.server.pipeline import TakeCache
 from omnistudio.server.scheduler import Admission, BatchingLink, Busy
 from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd, SentenceStart, TakeRun
 
@@ -37,6 +38,7 @@ class ServerState:
     detail: str = ""
     link: BatchingLink | None = None
     metrics: Metrics = field(default_factory=Metrics)
+    cache: TakeCache = field(default_factory=lambda: TakeCache(0))  # shared by every request (serve --cache-mb)
 
     def __post_init__(self) -> None:
         self.admission = Admission(self.max_queue)
@@ -110,7 +112,7 @@ def create_app(state: ServerState) -> FastAPI:
     async def start_take(request: Request, job: p.SpeechJob) -> TakeRun:
         shared = link()
         state.admission.enter()
-        run = TakeRun(shared, job, state.time_limit_s)
+        run = TakeRun(shared, job, state.time_limit_s, cache=state.cache)
         request.state.take = run
         return run.start(asyncio.get_running_loop())
 
@@ -202,7 +204,8 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(state.metrics.render(state.link, state.admission.active), media_type=CONTENT_TYPE)
+        return Response(state.metrics.render(state.link, state.admission.active, state.cache),
+                        media_type=CONTENT_TYPE)
 
     # ------------------------------------------------------- the seed's routes
     async def whole_take(request: Request, req: p.GenerateRequest) -> TakeRun:

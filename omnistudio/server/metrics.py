@@ -29,11 +29,16 @@ class Metrics:
         self.steps_after_cancel = Gauge("omnistudio_steps_after_cancel", "Diffusion steps started after a "
                                         "cancel was asked, summed (0: every cancel stopped within one step)",
                                         registry=r)
+        self.cache_hits = Gauge("omnistudio_take_cache_hits", "Sentences served from the take cache", registry=r)
+        self.cache_bytes = Gauge("omnistudio_take_cache_bytes", "Audio held by the take cache", registry=r)
         self.cancelled_passes = Gauge("omnistudio_cancelled_passes", "Diffusion passes stopped by a cancel",
                                       registry=r)
 
-    def render(self, link: Any, active: int) -> bytes:
+    def render(self, link: Any, active: int, cache: Any = None) -> bytes:
         self.queue_depth.set(active)
+        if cache is not None:
+            self.cache_hits.set(cache.hits)
+            self.cache_bytes.set(cache.bytes)
         if link is not None:
             self.steps_after_cancel.set(link.stats.steps_after_cancel)
             self.cancelled_passes.set(link.stats.cancelled_passes)

@@ -109,6 +109,7 @@ class TakeRun:
     wall_s: float = 0.0
     audio_s: float = 0.0
     pieces: list[np.ndarray] = field(default_factory=list)
+    cache: TakeCache | None = None  # the server's shared take cache (None: render everything)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> TakeRun:
         self._loop = loop
@@ -150,7 +151,8 @@ class TakeRun:
 
     def _render(self) -> Done:
         job = self.job
-        take = Take(self.link, job.sentences, job.options, TakeCache(0), job.options.seed)
+        cache = self.cache if self.cache is not None else TakeCache(0)
+        take = Take(self.link, job.sentences, job.options, cache, job.options.seed)
         result = take.run([NetworkSink(self)], cancel=self.cancel)
         if self.cancel.is_set():
             raise Cancelled("request cancelled")

@@ -145,7 +145,7 @@ async def serve_session(ws: WebSocket, state: Any, link: Any, finish: Any) -> No
         await ws.send_json({**p.ws_error(str(exc).splitlines()[0] if str(exc) else "unavailable"), **_status(exc)})
         await ws.close(code=1013)
         return
-    run = TakeRun(shared, job, state.time_limit_s).start(asyncio.get_running_loop())
+    run = TakeRun(shared, job, state.time_limit_s, cache=state.cache).start(asyncio.get_running_loop())
     ws.scope.setdefault("state", {})["take"] = run
     listener = asyncio.create_task(_listen(ws, run))
     pack = encode.f32 if req.pcm == "f32" else encode.pcm16
