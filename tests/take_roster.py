@@ -1,34 +1,24 @@
-"""A three-anchor test roster on recorded (flite) references, so the anchors really sound different
-(on ``tiny`` every voice-design anchor gets the same prompt tokens). Import the fixture in a test
-module: ``from take_roster import flite_desk, flite_recordings  # noqa: F401``."""
+"""A three-anchor test roster (ana, ben, cy) with no prompt saved yet, speaking with the recorded test
+voices of voices_support (flite), so the anchors really sound different (on ``tiny`` every voice-design
+anchor gets the same prompt tokens). Import the fixture in a test module: ``from take_roster import flite_desk, flite_recordings  # noqa: F401``."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-VOICES = {"ana": "slt", "ben": "kal", "cy": "awb"}
-LINES = {"en": "Good evening, and welcome to the news at nine.",
-         "es": "Buenas noches, estas son las noticias de las nueve."}
+from voices_support import record, transcript
 
-
-def _record(folder: Path, voice: str, lang: str) -> Path:
-    out = folder / f"{voice}_{lang}.wav"
-    if not out.exists():
-        subprocess.run(["flite", "-voice", voice, "-t", LINES[lang], "-o", str(out)], check=True,
-                       capture_output=True, timeout=60)
-    return out
+# anchor of this roster -> the recorded test voice it speaks with (voices_support: slt, kal, awb)
+VOICES = {"ana": "ruby", "ben": "storm", "cy": "atlas"}
+LANGS = ("en", "es")
 
 
 @pytest.fixture(scope="session")
 def flite_recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
-    if shutil.which("flite") is None:
-        pytest.skip("flite is not installed (scripts/system-deps.sh)")
     folder = tmp_path_factory.mktemp("flite")
-    return {(anchor, lang): _record(folder, voice, lang) for anchor, voice in VOICES.items() for lang in LINES}
+    return {(anchor, lang): record(folder, voice, lang) for anchor, voice in VOICES.items() for lang in LANGS}
 
 
 def roster_text(recordings: dict[tuple[str, str], Path]) -> str:
@@ -37,7 +27,8 @@ def roster_text(recordings: dict[tuple[str, str], Path]) -> str:
     for anchor in VOICES:
         parts.append(f'[[anchor]]\nid = "{anchor}"\nname = "{anchor.title()}"\ngender = "female"\n'
                      f'age = "middle-aged"\npitch = "low pitch"\nseed = 5\n')
-        for lang, line in LINES.items():
+        for lang in LANGS:
+            line = transcript(VOICES[anchor], lang)
             parts.append(f'{lang} = {{ recording = "{recordings[(anchor, lang)]}", transcript = "{line}" }}\n')
     parts.append('[[duo]]\nanchors = ["ana", "ben"]\nlangs = ["en"]\nratio = 0.5\n')
     return "".join(parts)
