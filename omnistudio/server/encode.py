@@ -1,7 +1,7 @@
 """Audio bytes for HTTP: whole files in every supported format, streamable PCM/WAV pieces, SSE frames.
 
 libsndfile (through soundfile) writes WAV, FLAC, MP3 and Ogg/Opus into memory: no ffmpeg.
-``pcm``, ``wav`` and ``opus`` are sent sentence by sentence (:func:`stream_encoder`): raw PCM16, PCM16
+``pcm``, ``wav`` and ``opus`` are sent sentence by sentence (:class:`StreamEncoder`): raw PCM16, PCM16
 after a WAV header whose sizes are left at 0xFFFFFFFF (as OpenAI's streaming WAV does), and the Ogg
 pages libsndfile's Opus encoder has written so far (it never goes back to change a page, so the
 pieces joined are exactly the file). FLAC and MP3 are sent whole when the take is done: both
@@ -57,48 +57,22 @@ def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-class _Pages(io.RawIOBase):
-    """A seekable in-memory file for libsndfile that hands out what was appended since the last take."""
+class _Pages(io.BytesIO):
+    """The in-memory file libsndfile writes to; ``take()`` hands out what was appended since the last take."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.data = bytearray()
-        self.pos = self.sent = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
+        self.sent = 0
 
     def write(self, b: Any) -> int:
-        chunk = bytes(b)
-        if self.pos < self.sent:
+        if self.tell() < self.sent:
             raise RuntimeError("the encoder went back over bytes already sent")
-        end = self.pos + len(chunk)
-        self.data[self.pos:end] = chunk
-        self.pos = end
-        return len(chunk)
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.data) if n is None or n < 0 else self.pos + n
-        out = bytes(self.data[self.pos:end])
-        self.pos += len(out)
-        return out
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else len(self.data) + offset
-        return self.pos
-
-    def tell(self) -> int:
-        return self.pos
+        return super().write(b)
 
     def take(self) -> bytes:
-        out = bytes(self.data[self.sent:])
-        self.sent = len(self.data)
+        with self.getbuffer() as view:
+            out = bytes(view[self.sent:])
+        self.sent += len(out)
         return out
 
 

@@ -109,7 +109,7 @@ class TakeRun:
     wall_s: float = 0.0
     audio_s: float = 0.0
     pieces: list[np.ndarray] = field(default_factory=list)
-    cache: TakeCache | None = None  # the server's shared take cache (None: render everything)
+    cache: TakeCache = field(default_factory=lambda: TakeCache(0))  # the server's shared one (0 bytes: off)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> TakeRun:
         self._loop = loop
@@ -151,8 +151,7 @@ class TakeRun:
 
     def _render(self) -> Done:
         job = self.job
-        cache = self.cache if self.cache is not None else TakeCache(0)
-        take = Take(self.link, job.sentences, job.options, cache, job.options.seed)
+        take = Take(self.link, job.sentences, job.options, self.cache, job.options.seed)
         result = take.run([NetworkSink(self)], cancel=self.cancel)
         if self.cancel.is_set():
             raise Cancelled("request cancelled")

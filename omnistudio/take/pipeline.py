@@ -317,8 +317,8 @@ class Take:
         for sink in sinks:
             sink.tail(tail)
         steps = self.stream.steps if self.stream is not None else 0
-        return TakeResult(stitched, stitched.frames, self.link.sample_rate, chunks, rows, self.base_seed, rendered, len(hits), steps,
-                          ttfa or 0.0, time.perf_counter() - started, 0.0, skipped=skipped)
+        return TakeResult(stitched, stitched.frames, self.link.sample_rate, chunks, rows, self.base_seed, rendered,
+                          len(hits), steps, ttfa or 0.0, time.perf_counter() - started, 0.0, skipped=skipped)
 
 
 def build_take(link: EngineLink, script: Script | str | Sequence[Any], options: TakeOptions,
