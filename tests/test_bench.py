@@ -37,7 +37,7 @@ def test_variants_cover_every_technique() -> None:
     names = [v.name for v in make_variants(BenchSettings(compile="default"), "cpu")]
     assert names[0] == "stock"
     for technique in ("sliced_projection", "static_prefix", "inplace_scatter", "trimmed_guidance",
-                      "length_bucketing", "early_exit", "lossless", "default", "default+compile"):
+                      "length_bucketing", "early_exit", "block_attention", "lossless", "default", "default+compile"):
         assert technique in names
 
 

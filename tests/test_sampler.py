@@ -106,8 +106,8 @@ def recorded(engine: Any, prompt: Any, text: Any, guidance: float, *names: str,
 
 
 @pytest.mark.parametrize(("text", "guidance"), CASES)
-@pytest.mark.parametrize("names", [("trimmed_guidance",), ("length_bucketing",),
-                                   ("trimmed_guidance", "length_bucketing")], ids="+".join)
+@pytest.mark.parametrize("names", [("trimmed_guidance",), ("length_bucketing",), ("block_attention",),
+                                   ("trimmed_guidance", "length_bucketing", "block_attention")], ids="+".join)
 def test_near_lossless_techniques_same_tokens_bounded_logits(tiny_engine: Any, prompt: Any,
                                                              batch_prompts: list[Any], text: Any,
                                                              guidance: float, names: tuple[str, ...],
@@ -230,6 +230,7 @@ def test_options() -> None:
     assert "trimmed_guidance" in SamplerOptions().enabled()
     assert SamplerOptions.for_device("cuda").length_bucketing
     assert not SamplerOptions.for_device("cpu").length_bucketing
+    assert SamplerOptions.for_device("cpu").block_attention and not SamplerOptions.for_device("cuda").block_attention
     with pytest.raises(ValueError, match="unknown technique"):
         SamplerOptions.only("warp_drive")
     with pytest.raises(ValueError, match="compile_vocoder"):

@@ -15,11 +15,14 @@
 5. ``length_bucketing``: row length rounded up to a multiple of 32 tokens;
 6. ``early_exit``: scoring only for codebooks that still hold masked frames
    and items that unmask something this step; steps with nothing to unmask
-   are skipped.
+   are skipped;
+7. ``block_attention``: attention once per block of a row (conditional,
+   unconditional) without a mask, instead of a masked pass over the row
+   (see :mod:`omnistudio.engine.block_attention`).
 
 1-3 and 6 leave every tensor the backbone sees unchanged: tokens and samples
 are bit-identical to stock with the same seed *at the same backbone dtype*
-(tested in fp32 and in bf16). 4 and 5 change the shapes the attention sees,
+(tested in fp32 and in bf16). 4, 5 and 7 change the shapes the attention sees,
 so the logits differ at the rounding level: in fp32 about 1e-7 to 1e-6, and
 tokens were identical on the test set; in bf16 (8 mantissa bits, rounded after
 every layer) the drift is large enough to flip close top-k picks, so tokens
@@ -28,7 +31,8 @@ are *not* identical to stock bf16 (the bench reports the share that agree).
 its drift is of the order of the dtype's own rounding, which stock at that
 dtype carries too); 5 is on only on CUDA, where
 repeated shapes let compiled graphs and kernel caches be reused (on CPU it
-only adds padding).
+only adds padding); 7 only on CPU (on CUDA one masked kernel per layer beats
+a launch per block; a compiled backbone keeps one graph over the masked pass).
 
 The Gumbel noise is drawn per item in stock's order and shapes, so the same
 ``torch.manual_seed`` gives the same tokens; ``generators`` (one
@@ -48,6 +52,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from omnistudio.engine.block_attention import attention_blocks, install_block_attention
 from omnistudio.engine.sampler_ops import (
     Layout,
     build_layout,
@@ -62,7 +67,7 @@ from omnistudio.errors import Cancelled
 log = logging.getLogger(__name__)
 
 TECHNIQUES = ("sliced_projection", "static_prefix", "inplace_scatter", "trimmed_guidance",
-              "length_bucketing", "early_exit")
+              "length_bucketing", "early_exit", "block_attention")
 LOSSLESS = ("sliced_projection", "static_prefix", "inplace_scatter", "early_exit")
 COMPILE_MODES = ("off", "default", "reduce-overhead")
 
@@ -79,6 +84,7 @@ class SamplerOptions:
     trimmed_guidance: bool = True
     length_bucketing: bool = False
     early_exit: bool = True
+    block_attention: bool = False
     compile_vocoder: str = "off"  # off | default | reduce-overhead
     compile_backbone: bool = False
 
@@ -101,8 +107,9 @@ class SamplerOptions:
 
     @classmethod
     def for_device(cls, device: Any) -> SamplerOptions:
-        """The defaults for a device: bucketing only on CUDA."""
-        return cls(length_bucketing=str(device).startswith("cuda"))
+        """The defaults for a device: bucketing only on CUDA, attention per block only on CPU."""
+        cuda = str(device).startswith("cuda")
+        return cls(length_bucketing=cuda, block_attention=not cuda)
 
     def enabled(self) -> list[str]:
         return [f.name for f in fields(self) if f.name in TECHNIQUES and getattr(self, f.name)]
@@ -136,10 +143,21 @@ class FastSampler:
         self.num_cb = int(cfg.num_audio_codebook)
         self.vocab = int(cfg.audio_vocab_size)
         self.mask_id = int(cfg.audio_mask_id)
+        self.options = self._effective(self.options, model.llm)
         if self.options.compile_backbone or self.options.compile_vocoder != "off":
             from omnistudio.engine.compile import apply_compile
 
             apply_compile(model, backbone=self.options.compile_backbone, vocoder=self.options.compile_vocoder)
+
+    @staticmethod
+    def _effective(options: SamplerOptions, llm: Any) -> SamplerOptions:
+        """The options as they will run: a compiled backbone keeps one graph over the masked pass;
+        block attention needs the backbone on transformers' SDPA."""
+        if options.compile_backbone:
+            options = replace(options, block_attention=False)
+        if options.block_attention and not install_block_attention(llm):
+            options = replace(options, block_attention=False)
+        return options
 
     # ------------------------------------------------------------ override points
     def embed_inputs(self, layout: Layout, ids: torch.Tensor) -> torch.Tensor:
@@ -160,6 +178,12 @@ class FastSampler:
     def __call__(self, task: Any, gen_config: Any) -> list[torch.Tensor]:
         with torch.inference_mode():
             return self._run(task, gen_config)
+
+    def _backbone(self, layout: Layout, embeds: torch.Tensor) -> torch.Tensor:
+        """One backbone forward over the layout (last hidden states)."""
+        with attention_blocks(layout.blocks if self.options.block_attention else None):
+            return self.model.llm(inputs_embeds=embeds, attention_mask=layout.attention, return_dict=True,
+                                  position_ids=layout.position_ids)[0]
 
     def _run(self, task: Any, gen_config: Any) -> list[torch.Tensor]:
         model, opt = self.model, self.options
@@ -193,9 +217,7 @@ class FastSampler:
             if dirty:  # write the tokens unmasked so far into the inputs
                 self._write_targets(layout, tokens, embeds, ids, write_at)
             dirty = True
-            hidden = model.llm(inputs_embeds=embeds if opt.static_prefix else self.embed_inputs(layout, ids),
-                               attention_mask=layout.attention, return_dict=True,
-                               position_ids=layout.position_ids)[0]
+            hidden = self._backbone(layout, embeds if opt.static_prefix else self.embed_inputs(layout, ids))
             self._unmask(hidden, layout, tokens, ks, gen_config, step)
             stats.steps += 1
             stats.step_s.append(time.perf_counter() - t0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -35,6 +35,7 @@ class Layout:
     uncond_pos: torch.Tensor | None
     valid: torch.Tensor  # (B, Tmax) True for real target frames
     valid_idx: tuple[torch.Tensor, ...] = ()  # valid.nonzero(as_tuple=True), filled by the sampler
+    blocks: list[list[tuple[int, int]]] = field(default_factory=list)  # per row: [start, end) of each block
 
     @property
     def target_start(self) -> list[int]:
@@ -74,11 +75,13 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
     attention = torch.zeros((rows, 1, length, length), dtype=torch.bool, device=device)
     position_ids = torch.zeros((rows, length), dtype=torch.long, device=device) if packed else None
     cond_start, uncond_row, uncond_start = [], [], []
+    blocks: list[list[tuple[int, int]]] = [[] for _ in range(rows)]
     for i, inp in enumerate(inputs):
         c, t = c_lens[i], t_lens[i]
         ids[i, :, :c] = inp["input_ids"][0]
         audio_mask[i, :c] = inp["audio_mask"][0]
         attention[i, :, :c, :c] = True
+        blocks[i].append((0, c))
         cond_start.append(c - t)
         if packed:
             position_ids[i, :c] = torch.arange(c, device=device)  # type: ignore[index]
@@ -86,6 +89,7 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
                 ids[i, :, c:c + t] = inp["input_ids"][0, :, -t:]
                 audio_mask[i, c:c + t] = inp["audio_mask"][0, -t:]
                 attention[i, :, c:c + t, c:c + t] = True
+                blocks[i].append((c, c + t))
                 position_ids[i, c:c + t] = torch.arange(t, device=device)  # type: ignore[index]
             uncond_row.append(i)
             uncond_start.append(c)
@@ -94,6 +98,7 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
             ids[u, :, :t] = inp["input_ids"][0, :, -t:]
             audio_mask[u, :t] = inp["audio_mask"][0, -t:]
             attention[u, :, :t, :t] = True
+            blocks[u].append((0, t))
             if length > t:  # stock: padded unconditional frames attend to themselves
                 pad = torch.arange(t, length, device=device)
                 attention[u, :, pad, pad] = True
@@ -116,7 +121,7 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
         cond_rows=cond_rows, cond_pos=cond_pos,
         uncond_rows=torch.tensor(uncond_row, device=device).unsqueeze(1).expand(b, t_max) if has_uncond else None,
         uncond_pos=(torch.tensor(uncond_start, device=device).unsqueeze(1) + offset) if has_uncond else None,
-        valid=valid,
+        valid=valid, blocks=blocks,
     )
 
 
