@@ -62,6 +62,14 @@ def tiny_engine(omnistudio_home: Path):  # noqa: ANN201
     return Engine.load("tiny", device="cpu")
 
 
+@pytest.fixture(scope="session")
+def bf16_engine(omnistudio_home: Path):  # noqa: ANN201
+    """The same tiny checkpoint with a bf16 backbone (stock sampler), for the per-dtype tests."""
+    from omnistudio.engine.engine import Engine
+
+    return Engine.load("tiny", device="cpu", dtype="bf16")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:  # noqa: ARG001
     """Under CI a skip is a failure: the run says what is missing instead of passing without it."""

@@ -97,10 +97,8 @@ def test_bench_modes_bad_input(capsys) -> None:  # noqa: ANN001
         main(["bench", "--stream", "--dialogue"])
 
 
-def test_bench_compares_dtypes_in_one_run(tiny_engine: Any) -> None:
-    from omnistudio.engine.engine import Engine
-
-    engines = {"fp32": tiny_engine, "bf16": Engine.load("tiny", device="cpu", dtype="bf16")}
+def test_bench_compares_dtypes_in_one_run(tiny_engine: Any, bf16_engine: Any) -> None:
+    engines = {"fp32": tiny_engine, "bf16": bf16_engine}
     result = Bench(engines, BenchSettings(sentences=1, variants=["lossless", "default"])).run()
     rows = {v["name"]: v for v in result["variants"]}
     assert list(rows) == ["stock fp32", "lossless fp32", "default fp32", "stock bf16", "lossless bf16", "default bf16"]

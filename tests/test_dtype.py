@@ -53,13 +53,6 @@ def test_cpu_probe_asks_torch_then_cpuinfo(monkeypatch: pytest.MonkeyPatch, tmp_
     assert choose_dtype("cpu").name == "bf16"
 
 
-@pytest.fixture(scope="module")
-def bf16_engine(omnistudio_home: Path) -> Any:
-    from omnistudio.engine.engine import Engine
-
-    return Engine.load("tiny", device="cpu", dtype="bf16")
-
-
 def _tokens(engine: Any, prompt: Any, sampler: Any) -> tuple[list[torch.Tensor], list[np.ndarray]]:
     model = engine.model
     loop = sampler or (lambda task, cfg: type(model)._generate_iterative(model, task, cfg))

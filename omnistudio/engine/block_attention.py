@@ -39,7 +39,6 @@ Blocks = Sequence[Sequence[tuple[int, int]]]  # per backbone row: the [start, en
 _blocks: ContextVar[Blocks | None] = ContextVar("omnistudio_attention_blocks", default=None)
 
 
-# ----------------------------------------------------------------- block attention
 def install_block_attention(llm: Any) -> bool:
     """Route the backbone's attention through :func:`block_attention` (only over SDPA); True if installed."""
     from transformers import AttentionInterface

@@ -153,9 +153,7 @@ class FastSampler:
     def _effective(options: SamplerOptions, llm: Any) -> SamplerOptions:
         """The options as they will run: a compiled backbone keeps one graph over the masked pass;
         block attention needs the backbone on transformers' SDPA."""
-        if options.compile_backbone:
-            options = replace(options, block_attention=False)
-        if options.block_attention and not install_block_attention(llm):
+        if options.block_attention and (options.compile_backbone or not install_block_attention(llm)):
             options = replace(options, block_attention=False)
         return options
 
