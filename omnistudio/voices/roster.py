@@ -1,8 +1,7 @@
 """The anchor roster: who the anchors are, how each sounds in es/en, and the canonical duos.
 
-The shipped roster is ``voices/anchors.toml``; it is found through
-``OMNISTUDIO_ROSTER`` (a file), then the checkout (``<repo>/voices/anchors.toml``),
-then a copy shipped inside the package (``omnistudio/data/anchors.toml``).
+The shipped roster is ``omnistudio/data/anchors.toml`` (package data, the one copy);
+``OMNISTUDIO_ROSTER`` (a file) replaces it.
 Anchors added with ``omnistudio voices add`` go to a user roster,
 ``<data>/voices/anchors.toml``, that is merged with the shipped one.
 
@@ -143,18 +142,17 @@ class Roster:
 
 
 def shipped_roster_path() -> Path:
-    """``OMNISTUDIO_ROSTER``, else the checkout's ``voices/anchors.toml``, else the packaged copy."""
+    """``OMNISTUDIO_ROSTER``, else the shipped ``omnistudio/data/anchors.toml``."""
     override = os.environ.get(ROSTER_ENV)
     if override:
         path = Path(override).expanduser()
         if not path.is_file():
             raise UserError(f"{ROSTER_ENV}={override} is not a file")
         return path
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "voices" / "anchors.toml", here.parents[1] / "data" / "anchors.toml"):
-        if candidate.is_file():
-            return candidate
-    raise UserError(f"no anchor roster found: set {ROSTER_ENV} to a roster file (voices/anchors.toml)")
+    shipped = Path(__file__).resolve().parents[1] / "data" / "anchors.toml"
+    if not shipped.is_file():
+        raise UserError(f"no anchor roster found at {shipped}: reinstall omnistudio or set {ROSTER_ENV} to a roster file")
+    return shipped
 
 
 def user_roster_path() -> Path:
