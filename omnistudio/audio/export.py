@@ -318,28 +318,3 @@ def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[s
     if source is not None:
         payload["source"] = source  # what the audio was made from (script hash, voice, model, seed...)
     return _json_safe(payload)
-
-
-def export_finished(path: Path, pcm: np.ndarray, sample_rate: int, *, sentences: list[dict[str, Any]] | None = None,
-                    timings: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-                    engine: dict[str, Any] | None = None,
-                    source: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write finished audio and its sidecar as a pair (both staged, then renamed together); return the sidecar."""
-    from omnistudio.audio.loudness import measure
-
-    suffix = check_output_path(path)
-    data = np.asarray(pcm, dtype=np.float32)
-    if not np.all(np.isfinite(data)):
-        raise UserError("refusing to write audio containing NaN or infinite samples")
-    staged = [(stage(path, lambda tmp: _write_samples(tmp, data, sample_rate, suffix), suffix), path)]
-    try:
-        payload = finished_sidecar(path, sample_rate, data.size, measure(data, sample_rate).as_dict(),
-                                   sentences=sentences, timings=timings, settings=settings,
-                                   audio_bytes=staged[0][0].stat().st_size, engine=engine,
-                                   source=source)
-        staged.append((stage(sidecar_path(path), json_writer(payload), ".json"), sidecar_path(path)))
-    except BaseException:
-        discard(staged)
-        raise
-    commit(staged)
-    return payload

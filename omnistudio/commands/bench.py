@@ -98,7 +98,7 @@ def clients_list(value: str) -> list[int]:
 
 
 def _meter(args: argparse.Namespace) -> Any:
-    from omnistudio.audio.loudness import meter_benchmark
+    from omnistudio.bench.meter import meter_benchmark
 
     return meter_benchmark()
 
