@@ -12,24 +12,61 @@ import soundfile as sf
 from omnistudio.cli import main
 
 
-@pytest.fixture()
-def tone_wav(tmp_path: Path) -> Path:
-    sr = 48_000
-    t = np.arange(10 * sr) / sr
-    path = tmp_path / "tone.flac"
-    sf.write(str(path), (10 ** (-23 / 20) * np.sin(2 * np.pi * 1000 * t)).astype(np.float32), sr)
+SR = 48_000
+
+
+def write_tone(path: Path, levels: list[tuple[float, float]]) -> Path:
+    """A 1 kHz sine in segments of (seconds, peak dBFS). Measured dual-mono, a 1 kHz sine's loudness in
+    LUFS is its peak level in dBFS (BS.1770's calibration), its RMS 3.01 dB under its peak."""
+    parts = [10 ** (db / 20) * np.sin(2 * np.pi * 1000 * np.arange(int(secs * SR)) / SR) for secs, db in levels]
+    sf.write(str(path), np.concatenate(parts).astype(np.float32), SR)
     return path
 
 
-def test_json_has_every_figure(tone_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["analyze", str(tone_wav), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+def power_db(levels: list[tuple[float, float]]) -> float:
+    """The mean power of those segments in dB (their integrated loudness when no block is gated out)."""
+    total = sum(secs for secs, _ in levels)
+    return 10 * np.log10(sum(secs * 10 ** (db / 10) for secs, db in levels) / total)
+
+
+@pytest.fixture()
+def tone_wav(tmp_path: Path) -> Path:
+    return write_tone(tmp_path / "tone.flac", [(10, -23)])
+
+
+def analyze(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(["analyze", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_has_every_figure(tone_wav: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each figure is the one its name says, on signals where they differ from one another."""
+    data = analyze(tone_wav, capsys)  # steady: every loudness figure is the same, no range
     assert data["integrated_lufs"] == pytest.approx(-23.0, abs=0.1)
-    assert data["channel_mode"] == "dual-mono"
+    assert data["channel_mode"] == "dual-mono" and data["channels"] == 1 and data["sample_rate"] == SR
     assert data["true_peak_dbtp"] == pytest.approx(-23.0, abs=0.2)
+    assert data["sample_peak_dbfs"] == pytest.approx(-23.0, abs=0.01)
     assert data["crest_factor_db"] == pytest.approx(3.01, abs=0.05)
-    for key in ("loudness_range_lu", "momentary_max_lufs", "short_term_max_lufs", "sample_peak_dbfs"):
-        assert isinstance(data[key], float)
+    assert data["rms_dbfs"] == pytest.approx(-26.01, abs=0.05) and data["duration_s"] == pytest.approx(10.0)
+    assert data["momentary_max_lufs"] == pytest.approx(-23.0, abs=0.1)
+    assert data["short_term_max_lufs"] == pytest.approx(-23.0, abs=0.1)
+    assert data["loudness_range_lu"] == pytest.approx(0.0, abs=0.1)
+
+    # A 1 s burst 10 dB up: the 400 ms momentary window sees all of it, the 3 s short-term window a third.
+    burst = [(4, -23), (1, -13), (4, -23)]
+    data = analyze(write_tone(tmp_path / "burst.flac", burst), capsys)
+    assert data["momentary_max_lufs"] == pytest.approx(-13.0, abs=0.1)
+    assert data["short_term_max_lufs"] == pytest.approx(power_db([(1, -13), (2, -23)]), abs=0.1)  # -17.0
+    assert data["integrated_lufs"] == pytest.approx(power_db(burst), abs=0.1)
+    assert data["sample_peak_dbfs"] == pytest.approx(-13.0, abs=0.01) and data["duration_s"] == pytest.approx(9.0)
+    assert data["crest_factor_db"] == pytest.approx(-13.0 - power_db(burst) + 3.01, abs=0.05)
+
+    # 10 s at -23 then 10 s at -33: the loudness range (10th to 95th percentile of short-term) is the step.
+    step = [(10, -23), (10, -33)]
+    data = analyze(write_tone(tmp_path / "step.flac", step), capsys)
+    assert data["loudness_range_lu"] == pytest.approx(10.0, abs=0.2)
+    assert data["integrated_lufs"] == pytest.approx(power_db(step), abs=0.1)  # -25.6
+    assert data["momentary_max_lufs"] == pytest.approx(-23.0, abs=0.1)
 
 
 def test_mono_as_mono_and_text_output(tone_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:

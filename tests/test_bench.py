@@ -66,15 +66,25 @@ def test_cli_bad_input(capsys: pytest.CaptureFixture[str], args: list[str], mess
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_bench_stream_dialogue_and_meter_modes(capsys) -> None:  # noqa: ANN001
-    from omnistudio.cli import main
+def test_bench_stream_dialogue_and_meter_modes(tiny_engine: Any, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each mode measures what it says: the stream's every step and its first audio before the end; the
+    dialogue's batched lines checked sample for sample (a batch that swaps its lines' seeds is reported);
+    the two live meters fed 60 s in 100 ms blocks, then the whole signal once."""
+    from omnistudio.audio.loudness import LoudnessMeter
+    from omnistudio.bench.dialogue import dialogue_benchmark
+    from omnistudio.bench.stream import bench_voice
+    from omnistudio.engine.engine import Engine
+    from omnistudio.engine.sampler import FastSampler
 
     assert main(["bench", "--model", "tiny", "--device", "cpu", "--stream", "--sentences", "3", "--num-step", "4",
                  "--json"]) == 0
     stream = json.loads(capsys.readouterr().out)
     assert stream["mode"] == "stream" and stream["sentences"] == 3 and stream["failed"] == 0
-    assert 0 < stream["ttfa_s"] <= stream["total_s"]
+    assert stream["steps"] == 3 * 4 and stream["audio_s"] > 0
+    assert 0 < stream["ttfa_s"] < stream["total_s"]  # three sentences: the first is heard before the last renders
     assert stream["ttfa_ratio"] == pytest.approx(stream["ttfa_s"] / stream["total_s"], abs=1e-3)
+    assert stream["rtf"] == pytest.approx(stream["total_s"] / stream["audio_s"], rel=1e-2)
 
     assert main(["bench", "--model", "tiny", "--device", "cpu", "--dialogue", "--sentences", "4", "--num-step", "4",
                  "--json"]) == 0
@@ -82,10 +92,26 @@ def test_bench_stream_dialogue_and_meter_modes(capsys) -> None:  # noqa: ANN001
     assert dialogue["mode"] == "dialogue" and dialogue["batch"] == 2 and dialogue["lines"] == 4
     assert dialogue["max_abs_diff"] == 0.0  # batched items equal the sequential ones
     assert dialogue["throughput_ratio"] == pytest.approx(dialogue["sequential_s"] / dialogue["batched_s"], rel=1e-2)
+    # The comparison is real: a batch that swaps its lines' seeds is reported (in process: no second load).
+    fast = Engine(tiny_engine.loaded, sampler=FastSampler(tiny_engine.model))
+    voices = [bench_voice(fast, 3.0), bench_voice(fast, 4.0)]
+    real_batch = Engine.synthesize_batch
+    with monkeypatch.context() as patch:
+        patch.setattr(Engine, "synthesize_batch", lambda self, texts, voices, langs, **options: real_batch(
+            self, texts, voices, langs, **{**options, "seeds": options["seeds"][::-1]}))
+        swapped = dialogue_benchmark(fast, voices, batch=2, lines=2, repeats=1, num_step=2)
+    assert swapped["max_abs_diff"] > 0
 
+    fed: list[int] = []
+    real_add = LoudnessMeter.add
+    monkeypatch.setattr(LoudnessMeter, "add", lambda self, pcm: fed.append(len(pcm)) or real_add(self, pcm))
     assert main(["bench", "--meter", "--json"]) == 0
     meter = json.loads(capsys.readouterr().out)
-    assert meter["mode"] == "meter" and meter["blocks"] == 600 and meter["per_block_ms"] > 0
+    assert meter["mode"] == "meter" and meter["blocks"] == 600 and meter["block_ms"] == 100.0
+    assert meter["sample_rate"] == 24_000 and meter["whole_signal_s"] == 60.0
+    assert meter["per_block_ms"] > 0 and meter["per_block_ms_with_true_peak"] > 0
+    assert fed[:1200] == [2400] * 1200  # 600 blocks of 100 ms at 24 kHz, for each of the two live meters
+    assert sum(fed[1200:]) == 60 * 24_000  # then the whole signal, measured once
 
 
 def test_bench_modes_bad_input(capsys) -> None:  # noqa: ANN001

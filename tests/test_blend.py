@@ -16,7 +16,7 @@ from omnistudio.engine.engine import Engine
 from omnistudio.engine.reference import Reference
 from omnistudio.engine.sampler import FastSampler
 from omnistudio.errors import UserError
-from tests.conftest import REF_TEXT, make_reference
+from support.audio import REF_TEXT, make_reference
 
 TEXT = "Good evening, this is the late edition."
 
@@ -177,13 +177,37 @@ def test_say_blend_bad_input(extra: list[str], needle: str, tmp_path: Path,
     assert not out.exists()
 
 
-def test_say_with_a_blend_writes_audio(tmp_path: Path) -> None:
+def test_say_with_a_blend_writes_audio(voice_engine, voice_roster, tmp_path: Path) -> None:  # noqa: ANN001
+    """`say --voice ruby --blend storm --alpha A` writes the blend of two recorded voices (flite slt and kal):
+    sample for sample what the engine makes of that blend with the seed policy's seed, and at that same
+    seed not ruby alone nor storm alone; --alpha 1 is --voice alone, --alpha 0 is storm's frames at
+    ruby's reference positions (neither voice alone, nor the 0.7 blend)."""
     import soundfile as sf
 
     from omnistudio.cli import main
+    from omnistudio.take.options import sentence_seed
+    from omnistudio.voices.prompts import anchor_prompt
 
-    out = tmp_path / "blend.wav"
-    assert main(["say", "--model", "tiny", "--device", "cpu", "--voice", "ruby", "--blend", "storm",
-                 "--alpha", "0.7", "Good evening.", "-o", str(out)]) == 0
-    data, sr = sf.read(str(out))
-    assert sr == 24_000 and len(data) > 0 and np.all(np.isfinite(data))
+    text, steps, seed = "Good evening.", 6, 2
+    said = {}
+    for alpha in ("0.7", "1", "0"):
+        out = tmp_path / f"blend-{alpha}.wav"
+        assert main(["say", "--model", "tiny", "--device", "cpu", "--voice", "ruby", "--blend", "storm",
+                     "--alpha", alpha, "--num-step", str(steps), "--seed", str(seed), text, "-o", str(out)]) == 0
+        said[alpha], sr = sf.read(str(out), dtype="float32")
+        assert sr == 24_000
+
+    def engine(voice, alpha: float) -> np.ndarray:  # noqa: ANN001
+        at = sentence_seed(seed, text, f"ruby+storm@{alpha:.2f}", "en")  # the seed `say` gives the blend
+        return voice_engine.synthesize(text, voice, num_step=steps, seed=at).pcm
+
+    def same(a: np.ndarray, b: np.ndarray) -> bool:
+        return a.shape == b.shape and np.array_equal(a, b)
+
+    ruby, storm = (anchor_prompt(voice_engine, name, "en") for name in ("ruby", "storm"))
+    assert same(said["0.7"], engine(anchor_blend(voice_engine, "ruby", "storm", "en", 0.7), 0.7))
+    assert not same(said["0.7"], engine(ruby, 0.7)) and not same(said["0.7"], engine(storm, 0.7))
+    assert same(said["1"], engine(ruby, 1.0))  # alpha 1: exactly --voice
+    assert same(said["0"], engine(anchor_blend(voice_engine, "ruby", "storm", "en", 0.0), 0.0))
+    assert not same(said["0"], engine(ruby, 0.0)) and not same(said["0"], engine(storm, 0.0))
+    assert not same(said["0"], said["0.7"])

@@ -3,6 +3,8 @@ leaves stock untouched."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,24 +53,38 @@ def test_without_blocks_it_is_transformers_sdpa_exactly() -> None:
     assert torch.equal(block_attention(_Attn(), q, k, v, mask)[0], sdpa_attention_forward(_Attn(), q, k, v, mask)[0])
 
 
+@contextmanager
+def attention_kept(llm: Any) -> Iterator[None]:
+    """The backbone's attention implementation as it was before the block, whatever the block sets (the
+    engines are session fixtures: a later test must find them as the fixture made them)."""
+    saved = llm.config._attn_implementation
+    try:
+        yield
+    finally:
+        llm.set_attn_implementation(saved)
+    assert llm.config._attn_implementation == saved
+
+
 def test_stock_is_unchanged_by_the_installed_attention(bf16_engine: Any, ref_wav: Path) -> None:
     """Installing block attention on a model does not move a stock synthesis by one bit."""
     from omnistudio.engine.block_attention import BLOCK_ATTENTION
 
     llm = bf16_engine.model.llm
     ref = Reference(ref_wav, "This is the reference voice for our test.")
-    llm.set_attn_implementation("sdpa")
-    before = bf16_engine.synthesize("Rain is expected.", ref, seed=5, num_step=4, sampler=None).pcm
-    assert install_block_attention(llm) and llm.config._attn_implementation == BLOCK_ATTENTION
-    after = bf16_engine.synthesize("Rain is expected.", ref, seed=5, num_step=4, sampler=None).pcm
+    with attention_kept(llm):
+        llm.set_attn_implementation("sdpa")
+        before = bf16_engine.synthesize("Rain is expected.", ref, seed=5, num_step=4, sampler=None).pcm
+        assert install_block_attention(llm) and llm.config._attn_implementation == BLOCK_ATTENTION
+        after = bf16_engine.synthesize("Rain is expected.", ref, seed=5, num_step=4, sampler=None).pcm
     assert (before == after).all()
 
 
 def test_compiled_backbone_keeps_the_masked_pass(tiny_engine: Any) -> None:
     llm = tiny_engine.model.llm
-    assert FastSampler._effective(SamplerOptions(compile_backbone=True, block_attention=True), llm) == \
-        SamplerOptions(compile_backbone=True, block_attention=False)
-    assert FastSampler._effective(SamplerOptions(block_attention=True), llm).block_attention
+    with attention_kept(llm):  # _effective installs block attention on the shared model
+        assert FastSampler._effective(SamplerOptions(compile_backbone=True, block_attention=True), llm) == \
+            SamplerOptions(compile_backbone=True, block_attention=False)
+        assert FastSampler._effective(SamplerOptions(block_attention=True), llm).block_attention
 
 
 def test_default_sampler_attends_per_block_on_cpu(tiny_engine: Any, ref_wav: Path) -> None:
@@ -82,14 +98,15 @@ def test_default_sampler_attends_per_block_on_cpu(tiny_engine: Any, ref_wav: Pat
         seen.append(mod._blocks.get())
         return real(*args, **kwargs)
 
-    sampler = FastSampler(tiny_engine.model)  # CPU defaults
-    assert sampler.options.block_attention
-    mod.sdpa_per_block = spy
-    try:
-        ref = Reference(ref_wav, "This is the reference voice for our test.")
-        tiny_engine.synthesize("Good evening.", ref, seed=3, num_step=4, sampler=sampler)
-    finally:
-        mod.sdpa_per_block = real
+    with attention_kept(tiny_engine.model.llm):  # the sampler installs block attention on the shared model
+        sampler = FastSampler(tiny_engine.model)  # CPU defaults
+        assert sampler.options.block_attention
+        mod.sdpa_per_block = spy
+        try:
+            ref = Reference(ref_wav, "This is the reference voice for our test.")
+            tiny_engine.synthesize("Good evening.", ref, seed=3, num_step=4, sampler=sampler)
+        finally:
+            mod.sdpa_per_block = real
     layers = tiny_engine.model.config.llm_config.num_hidden_layers
     assert len(seen) == 4 * layers  # every layer of every step
     (spans,) = seen[0]  # one row: [cond | uncond]

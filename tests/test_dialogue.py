@@ -103,18 +103,40 @@ def test_each_streamed_line_is_its_speaker_and_seed(voice_engine, voice_roster, 
         assert g.shape == e.shape and np.array_equal(g, e), f"line {i} ({EXPECTED[i]}) differs"
 
 
-def test_render_dialogue_with_blends_and_batches(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_render_dialogue_with_blends_and_batches(voice_engine, voice_roster, tmp_path: Path,  # noqa: ANN001
+                                                 capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`render --batch 2` of the dialogue (recorded voices): every sentence the file is finished from is
+    synthesize(line, its speaker or blend, its seed) bit for bit, and the file is `--batch 1`'s, sample
+    for sample."""
     import soundfile as sf
+
+    from omnistudio.audio import finishing
 
     script = tmp_path / "dialogue.txt"
     script.write_text(DIALOGUE, encoding="utf-8")
-    out = tmp_path / "dialogue.wav"
-    assert main(["render", str(script), "-o", str(out), "--model", "tiny", "--device", "cpu", "--batch", "2",
-                 "--num-step", "6", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert [s["speaker"] for s in result["sentences"]] == ["ruby", "ruby", "storm", "ruby+storm@0.70", "ruby"]
-    data, sr = sf.read(str(out))
-    assert sr == 24_000 and len(data) > 0
+    finished: dict[str, list[tuple[int, np.ndarray]]] = {}
+    real_finish = finishing.finish_render
+
+    def keep(chunks, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        finished[batch] = [(sentence_id, np.array(pcm)) for pcm, _pause, sentence_id in chunks]
+        return real_finish(chunks, *args, **kwargs)
+
+    monkeypatch.setattr(finishing, "finish_render", keep)
+    files = {}
+    for batch in ("2", "1"):
+        out = tmp_path / f"dialogue-{batch}.wav"
+        assert main(["render", str(script), "-o", str(out), "--model", "tiny", "--device", "cpu", "--batch", batch,
+                     "--num-step", str(STEPS), "--seed", str(SEED), "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert [s["speaker"] for s in result["sentences"]] == ["ruby", "ruby", "storm", "ruby+storm@0.70", "ruby"]
+        files[batch], sr = sf.read(str(out), dtype="float32")
+        assert sr == 24_000
+    expected = _expected_pcm(voice_engine)
+    for batch, chunks in finished.items():
+        assert [sentence_id for sentence_id, _ in chunks] == list(range(len(expected)))
+        for (i, got), want in zip(chunks, expected):
+            assert got.shape == want.shape and np.array_equal(got, want), f"--batch {batch}: line {i} ({EXPECTED[i]})"
+    assert files["2"].shape == files["1"].shape and np.array_equal(files["2"], files["1"])
 
 
 @pytest.mark.parametrize("batch", ["0", "17"])

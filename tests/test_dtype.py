@@ -16,8 +16,8 @@ from omnistudio.engine.model import choose_dtype, cpu_bf16_feature
 from omnistudio.engine.reference import Reference
 from omnistudio.engine.sampler import LOSSLESS, TECHNIQUES, FastSampler, SamplerOptions
 from omnistudio.errors import UserError
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 TEXTS = ["Good evening, here is the news at nine.", "Rain is expected over the weekend in the north."]
 SEED = 7
 
@@ -94,7 +94,21 @@ def test_bf16_is_not_fp32(bf16_engine: Any, tiny_engine: Any, ref_wav: Path) -> 
 
 
 def test_every_technique_is_known() -> None:
-    assert set(LOSSLESS) < set(TECHNIQUES) and "trimmed_guidance" not in LOSSLESS
+    """Each technique name is one boolean switch of SamplerOptions that ``only`` turns on alone, and the
+    lossless set (the one the bf16 parity test above runs) is exactly the techniques that leave the
+    backbone's shapes alone: not trimmed_guidance, length_bucketing or block_attention (sampler docstring)."""
+    from dataclasses import fields
+
+    switches = {f.name: f for f in fields(SamplerOptions)}
+    assert SamplerOptions.stock().enabled() == []
+    for name in TECHNIQUES:
+        assert name in switches and isinstance(getattr(SamplerOptions(), name), bool), name
+        assert SamplerOptions.only(name).enabled() == [name]
+    assert SamplerOptions.only(*TECHNIQUES).enabled() == list(TECHNIQUES)
+    with pytest.raises(ValueError, match="unknown technique"):
+        SamplerOptions.only("sliced_projection", "warp_drive")
+    assert set(LOSSLESS) == set(TECHNIQUES) - {"trimmed_guidance", "length_bucketing", "block_attention"}
+    assert SamplerOptions.only(*LOSSLESS).enabled() == [t for t in TECHNIQUES if t in LOSSLESS]
 
 
 def test_dtype_in_say_json(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str],

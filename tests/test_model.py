@@ -61,13 +61,30 @@ def test_unreachable_hub_fails_with_one_clear_line(monkeypatch: pytest.MonkeyPat
     assert "--model tiny" in message and "/path/to/dir" in message
 
 
-def test_device_and_dtype_choice() -> None:
+def test_device_and_dtype_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    assert pick_device() == ("cuda" if torch.cuda.is_available() else
-                             "mps" if torch.backends.mps.is_available() else "cpu")
-    assert pick_device("cpu") == "cpu"
-    with pytest.raises(UserError):
+    monkeypatch.delenv("OMNISTUDIO_DEVICE", raising=False)
+
+    def machine(cuda: bool, mps: bool) -> None:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+
+    for cuda, mps, best in [(True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu")]:
+        machine(cuda, mps)
+        assert pick_device() == best, (cuda, mps)  # cuda > mps > cpu
+    machine(True, True)
+    assert pick_device("cpu") == "cpu" and pick_device("cuda:1") == "cuda:1" and pick_device("mps") == "mps"
+    monkeypatch.setenv("OMNISTUDIO_DEVICE", "cpu")
+    assert pick_device() == "cpu"  # the environment names one
+    assert pick_device("mps") == "mps"  # an explicit request wins over the environment
+    monkeypatch.delenv("OMNISTUDIO_DEVICE")
+    machine(False, False)
+    with pytest.raises(UserError, match="CUDA is not available"):
+        pick_device("cuda:0")
+    with pytest.raises(UserError, match="MPS is not available"):
+        pick_device("mps")
+    with pytest.raises(UserError, match="unknown device 'tpu'"):
         pick_device("tpu")
     assert pick_dtype("cpu") is torch.float32
     assert pick_dtype("cuda") is torch.float16
@@ -133,9 +150,60 @@ def test_load_tiny_from_directory_uses_the_real_classes() -> None:
     assert len(loaded.fingerprint) == 16
 
 
-def test_geometries_match_the_real_model() -> None:
-    full = checkpoints.GEOMETRIES["full"]
-    assert (full.hidden, full.intermediate, full.layers, full.heads, full.kv_heads, full.head_dim,
-            full.llm_vocab) == (1024, 3072, 28, 16, 8, 128, 151_676)
-    mid = checkpoints.GEOMETRIES["mid"]
-    assert mid.hidden == full.hidden and mid.layers < full.layers
+class _Built(Exception):
+    """Raised by the stand-in OmniVoice once build_checkpoint has handed it its config."""
+
+
+def _built_config(name: str, tmp_path: Path) -> object:
+    """The OmniVoiceConfig that build_checkpoint makes for geometry ``name`` (nothing trained or saved)."""
+    import omnivoice.models.omnivoice as omnivoice_mod
+
+    geo = checkpoints.GEOMETRIES[name]
+
+    class Tokenizer:  # the trained BPE is irrelevant here: only its size enters the config
+        def __len__(self) -> int:
+            return geo.bpe_vocab
+
+        def save_pretrained(self, _path: object) -> None:
+            pass
+
+    def capture(config: object) -> None:
+        raise _Built(config)
+
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(_Built) as built:
+        patch.setattr(checkpoints, "_train_text_tokenizer", lambda _size: Tokenizer())
+        patch.setattr(omnivoice_mod, "OmniVoice", capture)
+        checkpoints.build_checkpoint(geo, tmp_path / name)
+    return built.value.args[0]
+
+
+def _millions(module: object) -> float:
+    return round(sum(p.numel() for p in module.parameters()) / 1e6, 1)  # type: ignore[attr-defined]
+
+
+def test_geometries_match_the_real_model(tmp_path: Path) -> None:
+    """What build_checkpoint makes of ``full`` is the published model: Qwen3-0.6B's backbone config and
+    OmniVoice's parameter counts (612.6M: transformer 440.5M, tied text embedding 155.3M, audio embeddings
+    and heads 16.8M), with the 200.3M HiggsAudioV2 tokenizer; ``mid`` is that width with 4 of 28 layers.
+    Built on the meta device: shapes only, no memory, no weights."""
+    import torch
+    from omnivoice.models.omnivoice import OmniVoice
+    from transformers import HiggsAudioV2TokenizerModel
+
+    config = _built_config("full", tmp_path)
+    llm = config.llm_config  # type: ignore[attr-defined]
+    assert (llm.vocab_size, llm.hidden_size, llm.intermediate_size, llm.num_hidden_layers, llm.num_attention_heads,
+            llm.num_key_value_heads, llm.head_dim, llm.max_position_embeddings) == (
+        151_676, 1024, 3072, 28, 16, 8, 128, 40_960)
+    assert llm.rope_parameters["rope_theta"] == 1_000_000.0 and llm.tie_word_embeddings
+    with torch.device("meta"):
+        full = OmniVoice(config)
+        mid = OmniVoice(_built_config("mid", tmp_path))
+        vocoder = {name: HiggsAudioV2TokenizerModel(checkpoints._tokenizer_config(checkpoints.GEOMETRIES[name]))
+                   for name in ("full", "mid")}
+    assert _millions(full) == 612.6
+    assert (_millions(full.llm.layers), _millions(full.llm.embed_tokens)) == (440.5, 155.3)
+    assert _millions(full.audio_embeddings) + _millions(full.audio_heads) == pytest.approx(16.8)
+    assert _millions(vocoder["full"]) == _millions(vocoder["mid"]) == 200.3
+    assert len(mid.llm.layers) == 4 and _millions(mid.llm.layers) == round(440.466432 * 4 / 28, 1)
+    assert mid.config.llm_config.hidden_size == llm.hidden_size

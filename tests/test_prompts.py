@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REF_TEXT, make_reference
+from support.audio import REF_TEXT, make_reference
 from omnistudio.voices import prompts
 from omnistudio.voices.prompts import (PromptCache, PromptError, anchor_prompt, cache_for, ensure_prompt,
                                        load_prompt, prompt_path, prompt_state, save_prompt)
@@ -156,15 +156,24 @@ def test_missing_recording_fails_alone_in_prevectorize(ref_wav: Path, desk: Path
     assert rows["lost"]["action"] == "failed" and "gone.wav does not exist" in rows["lost"]["note"]
 
 
-def test_say_with_an_anchor_voice(ref_wav: Path, desk: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
+def test_say_with_an_anchor_voice(tiny_engine, ref_wav: Path, desk: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    """`say --voice eve` speaks from eve's recording: its file is, sample for sample, that recording's
+    synthesis on the fast sampler (the CLI's default) with the seed policy's seed for (text, "eve")."""
     import soundfile as sf
 
+    from omnistudio.engine.engine import Engine
+    from omnistudio.engine.sampler import FastSampler
+    from omnistudio.take.options import sentence_seed
+
     small_roster(desk, monkeypatch, recorded("eve", ref_wav))
-    out = desk / "eve.wav"
-    code, _ = cli(capsys, "say", "Breaking news tonight.", "--voice", "eve", "--lang", "en", "--model", "tiny",
-                  "--num-step", "4", "-o", str(out))
+    text, out = "Breaking news tonight.", desk / "eve.wav"
+    code, _ = cli(capsys, "say", text, "--voice", "eve", "--lang", "en", "--model", "tiny", "--num-step", "4",
+                  "--seed", "3", "-o", str(out))
     assert code == 0 and prompt_path("eve", "en").is_file()
-    assert sf.info(str(out)).frames > 0
+    said, rate = sf.read(str(out), dtype="float32")
+    fast = Engine(tiny_engine.loaded, sampler=FastSampler(tiny_engine.model))
+    want = fast.synthesize(text, Reference(ref_wav, REF_TEXT), num_step=4, seed=sentence_seed(3, text, "eve", "en"))
+    assert rate == 24_000 and said.shape == want.pcm.shape and np.array_equal(said, want.pcm)
 
 
 def test_voices_add_then_list(ref_wav: Path, desk: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
