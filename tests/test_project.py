@@ -17,13 +17,9 @@ import pytest
 from omnistudio.errors import UserError
 from omnistudio.take.project import MANIFEST, Project, decode_flac, open_or_create
 from omnistudio.take.verify import AsrResult
+from support.audio import tone
 
 SCRIPT = "Good evening. Here is the news.\nRain is expected tomorrow."
-
-
-def tone(seconds: float = 0.5, freq: float = 220.0, sr: int = 24_000) -> np.ndarray:
-    t = np.arange(int(seconds * sr)) / sr
-    return (0.2 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
 
 
 def make_project(path: Path) -> Project:

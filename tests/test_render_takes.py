@@ -1,7 +1,7 @@
 """`render --project` and `render --verify --retake N`, and `check`: through the CLI.
 
 The engine path runs on the tiny checkpoint (noise); the speech-recognition path gets flite
-recordings from a stand-in synthesiser (see test_retake.py)."""
+recordings from a stand-in synthesiser (tests/support/speech.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import soundfile as sf
 from omnistudio.cli import main
 from omnistudio.take.link import LinkInfo, Rendered
 from omnistudio.take.project import MANIFEST, Project
-from test_retake import GOOD, MINISTER, WRONG, Recordings, checker, flite  # noqa: F401  (fixture)
+from support.speech import GOOD, MINISTER, WRONG, Recordings, flite
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 
 
 class FliteLink:

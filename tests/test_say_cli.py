@@ -13,7 +13,8 @@ import pytest
 import soundfile as sf
 
 from omnistudio.cli import main
-from tests.conftest import REF_TEXT, make_reference
+from support.audio import REF_TEXT, make_reference
+from support.cli import one_line_error
 
 
 def say(args: list[str]) -> int:
@@ -69,10 +70,8 @@ def _bad_refs(tmp: Path) -> dict[str, Path]:
 
 
 def _assert_one_line_error(capsys: pytest.CaptureFixture, rc: int, out: Path) -> str:
-    err = capsys.readouterr().err.strip()
-    assert rc == 2, err
-    assert err.startswith("omnistudio: error:") and "\n" not in err, err
-    assert "Traceback" not in err
+    assert rc == 2
+    err = one_line_error(capsys, "omnistudio: error:")
     assert not out.exists()
     return err
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
+from support.wait import wait_until as wait
 
 from omnistudio.engine.engine import Engine
 from omnistudio.engine.sampler import FastSampler
@@ -16,12 +16,6 @@ from omnistudio.studio.events import EngineState, Notice, SentenceRendered
 from omnistudio.voices.resolve import Blend, VoiceRef
 
 
-def wait(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 @pytest.fixture()

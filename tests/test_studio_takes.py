@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from studio_support import make_studio
-from test_studio_controller import wait
+from support.studio import make_studio
+from support.wait import wait_until as wait
 
 from omnistudio.studio.events import PlaybackFinished, TakesChanged
 from omnistudio.studio.settings import StudioSettings

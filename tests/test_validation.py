@@ -14,15 +14,15 @@ import soundfile as sf
 from omnistudio.cli import main
 from omnistudio.errors import UserError
 from omnistudio.script import parse_script
+from support.audio import REF_TEXT
+from support.cli import one_line_error
 
-REF_TEXT = "This is the reference voice for our test."
 TINY = ["--model", "tiny", "--device", "cpu", "--num-step", "2"]
 
 
 def _one_line(capsys: pytest.CaptureFixture[str], rc: int, needle: str) -> None:
-    full = capsys.readouterr().err
-    lines = [line for line in full.splitlines() if line.startswith("omnistudio:")]
-    assert rc == 2 and len(lines) == 1 and "Traceback" not in full and needle in lines[0], full
+    assert rc == 2
+    one_line_error(capsys, needle, alone=False)
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "20.5"])
