@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from omnistudio.cli import main
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 DEAD_PID = 4_000_000  # above any pid a test machine hands out (pid_max is 4194304 at most)
 
 

@@ -10,7 +10,7 @@ import pytest
 from omnistudio.checks import check_language, check_num_step, check_seed, check_text
 from omnistudio.engine.reference import Reference
 from omnistudio.errors import UserError
-from tests.conftest import REF_TEXT
+from support.audio import REF_TEXT
 
 TEXT = "Good evening and welcome."
 

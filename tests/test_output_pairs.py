@@ -10,8 +10,8 @@ import pytest
 from omnistudio.audio.finishing import FinishingOptions, finish_render
 from omnistudio.cli import main
 from omnistudio.errors import UserError
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 SR = 24_000
 
 

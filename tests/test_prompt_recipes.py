@@ -16,7 +16,7 @@ import torch
 from omnistudio.voices import prompts
 from omnistudio.voices.prompts import anchor_prompt, cache_for, ensure_prompt, source_for
 from omnistudio.voices.roster import ROSTER_ENV, load_roster
-from voices_support import ANCHORS
+from support.voices import ANCHORS
 
 HEADER = 'format = 1\n[design]\nnum_step = 3\n[calibration]\nen = "Good evening."\nes = "Buenas noches."\n'
 DESIGN = '''

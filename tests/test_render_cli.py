@@ -10,8 +10,8 @@ import pytest
 import soundfile as sf
 
 from omnistudio.cli import main
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 
 
 def render(args: list[str], ref_wav: Path) -> list[str]:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from omnistudio.cli import main
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 
 
 def _flaky(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:

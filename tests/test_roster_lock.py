@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from omnistudio.cli import main
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 
 
 def _add(name: str, ref: Path, barrier: multiprocessing.synchronize.Barrier, *extra: str) -> None:

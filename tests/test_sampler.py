@@ -10,8 +10,8 @@ import torch
 
 from omnistudio.engine.reference import Reference
 from omnistudio.engine.sampler import LOSSLESS, Cancelled, FastSampler, SamplerOptions
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 SINGLE = "Good evening, here is the news at nine."
 BATCH = [
     "Good evening.",
@@ -31,7 +31,7 @@ def prompt(tiny_engine: Any, ref_wav: Any) -> Any:
 @pytest.fixture(scope="module")
 def batch_prompts(tiny_engine: Any, voice_roster_file: Any) -> list[Any]:
     """Three different speakers (flite recordings of the test roster), one per batch item."""
-    from voices_support import ANCHORS, transcript
+    from support.voices import ANCHORS, transcript
 
     return [tiny_engine.prompt_for(Reference(voice_roster_file.parent / f"{a}_en.wav", transcript(a)))
             for a in ANCHORS[:3]]

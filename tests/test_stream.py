@@ -14,8 +14,8 @@ from omnistudio.engine.reference import Reference
 from omnistudio.script import parse_script
 from omnistudio.take.options import sentence_seed
 from omnistudio.take.stream import Stream, open_stream
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 SCRIPT = "One two. Three four.\nFive six. Seven eight."
 STEPS = 4
 

@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from studio_support import make_app, wait_for
+from support.studio import make_app, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture(autouse=True)
-def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    from textual.widgets import TextArea
-
-    monkeypatch.setattr(TextArea, "cursor_blink", False)
 
 
 def test_pick_type_play_stop_export(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:

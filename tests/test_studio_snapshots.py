@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from studio_support import SCRIPT, make_app, wait_for
+from support.studio import SCRIPT, make_app, wait_for
 
 SIZE = (120, 34)
 

@@ -6,19 +6,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from studio_support import make_app, wait_for
+from support.studio import make_app, wait_for
 
 from omnistudio.take.project import Project
 
 pytestmark = pytest.mark.timeout(180)
 SCRIPT = "Good evening. Here is the news.\nAnd now the weather."
 
-
-@pytest.fixture(autouse=True)
-def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    from textual.widgets import TextArea
-
-    monkeypatch.setattr(TextArea, "cursor_blink", False)
 
 
 def test_takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001

@@ -7,7 +7,7 @@ import asyncio
 import math
 from pathlib import Path
 
-from studio_support import make_app, wait_for
+from support.studio import make_app, wait_for
 
 from omnistudio.config import DEFAULT_MODEL
 from omnistudio.script import parse_script

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from take_roster import flite_desk, flite_recordings  # noqa: F401
 
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.take.link import LinkInfo, LocalEngine, PrepareEvent, Rendered, RenderItem, VoiceList
@@ -18,8 +17,8 @@ from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.take.pipeline import TakeCache, build_take, plan
 from omnistudio.take.sinks import FileSink, MemorySink
 from omnistudio.voices.resolve import VoiceRef, resolve_voice
+from support.audio import REF_TEXT
 
-REF_TEXT = "This is the reference voice for our test."
 
 
 class FakeLink:

@@ -1,6 +1,6 @@
 """A three-anchor test roster (ana, ben, cy) with no prompt saved yet, speaking with the recorded test
-voices of voices_support (flite), so the anchors really sound different (on ``tiny`` every voice-design
-anchor gets the same prompt tokens). Import the fixture in a test module: ``from take_roster import flite_desk, flite_recordings  # noqa: F401``."""
+voices of support.voices (flite), so the anchors really sound different (on ``tiny`` every voice-design
+anchor gets the same prompt tokens). Import the fixture in a test module: ``from support.roster import flite_desk, flite_recordings  # noqa: F401``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from voices_support import record, transcript
+from support.voices import record, transcript
 
-# anchor of this roster -> the recorded test voice it speaks with (voices_support: slt, kal, awb)
+# anchor of this roster -> the recorded test voice it speaks with (support.voices: slt, kal, awb)
 VOICES = {"ana": "ruby", "ben": "storm", "cy": "atlas"}
 LANGS = ("en", "es")
 
