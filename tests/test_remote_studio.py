@@ -2,9 +2,11 @@
 
 - Play a two-anchor script with a blend tag: the highlight advances and the meter moves; the export is
   bit-identical to the in-process studio's export of the same script with the same seed.
-- Kill the server (SIGKILL) mid-render: an error notification within 2 s, no traceback, no failure
-  modal, no UI stall over 100 ms, script and autosave intact; restart it on the same port: the studio
-  finds it again and play works.
+- Kill the server (SIGKILL) mid-render: an error notification (the take's failure says so, no user
+  action needed), no traceback, no failure modal, script and autosave intact; every blocking network
+  call of the link runs off the UI thread, and while the link is held in its reconnect the UI still
+  handles key presses and timer ticks. Restart it on the same port (the studio's link keeps its URL):
+  the studio finds it again and play works.
 - `render --server` writes the same samples as a local `render` with the same seed; the prepare phase
   reports each voice over the network.
 """
@@ -17,6 +19,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,23 +27,17 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from studio_support import Recorder, wait_for
+from support.remote import LinkGate
+from support.studio import Recorder, wait_for
 
 pytest.importorskip("omnistudio.commands.serve")  # the server (issue 15)
-from server_support import Server  # noqa: E402
+from support.server import Server  # noqa: E402
 
 pytestmark = pytest.mark.timeout(420)
 
 SCRIPT = "[ruby] Good evening. Here is the news.\n[atlas] And now the weather.\n[ruby+atlas@0.6] That was the news."
 LONG = "\n".join(f"[ruby] Sentence number {i} of the late bulletin, read slowly." for i in range(8))
 SEED = 11
-
-
-@pytest.fixture(autouse=True)
-def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    from textual.widgets import TextArea
-
-    monkeypatch.setattr(TextArea, "cursor_blink", False)
 
 
 def _studio_app(link, autosave: Path, **studio_kwargs):  # noqa: ANN001, ANN202
@@ -64,14 +61,15 @@ async def _export(pilot, app, recorder: Recorder, path: Path) -> None:  # noqa: 
     await wait_for(pilot, lambda: recorder.first(ev.Exported, asked) is not None, timeout=120, what="the export")
 
 
-def test_remote_studio_plays_exports_survives_a_dead_server(tmp_path: Path,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_remote_studio_plays_exports_survives_a_dead_server(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     caplog.set_level(logging.INFO)
-    server = Server()
+    servers = [Server()]  # the first, then the one restarted on its port
     try:
-        asyncio.run(_remote(server, tmp_path, caplog))
+        asyncio.run(_remote(servers, tmp_path, caplog, LinkGate(monkeypatch)))
     finally:
-        server.stop()
+        for server in servers:
+            server.stop()
     asyncio.run(_local(tmp_path))
     remote, sr = sf.read(str(tmp_path / "remote.wav"), dtype="float32")
     local, sr_local = sf.read(str(tmp_path / "local.wav"), dtype="float32")
@@ -79,84 +77,122 @@ def test_remote_studio_plays_exports_survives_a_dead_server(tmp_path: Path,
     assert np.array_equal(remote, local), "the remote studio's export differs from the in-process one"
 
 
-async def _remote(server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def _restart(port: int) -> Server:
+    """The server again on ``port``: the studio's link keeps its URL, so only the same port finds it.
+    The product binds with SO_REUSEADDR (the killed server's connections may hold the port in TIME_WAIT);
+    a port some other program took in the moment it was free is tried again, briefly."""
+    for attempt in range(3):
+        try:
+            return Server(port=port)
+        except RuntimeError as exc:
+            if "in use" not in str(exc) or attempt == 2:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+async def _remote(servers: list[Server], tmp_path: Path, caplog: pytest.LogCaptureFixture, gate: LinkGate) -> None:
+    from omnistudio.take.remote import RemoteEngine
+
+    autosave = tmp_path / "autosave.script"
+    app = _studio_app(RemoteEngine(servers[0].url), autosave)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await _play_kill_restart(pilot, app, servers, tmp_path, caplog, gate, autosave)
+    finally:
+        gate.release()
+
+
+async def _play_kill_restart(pilot, app, servers: list[Server], tmp_path: Path, caplog: pytest.LogCaptureFixture,  # noqa: ANN001
+                             gate: LinkGate, autosave: Path) -> None:
     from omnistudio.screens.error import ErrorModal
     from omnistudio.studio import events as ev
-    from omnistudio.take.remote import RemoteEngine
     from omnistudio.widgets.lufs_meter import LufsMeter
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.telemetry import Telemetry
 
-    autosave = tmp_path / "autosave.script"
-    app = _studio_app(RemoteEngine(server.url), autosave)
-    async with app.run_test(size=(120, 36)) as pilot:
-        screen = app.main_screen
-        telemetry = screen.query_one(Telemetry)
-        recorder = Recorder(app)
-        await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="ready")
-        assert telemetry.where.startswith("tiny on cpu @ 127.0.0.1:")
-        editor = screen.query_one(ScriptEditor)
-        editor.load_text(SCRIPT)
-        # play: the highlight moves through the sentences and the meter moves
-        heard: list[tuple[int, int]] = []
+    server = servers[0]
+    screen = app.main_screen
+    telemetry = screen.query_one(Telemetry)
+    recorder = Recorder(app)
+    await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=120, what="ready")
+    assert telemetry.where.startswith("tiny on cpu @ 127.0.0.1:")
+    editor = screen.query_one(ScriptEditor)
+    editor.load_text(SCRIPT)
+    # play: the highlight moves through the sentences and the meter moves
+    heard: list[tuple[int, int]] = []
 
-        def progressed() -> bool:
-            if editor.playing and (not heard or heard[-1] != editor.playing):
-                heard.append(editor.playing)
-            return len(heard) >= 2
+    def progressed() -> bool:
+        if editor.playing and (not heard or heard[-1] != editor.playing):
+            heard.append(editor.playing)
+        return len(heard) >= 2
 
-        await pilot.press("f5")
-        await wait_for(pilot, progressed, timeout=120, what="the highlight to advance")
-        meter = screen.query_one(LufsMeter)
-        await wait_for(pilot, lambda: meter.momentary > -70, what="the meter")
-        await wait_for(pilot, lambda: app.studio.state == "ready" and not app.studio.poll().playing,
-                       timeout=120, what="the end of the take")
-        assert telemetry.ttfa > 0 and telemetry.rtf > 0  # network TTFA, the server's RTF
-        await _export(pilot, app, recorder, tmp_path / "remote.wav")
+    await pilot.press("f5")
+    await wait_for(pilot, progressed, timeout=120, what="the highlight to advance")
+    meter = screen.query_one(LufsMeter)
+    await wait_for(pilot, lambda: meter.momentary > -70, what="the meter")
+    await wait_for(pilot, lambda: app.studio.state == "ready" and not app.studio.poll().playing,
+                   timeout=120, what="the end of the take")
+    assert telemetry.ttfa > 0 and telemetry.rtf > 0  # network TTFA, the server's RTF
+    await _export(pilot, app, recorder, tmp_path / "remote.wav")
 
-        # the server dies mid-render
-        editor.load_text(LONG)
-        gaps: list[tuple[float, float]] = []
-        last = [time.perf_counter()]
+    # the server dies mid-render
+    editor.load_text(LONG)
+    ui_thread: set[int] = set()
+    ticks_while_held = [0]
 
-        def tick() -> None:
-            now = time.perf_counter()
-            gaps.append((now - last[0], time.monotonic()))
-            last[0] = now
+    def tick() -> None:  # a UI timer: it runs on the UI thread, and only while the UI loop runs
+        ui_thread.add(threading.get_ident())
+        if gate.held:
+            ticks_while_held[0] += 1
 
-        app.set_interval(0.01, tick)
-        started = time.monotonic()
-        await pilot.press("f5")
-        await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered, started) is not None, timeout=120,
-                       what="a sentence of the long script")
-        killed = time.monotonic()
-        server.proc.kill()
-        await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="error") is not None, timeout=10,
-                       what="the error notification")
-        at, notice = recorder.first(ev.Notice, killed, severity="error")
-        await pilot.pause(0.3)
-        worst = max(g for g, t in gaps if t >= killed)
-        print(f"\nserver killed: notified after {(at - killed) * 1000:.0f} ms ({notice.message}); "
-              f"worst UI loop gap since {worst * 1000:.0f} ms")
-        assert at - killed < 2.0
-        assert worst < 0.1, f"the UI loop stalled {worst * 1000:.0f} ms"
-        assert telemetry.engine_state == "offline"
-        assert recorder.first(ev.Failure, started) is None
-        assert not any(isinstance(s, ErrorModal) for s in app.screen_stack)
-        assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
-        assert editor.text == LONG
-        app.autosave.save(editor.text)
-        assert autosave.read_text(encoding="utf-8") == LONG
+    app.set_interval(0.01, tick)
+    started = time.monotonic()
+    await pilot.press("f5")
+    await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered, started) is not None, timeout=120,
+                   what="a sentence of the long script")
+    # from here every network call the link makes (the next group's, or the reconnect after the
+    # kill) waits at the gate until it is released
+    await wait_for(pilot, gate.arm, timeout=120, what="no network call in flight")
+    killed = time.monotonic()
+    server.proc.kill()
+    await asyncio.to_thread(server.proc.wait)
+    await wait_for(pilot, lambda: gate.held or gate.expired, timeout=120, what="the link reaching for the server")
+    stuck = "the UI was stuck while the link was blocked on the network (the gate gave up waiting for its release)"
+    assert not gate.expired, stuck
+    # The link is blocked on the network: the UI still answers keys and runs its timers.
+    editor.focus()
+    editor.move_cursor((0, 0))
+    await pilot.press("right", "right", "right")
+    await wait_for(pilot, lambda: ticks_while_held[0] >= 5 or gate.expired, what="UI timer ticks while the link was blocked")
+    assert not gate.expired, stuck
+    assert gate.held and editor.cursor_location == (0, 3), "a key press was not handled while the link was blocked"
+    gate.release()
+    await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="error") is not None, timeout=120,
+                   what="the error notification")
+    _, notice = recorder.first(ev.Notice, killed, severity="error")
+    # on screen (the offline state, reported before it, is shown by then)
+    await wait_for(pilot, lambda: any(n.message == notice.message for n in app._notifications),  # noqa: SLF001
+                   what="the notification on screen")
+    assert telemetry.engine_state == "offline"
+    assert recorder.first(ev.Failure, started) is None
+    assert not any(isinstance(s, ErrorModal) for s in app.screen_stack)
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    # every blocking network call of the link ran off the UI thread, those after the kill among them
+    assert len(ui_thread) == 1 and gate.threads(armed_only=True), gate.calls
+    assert not gate.threads() & ui_thread, "a network call ran on the UI thread"
+    assert editor.text == LONG
+    app.autosave.save(editor.text)
+    assert autosave.read_text(encoding="utf-8") == LONG
 
-        # it comes back on the same port: the studio finds it, and play works again
-        back = await asyncio.to_thread(Server, port=server.port)
-        server.proc, server._log = back.proc, back._log  # noqa: SLF001 - stopped by the caller
-        await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="the server back")
-        again = time.monotonic()
-        await pilot.press("f5")
-        await wait_for(pilot, lambda: recorder.first(ev.PlaybackStarted, again) is not None, timeout=120,
-                       what="play after the restart")
-        await pilot.press("f8")
+    # it comes back on the same port: the studio finds it, and play works again
+    servers.append(await asyncio.to_thread(_restart, server.port))  # stopped by the caller
+    await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=120, what="the server back")
+    again = time.monotonic()
+    await pilot.press("f5")
+    await wait_for(pilot, lambda: recorder.first(ev.PlaybackStarted, again) is not None, timeout=120,
+                   what="play after the restart")
+    await pilot.press("f8")
 
 
 async def _local(tmp_path: Path) -> None:

@@ -1,37 +1,34 @@
 """The studio on a remote engine, with the network failing on purpose (a stand-in server, no model).
 
 Driven with Pilot like a user: the anchor list comes from the server; play; the server goes away
-mid-render -> an error notification within 2 s, no traceback, no failure modal, the UI loop never
-stalls 100 ms, script, settings and autosave intact; the server comes back on the same port -> the
-studio finds it again (backoff) and play works. A server that is down when the studio starts is a
-notification too, and the studio comes up once the server does.
+mid-render -> an error notification (once), no traceback, no failure modal, script, settings and
+autosave intact, and the link's blocking network calls all run off the UI thread: while the link is
+held in its reconnect the UI still handles key presses and timer ticks; the server comes back on the
+same port -> the studio finds it again (backoff) and play works. A server that is down when the studio
+starts is a notification too, and the studio comes up once the server does.
+
+No test here reads a clock: the stand-in holds a sentence until it is told, so the render is in
+progress when the server goes away on any machine, and the link's reconnect is held at a gate while
+the UI is shown to keep working (tests/support/remote.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from remote_support import FakeServer, free_port
-from studio_support import Recorder, wait_for
+from support.remote import FakeServer, LinkGate, refused_port
+from support.studio import Recorder, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(180)
 
 SCRIPT = "[ruby] Good evening. Here is the news.\nAnd now the weather. That was the news."
-# Eight sentences at 0.4 s each: after the first one is on screen, the server is stopped with seconds of
-# render still to come, however late a loaded machine shows the first (four sentences raced in CI).
 LONG_SCRIPT = SCRIPT + "\nTraffic is light. Markets closed higher.\nRain moves in tonight. Sport is next. Good night."
-
-
-@pytest.fixture(autouse=True)
-def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    from textual.widgets import TextArea
-
-    monkeypatch.setattr(TextArea, "cursor_blink", False)
 
 
 def _app(url: str, autosave: Path):  # noqa: ANN202
@@ -46,19 +43,22 @@ def _app(url: str, autosave: Path):  # noqa: ANN202
     return StudioApp(studio, autosave=Autosave(autosave, interval=0.0), welcome=False)
 
 
-def test_server_lost_mid_render_then_back(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_server_lost_mid_render_then_back(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     caplog.set_level(logging.INFO)
-    asyncio.run(_lost_mid_render(tmp_path, caplog))
+    asyncio.run(_lost_mid_render(tmp_path, caplog, monkeypatch))
 
 
-async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     from omnistudio.screens.error import ErrorModal
     from omnistudio.studio import events as ev
     from omnistudio.widgets.anchor_picker import AnchorPicker
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.telemetry import Telemetry
 
-    server = FakeServer(behaviour="slow", slow_s=0.4).start()
+    # The first sentence is answered, the next one held: when the server goes away, the take is mid-render.
+    server = FakeServer(behaviour="hold", free=1).start()
+    gate = LinkGate(monkeypatch)
     autosave = tmp_path / "autosave.script"
     app = _app(server.url, autosave)
     try:
@@ -66,7 +66,7 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> 
             screen = app.main_screen
             telemetry = screen.query_one(Telemetry)
             recorder = Recorder(app)
-            await wait_for(pilot, lambda: telemetry.engine_state == "ready", what="ready")
+            await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="ready")
             # the anchor list is the server's (the stand-in lists one anchor), the model line names it
             await wait_for(pilot, lambda: [r.id for r in screen.query_one(AnchorPicker).rows] == ["ruby"],
                            what="the server's roster")
@@ -74,55 +74,70 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> 
             editor = screen.query_one(ScriptEditor)
             editor.load_text(LONG_SCRIPT)
             settings = app.studio.settings
-            gaps: list[float] = []
-            stamps: list[float] = []
-            last = [time.perf_counter()]
+            ui_thread: set[int] = set()
+            ticks_while_held = [0]
 
-            def tick() -> None:
-                now = time.perf_counter()
-                gaps.append(now - last[0])
-                stamps.append(time.monotonic())
-                last[0] = now
+            def tick() -> None:  # a UI timer: it runs on the UI thread, and only while the UI loop runs
+                ui_thread.add(threading.get_ident())
+                if gate.held:
+                    ticks_while_held[0] += 1
 
             app.set_interval(0.01, tick)
             await pilot.press("f5")
-            await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered) is not None, what="a sentence")
+            await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered) is not None and server.holding.is_set(),
+                           timeout=60, what="a sentence played and the next one in the server's hands")
+            # from here every network call the link makes waits at the gate until it is released
+            await wait_for(pilot, gate.arm, what="no network call in flight")
             killed = time.monotonic()
-            stopping = asyncio.create_task(asyncio.to_thread(server.stop))  # it goes away mid-render
+            await asyncio.to_thread(server.stop)  # it goes away mid-render (its open connection closed)
+            await wait_for(pilot, lambda: gate.held or gate.expired, timeout=60, what="the link trying to reach the server again")
+            stuck = "the UI was stuck while the link was blocked on the network (the gate gave up waiting for its release)"
+            assert not gate.expired, stuck
+            # The link is blocked on the network: the UI still answers keys and runs its timers.
+            editor.focus()
+            editor.move_cursor((0, 0))
+            await pilot.press("right", "right", "right")
+            await wait_for(pilot, lambda: ticks_while_held[0] >= 5 or gate.expired, what="UI timer ticks while the link was blocked")
+            assert not gate.expired, stuck
+            assert gate.held and editor.cursor_location == (0, 3), "a key press was not handled while the link was blocked"
+            gate.release()
             await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="error") is not None,
-                           timeout=10, what="the error notification")
-            at, notice = recorder.first(ev.Notice, killed, severity="error")
-            await stopping
-            await pilot.pause(0.2)
-            shown = [n.message for n in app._notifications]  # noqa: SLF001
-            assert at - killed < 2.0, f"notified {at - killed:.2f} s after the server went away"
-            assert "mid-render" in notice.message or "unreachable" in notice.message
-            assert any(str(server.port) in m for m in shown), shown
+                           timeout=60, what="the error notification")
+            _, notice = recorder.first(ev.Notice, killed, severity="error")
+            assert "mid-render" in notice.message, notice.message
+            # on screen, naming the server (the offline state, reported before it, is shown by then)
+            await wait_for(pilot, lambda: any(str(server.port) in n.message for n in app._notifications),  # noqa: SLF001
+                           what="the notification on screen")
             assert telemetry.engine_state == "offline"
             assert not any(isinstance(s, ErrorModal) for s in app.screen_stack)
             assert recorder.first(ev.Failure) is None
             assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
-            # the fault's window: from the server going away to the notification being on screen
-            worst = max(g for g, t in zip(gaps, stamps) if t >= killed)
-            print(f"\nnotified {(at - killed) * 1000:.0f} ms after the server went away; "
-                  f"worst UI loop gap since then {worst * 1000:.0f} ms")
-            assert worst < 0.1, f"the UI loop stalled {worst * 1000:.0f} ms"
+            # every blocking network call of the link (connection attempts, GETs) ran off the UI thread,
+            # the reconnect after the server went away among them
+            assert len(ui_thread) == 1 and gate.threads(armed_only=True), gate.calls
+            assert not gate.threads() & ui_thread, "a network call ran on the UI thread"
             assert editor.text == LONG_SCRIPT and app.studio.settings == settings
             app.autosave.save(editor.text)
             assert autosave.read_text(encoding="utf-8") == LONG_SCRIPT
-            # the server comes back on the same port: the studio finds it (backoff), play works again
+            # The server comes back on the same port (the studio's link keeps its URL): the studio finds
+            # it (backoff), says so, and play works again; the fault was said once, not at every look.
             back = await asyncio.to_thread(FakeServer(port=server.port).start)
             try:
-                await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=20, what="back")
-                assert recorder.first(ev.Notice, killed, severity="information") is not None
+                await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="back")
+                await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="information") is not None,
+                               what="the notice that the server answers again")
+                errors = [e for at, e in recorder.events if at >= killed and isinstance(e, ev.Notice)
+                          and e.severity == "error"]
+                assert errors == [notice], errors
                 again = time.monotonic()
                 await pilot.press("f5")
                 await wait_for(pilot, lambda: recorder.first(ev.PlaybackStarted, again) is not None,
-                               what="play after the server came back")
+                               timeout=60, what="play after the server came back")
                 await wait_for(pilot, lambda: len(back.requests) >= 2, what="the take's requests")
             finally:
                 back.stop()
     finally:
+        gate.release()
         server.stop()
 
 
@@ -134,20 +149,20 @@ async def _down_at_start(tmp_path: Path) -> None:
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.telemetry import Telemetry
 
-    port = free_port()
-    app = _app(f"http://127.0.0.1:{port}", tmp_path / "autosave.script")
-    async with app.run_test(size=(120, 36)) as pilot:
-        telemetry = app.main_screen.query_one(Telemetry)
-        await wait_for(pilot, lambda: telemetry.engine_state == "offline", what="offline")
-        await wait_for(pilot, lambda: any("unreachable" in n.message for n in app._notifications),  # noqa: SLF001
-                       what="the notification")
-        editor = app.main_screen.query_one(ScriptEditor)
-        editor.focus()
-        await pilot.press("h", "i")  # the studio edits while the server is away
-        assert editor.text.endswith("hi")
-        server = FakeServer(port=port).start()
-        try:
-            await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=20, what="the server")
-            assert telemetry.where.startswith("fake on cpu @")
-        finally:
-            server.stop()
+    with refused_port() as held:  # nothing answers there until the server listens on this very socket
+        app = _app(f"http://127.0.0.1:{held.getsockname()[1]}", tmp_path / "autosave.script")
+        async with app.run_test(size=(120, 36)) as pilot:
+            telemetry = app.main_screen.query_one(Telemetry)
+            await wait_for(pilot, lambda: telemetry.engine_state == "offline", timeout=60, what="offline")
+            await wait_for(pilot, lambda: any("unreachable" in n.message for n in app._notifications),  # noqa: SLF001
+                           what="the notification")
+            editor = app.main_screen.query_one(ScriptEditor)
+            editor.focus()
+            await pilot.press("h", "i")  # the studio edits while the server is away
+            assert editor.text.endswith("hi")
+            server = FakeServer(sock=held).start()
+            try:
+                await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="the server")
+                assert telemetry.where.startswith("fake on cpu @")
+            finally:
+                server.stop()

@@ -20,11 +20,11 @@ SCRIPT = "[ruby] Good evening. Here is the news.\nAnd now the weather."
 
 def voice_resolver(engine: Any, voices_dir: Path) -> Any:
     """The studio's ``voice_for(item)``: an anchor -> its own recording in ``voices_dir``
-    (tests/voices_support.py writes them); in Spanish ruby borrows valentina's, as in the test
+    (tests/support.voices.py writes them); in Spanish ruby borrows valentina's, as in the test
     roster. A blend mixes the two anchors' prompts; any other voice is the first anchor's."""
     from omnistudio.engine.morph import blend_prompts
     from omnistudio.engine.reference import Reference
-    from voices_support import ANCHORS, transcript
+    from support.voices import ANCHORS, transcript
 
     def reference(anchor: str, lang: str) -> Reference:
         owner = "valentina" if (anchor, lang) == ("ruby", "es") else anchor
@@ -57,8 +57,9 @@ def make_app(engine: Any, voice_roster_file: Path, autosave_path: Path, **kwargs
     return StudioApp(studio, rows=ROWS, autosave=Autosave(autosave_path, interval=0.0), duo_list=DUOS, **kwargs)
 
 
-async def wait_for(pilot: Any, predicate: Any, timeout: float = 20.0, what: str = "condition") -> None:
-    """Let the app run until ``predicate()`` holds (no fixed sleeps)."""
+async def wait_for(pilot: Any, predicate: Any, timeout: float = 60.0, what: str = "condition") -> None:
+    """Let the app run until ``predicate()`` holds (no fixed sleeps). The timeout only bounds a hang, and is
+    generous for a loaded machine: no test asserts how long the wait took (timings belong in benches)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -68,7 +69,8 @@ async def wait_for(pilot: Any, predicate: Any, timeout: float = 20.0, what: str 
 
 
 class Recorder:
-    """Timestamps every controller event (wraps the report hook the app installs on mount); the remote studio tests use it."""
+    """Timestamps every controller event (wraps the report hook the app installs on mount); the remote studio
+    tests use it. The stamps order events against a moment (``since``); they are not for measuring."""
 
     def __init__(self, app) -> None:  # noqa: ANN001
         self.events: list[tuple[float, object]] = []
