@@ -238,7 +238,7 @@ def whisper() -> Any:
 @pytest.fixture(scope="session")
 def checker(whisper: Any) -> Any:
     """The speech-recognition check at its default threshold, on flite speech (needs flite)."""
-    from omnistudio.take.verify import TakeChecker
+    from omnistudio.projects.speech_check import TakeChecker
 
     if shutil.which("flite") is None:
         pytest.skip("Debian flite not installed: apt-get install flite (the CI test command does)")

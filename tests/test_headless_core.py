@@ -1,5 +1,5 @@
-"""The engine, audio, voices and take packages are a headless core: importing every module of them loads
-the core and never a UI, a client or argparse (the runtime side of pyproject's import contract)."""
+"""The engine, audio, voices, take and projects packages are a headless core: importing every module of
+them loads the core and never a UI, a client or argparse (the runtime side of pyproject's import contract)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ CORE = {
     "omnistudio.engine": {"engine", "model", "sampler", "morph", "reference", "checkpoints"},
     "omnistudio.audio": {"export", "loudness", "dsp", "finishing"},
     "omnistudio.voices": {"prompts", "roster", "blend", "resolve", "session"},
-    "omnistudio.take": {"pipeline", "stream", "link", "options", "project"},
+    "omnistudio.take": {"pipeline", "stream", "link", "options", "sinks"},
+    "omnistudio.projects": {"project", "chosen", "speech_check", "retake"},
 }
 
 # Run in a fresh interpreter: imports every module of the package with a spy on the import statement, and

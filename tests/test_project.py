@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from omnistudio.errors import UserError
-from omnistudio.take.project import MANIFEST, Project, decode_flac, open_or_create
-from omnistudio.take.verify import AsrResult
+from omnistudio.projects.project import MANIFEST, Project, decode_flac, open_or_create
+from omnistudio.projects.speech_check import AsrResult
 from support.audio import tone
 
 SCRIPT = "Good evening. Here is the news.\nRain is expected tomorrow."
@@ -142,7 +142,7 @@ KILL_LOOP = """
 import sys
 import numpy as np
 from pathlib import Path
-from omnistudio.take.project import Project
+from omnistudio.projects.project import Project
 path, script = Path(sys.argv[1]), sys.argv[2]
 project = Project.open(path)
 project.lines[0].history = [None] * 100_000  # a large manifest: a save spends most of its time writing it
@@ -183,7 +183,7 @@ KILL_INSIDE = """
 import os, signal, sys
 import numpy as np
 from pathlib import Path
-from omnistudio.take.project import Project
+from omnistudio.projects.project import Project
 path, script, target = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 real_text, real_bytes = Path.write_text, Path.write_bytes
 
@@ -218,7 +218,7 @@ def test_killed_halfway_through_writing_a_file_the_previous_project_opens(tmp_pa
 
 
 def test_stepping_through_takes_and_the_previous_choice(tmp_path: Path) -> None:
-    from omnistudio.take.retake import regenerate
+    from omnistudio.projects.retake import regenerate
 
     project = make_project(tmp_path / "news.omniproj")
     line = project.lines[0]

@@ -15,7 +15,7 @@ import soundfile as sf
 
 from omnistudio.cli import main
 from omnistudio.take.link import LinkInfo, Rendered
-from omnistudio.take.project import MANIFEST, Project
+from omnistudio.projects.project import MANIFEST, Project
 from support.speech import GOOD, MINISTER, WRONG, Recordings, flite
 from support.audio import REF_TEXT
 
@@ -83,9 +83,18 @@ def test_project_render_reuses_chosen_takes_bit_for_bit(tmp_path: Path, ref_wav:
 def test_render_verify_retakes_and_lists_takes_in_the_sidecar(checker: Any, tmp_path: Path, ref_wav: Path,  # noqa: F811
                                                                monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     import omnistudio.commands.takes as takes
+    from omnistudio.projects import retake
 
     synth = Recordings({MINISTER: [WRONG, MINISTER]})
     monkeypatch.setattr(takes, "engine_link", lambda *_a: FliteLink(synth))
+    retakes: list[int] = []  # the retakes go through the pipeline synthesiser the studio's F9 uses
+    shared = retake.pipeline_synth
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        inner = shared(*args, **kwargs)
+        return lambda line, seed: (retakes.append(seed), inner(line, seed))[1]
+
+    monkeypatch.setattr(retake, "pipeline_synth", spy)
     script = tmp_path / "s.txt"
     script.write_text(f"{GOOD}\n{MINISTER}\n", encoding="utf-8")
     out = tmp_path / "out.flac"
@@ -98,7 +107,7 @@ def test_render_verify_retakes_and_lists_takes_in_the_sidecar(checker: Any, tmp_
     assert report[1]["takes"][0]["passed"] is False and report[1]["takes"][1]["passed"] is True
     assert report[1]["chosen"] == report[1]["takes"][1]["id"]
     assert report[1]["takes"][1]["wer"] <= 0.15 < report[1]["takes"][0]["wer"]
-    assert len(synth.calls) == 3
+    assert len(synth.calls) == 3 and retakes == [synth.calls[-1][1]]
     pcm, rate = sf.read(str(out), dtype="float32")
     assert rate == 24_000 and len(pcm) / rate > (len(flite(GOOD)) + len(flite(MINISTER))) / 24_000
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from omnistudio.take.project import Project
-from omnistudio.take.retake import new_seed, render_line, take_sentences, takes_report
-from omnistudio.take.verify import DEFAULT_THRESHOLD, TakeChecker, check_threshold
+from omnistudio.projects.project import Project
+from omnistudio.projects.retake import new_seed, render_line, take_sentences, takes_report
+from omnistudio.projects.speech_check import DEFAULT_THRESHOLD, TakeChecker, check_threshold
 from omnistudio.voices.asr import Transcriber
 from support.speech import DROPPED, GLUE, MINISTER, SCRIPT, WRONG, Recordings, flite
 

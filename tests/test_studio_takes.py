@@ -13,7 +13,7 @@ from support.wait import wait_until as wait
 
 from omnistudio.studio.events import PlaybackFinished, TakesChanged
 from omnistudio.studio.settings import StudioSettings
-from omnistudio.take.project import Project
+from omnistudio.projects.project import Project
 
 SCRIPT = "Good evening. Here is the news.\nAnd now the weather."
 
@@ -34,7 +34,10 @@ def finished(studio: Any, count: int) -> None:
     wait(lambda: studio._commands.empty() and studio.state == "ready", what="idle")
 
 
-def test_takes_in_the_studio(studio: Any, tmp_path: Path) -> None:  # noqa: C901
+def test_takes_in_the_studio(studio: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: C901
+    import omnistudio.studio.takes as studio_takes
+    from omnistudio.projects import retake
+
     path = tmp_path / "news.omniproj"
     studio.takes.open(path, SCRIPT)
     studio.play(SCRIPT)
@@ -43,9 +46,19 @@ def test_takes_in_the_studio(studio: Any, tmp_path: Path) -> None:  # noqa: C901
     assert [len(ln.takes) for ln in project.lines] == [1, 1, 1] and not project.missing()
     first = [ln.takes[0] for ln in project.lines]
 
-    # F9 on sentence 2: a new take with a new seed, chosen; the others untouched
+    # F9 on sentence 2: a new take with a new seed, chosen; the others untouched. It is the one
+    # retake.regenerate (what render's retakes share), not a copy of it in the studio.
+    regenerated: list[Any] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        take = retake.regenerate(*args, **kwargs)
+        regenerated.append((args[1], take))
+        return take
+
+    monkeypatch.setattr(studio_takes, "regenerate", spy)
     studio.takes.regenerate(SCRIPT, 1)
     finished(studio, 2)
+    assert [(index, take.id) for index, take in regenerated] == [(1, project.lines[1].takes[-1].id)]
     from omnistudio.studio.events import Failure
     assert not [e for e in studio.events if isinstance(e, Failure)]
     line = project.lines[1]
@@ -73,7 +86,7 @@ def test_takes_in_the_studio(studio: Any, tmp_path: Path) -> None:  # noqa: C901
     assert reopened.problems == [] and [ln.chosen for ln in reopened.lines] == [ln.chosen for ln in project.lines]
 
     # export: the chosen takes through render's finishing path, bit for bit
-    from omnistudio.take.chosen import write_chosen
+    from omnistudio.projects.chosen import write_chosen
     from omnistudio.take.pipeline import plan
 
     out, reference = tmp_path / "export.wav", tmp_path / "render.wav"

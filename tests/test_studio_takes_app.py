@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support.studio import make_app, wait_for
 
-from omnistudio.take.project import Project
+from omnistudio.projects.project import Project
 
 pytestmark = pytest.mark.timeout(180)
 SCRIPT = "Good evening. Here is the news.\nAnd now the weather."

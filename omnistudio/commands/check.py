@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_language
-    from omnistudio.take.project import SUFFIX
-    from omnistudio.take.verify import check_threshold
+    from omnistudio.projects.project import SUFFIX
+    from omnistudio.projects.speech_check import check_threshold
 
     threshold = check_threshold(args.threshold)
     is_project = args.target.suffix == SUFFIX
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _checker(model_dir: Path | None, threshold: float) -> Any:
-    from omnistudio.take.verify import TakeChecker
+    from omnistudio.projects.speech_check import TakeChecker
     from omnistudio.voices.asr import Transcriber, find_model_dir
 
     return TakeChecker(Transcriber(find_model_dir(model_dir)), threshold)
@@ -74,7 +74,7 @@ def _check_file(args: argparse.Namespace, checker: Any) -> dict[str, Any]:
 
 def _open_project(args: argparse.Namespace) -> Any:
     from omnistudio.console import err_console
-    from omnistudio.take.project import Project
+    from omnistudio.projects.project import Project
 
     project = Project.open(args.target)
     for problem in project.problems:
@@ -89,7 +89,7 @@ def _check_project(args: argparse.Namespace, project: Any, checker: Any) -> list
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from omnistudio.console import err_console
-    from omnistudio.take.retake import check_take
+    from omnistudio.projects.retake import check_take
 
     todo = [(i, t) for i, line in enumerate(project.lines)
             for t in (line.fresh_takes if args.all else [line.chosen_take]) if t is not None]

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         app_args = {"subtitle": f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
                     "banner": banner}
     if getattr(args, "project", None) is not None:
-        from omnistudio.take.project import MANIFEST, SCRIPT, check_project_path
+        from omnistudio.projects.project import MANIFEST, SCRIPT, check_project_path
 
         path = check_project_path(args.project)
         exists = (path / MANIFEST).exists() or (path / SCRIPT).exists()

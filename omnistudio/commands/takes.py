@@ -39,7 +39,7 @@ def wanted(args: argparse.Namespace) -> bool:
 
 def open_checker(args: argparse.Namespace) -> Any:
     """The take checker for --verify (None without it); fails in one line before any model loads."""
-    from omnistudio.take.verify import TakeChecker, check_threshold
+    from omnistudio.projects.speech_check import TakeChecker, check_threshold
 
     threshold = check_threshold(args.threshold)
     if args.retake and not args.verify:
@@ -56,7 +56,7 @@ def open_checker(args: argparse.Namespace) -> Any:
 def open_project(args: argparse.Namespace, text: str, lang: str, voice: Any) -> Any:
     """The --project folder brought up to the script, or a project that is never saved."""
     from omnistudio.console import err_console
-    from omnistudio.take.project import Project, open_or_create
+    from omnistudio.projects.project import Project, open_or_create
 
     key = voice.key() if voice is not None else ""
     if args.project is None:
@@ -83,10 +83,9 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from omnistudio.console import err_console, status
-    from omnistudio.take.chosen import keep_rendered
-    from omnistudio.take.link import RenderItem
+    from omnistudio.projects.chosen import keep_rendered
+    from omnistudio.projects.retake import pipeline_synth, take_sentences
     from omnistudio.take.pipeline import Take, plan
-    from omnistudio.take.retake import take_sentences
 
     if args.play:
         raise UserError("--project/--verify write a file from the chosen takes: use -o, not --play")
@@ -109,19 +108,12 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
                 on_chunk=lambda chunk: bar.update(task, advance=1, description=f"sentence {chunk.sentence_id + 1}"))
             keep_rendered(project, [planned[i] for i in todo], first.chunks, options)
 
-        def synth(line: Any, seed: int) -> Any:
-            index = next(i for i, ln in enumerate(project.lines) if ln is line)
-            [done] = link.render([RenderItem(index, line.text, planned[index].voice, line.lang, seed)], options)
-            if not done.ok:
-                raise UserError(f"sentence {index + 1}: {done.error}")
-            return done.pcm
-
         retaken: list[int] = []
         if checker is not None:
             check = bar.add_task("", total=len(project), phase="checking")
-            retaken = take_sentences(
-                project, synth, lambda i, line: planned[i].seed, num_step=options.num_step,
-                guidance=options.guidance_scale, checker=checker, retakes=args.retake,
+            retaken = take_sentences(  # retakes through the pipeline, like the studio's F9
+                project, pipeline_synth(project, planned, link, options), lambda i, line: planned[i].seed,
+                num_step=options.num_step, guidance=options.guidance_scale, checker=checker, retakes=args.retake,
                 progress=lambda msg: bar.update(check, description=msg),
                 done=lambda i: bar.update(check, advance=1, description=f"sentence {i + 1}"))
     if args.project is not None:
@@ -139,8 +131,8 @@ def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_fac
 
     from omnistudio.audio.export import write_json
     from omnistudio.console import err_console
-    from omnistudio.take.chosen import write_chosen
-    from omnistudio.take.retake import takes_report
+    from omnistudio.projects.chosen import write_chosen
+    from omnistudio.projects.retake import takes_report
 
     started = time.perf_counter()
     done = render_takes(args, text, script, options, link_factory)

@@ -3,23 +3,24 @@ choose (Enter on the take list), undo (Ctrl+Z).
 
 The UI thread calls the public methods; each queues a command on the controller's engine thread,
 which alone touches the project (renders, plays, saves). Plays and exports of the script use the
-chosen takes (:func:`omnistudio.take.chosen.use_chosen`); what a play renders becomes a take.
+chosen takes (:func:`omnistudio.projects.chosen.use_chosen`); what a play renders becomes a take.
+F9 is :func:`omnistudio.projects.retake.regenerate` over the pipeline synthesiser that plays as it renders.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from omnistudio.errors import UserError
 from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
-from omnistudio.take.chosen import keep_rendered, use_chosen
-from omnistudio.take.link import Rendered
-from omnistudio.take.pipeline import Take, build_take, cache_key
-from omnistudio.take.project import Project, open_or_create
-from omnistudio.take.retake import new_seed
+from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
+from omnistudio.projects.project import Project, open_or_create
+from omnistudio.projects.retake import pipeline_synth, regenerate
+from omnistudio.take.pipeline import Take, TakeResult, build_take
 
 
 class ProjectTakes:
@@ -115,50 +116,47 @@ class ProjectTakes:
             raise UserError(f"there is no sentence {index + 1}")
         return build_take(self.studio.link, sentences, options, self.studio.cache).sentences[0]
 
-    def _play(self, cancel: threading.Event, planned: list[Any], options: Any, then: Any = None) -> Any:
-        """Play planned sentences (cache hits or rendered) through the controller's player; ``then(result)``
-        runs before the play is reported finished."""
-        from omnistudio.take.sinks import PlayerSink
-
+    @contextmanager
+    def _playing(self) -> Iterator[None]:
+        """The controller is "rendering" for the block; the play is reported finished after it
+        (cancelled unless the block ran to its end)."""
         studio = self.studio
-        take = Take(studio.link, planned, options, studio.cache)
         studio._set_state("rendering")
         finished = False
         try:
-            result = take.run([PlayerSink(studio.player, cancel, lambda start, end, chunk:
-                                          studio.schedule.add(start, end, chunk.sentence.id))],
-                              progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
-            if then is not None:
-                then(result)
+            yield
             finished = True
-            return result
         finally:
             studio._set_state("ready")
             studio.report(PlaybackFinished(cancelled=not finished))
 
-    def _stored(self, planned: Any, take: Any, options: Any) -> Any:
-        """``planned`` as ``take`` (its seed, its audio in the cache)."""
-        assert self.project is not None
-        sentence = replace(planned, seed=take.seed)
-        self.studio.cache.put(cache_key(self.studio.link, sentence, options),
-                              Rendered(sentence.id, self.project.audio(take)))
-        return sentence
+    def _run(self, take: Take, cancel: threading.Event) -> TakeResult:
+        """Run ``take`` (cache hits or rendered) through the controller's player."""
+        from omnistudio.take.sinks import PlayerSink
+
+        studio = self.studio
+        return take.run([PlayerSink(studio.player, cancel, lambda start, end, chunk:
+                                    studio.schedule.add(start, end, chunk.sentence.id))],
+                        progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
+
+    def _play(self, cancel: threading.Event, planned: list[Any], options: Any) -> TakeResult:
+        """Play planned sentences (cache hits or rendered) through the controller's player."""
+        with self._playing():
+            return self._run(Take(self.studio.link, planned, options, self.studio.cache), cancel)
 
     def _regenerate(self, index: int, cancel: threading.Event, options: Any) -> None:
+        """F9: :func:`regenerate`, its try played as it renders; the new take is chosen and saved
+        before the play is reported finished."""
         assert self.project is not None
-        line = self.project.lines[index]
         planned = self._planned(index, options)
-        seed = new_seed(planned.seed, [t.seed for t in line.takes], len(line.takes) + 1)
-
-        def keep(result: Any) -> None:
-            assert self.project is not None
-            take = self.project.add_take(index, result.chunks[0][0], seed=seed, num_step=options.num_step,
-                                         guidance=options.guidance_scale, choose=True)
+        synth = pipeline_synth(self.project, [planned], self.studio.link, options, self.studio.cache,
+                               run=lambda take: self._run(take, cancel))
+        with self._playing():
+            take = regenerate(self.project, index, synth, base_seed=planned.seed, num_step=options.num_step,
+                              guidance=options.guidance_scale)
             self.cursor[index] = take.id
             self.played.append(take.id)
             self._save(take.id)
-
-        self._play(cancel, [replace(planned, seed=seed)], options, keep)
 
     def _step(self, index: int, offset: int, cancel: threading.Event, options: Any) -> None:
         assert self.project is not None
@@ -167,7 +165,9 @@ class ProjectTakes:
             raise UserError(f"sentence {index + 1} has no takes yet: play it or press F9")
         self.cursor[index] = take.id
         self.played.append(take.id)
-        self._play(cancel, [self._stored(self._planned(index, options), take, options)], options)
+        planned = use_take(self.project, self._planned(index, options), take, options, self.studio.link,
+                           self.studio.cache)
+        self._play(cancel, [planned], options)
         self._report(take.id)
 
     def _compare(self, index: int, cancel: threading.Event, options: Any) -> None:
@@ -178,7 +178,8 @@ class ProjectTakes:
             raise UserError(f"sentence {index + 1} needs a chosen take and an earlier choice to compare")
         planned = self._planned(index, options)
         self.played.extend([a.id, b.id])
-        self._play(cancel, [self._stored(planned, a, options), self._stored(planned, b, options)], options)
+        self._play(cancel, [use_take(self.project, planned, t, options, self.studio.link, self.studio.cache)
+                            for t in (a, b)], options)
 
     def _choose(self, index: int, take_id: str | None) -> None:
         assert self.project is not None

@@ -29,7 +29,7 @@ import numpy as np
 
 from omnistudio.audio.export import atomic_write_bytes
 from omnistudio.errors import UserError
-from omnistudio.take.verify import AsrResult
+from omnistudio.projects.speech_check import AsrResult
 
 FORMAT = 1
 SUFFIX = ".omniproj"
@@ -64,8 +64,9 @@ def decode_flac(data: bytes) -> tuple[np.ndarray, int]:
 
 
 @dataclass(frozen=True)
-class Take:
-    """One rendering of one sentence."""
+class StoredTake:
+    """One rendering of one sentence, stored in the project (``takes/ID.flac`` and its manifest entry);
+    not the pipeline's :class:`omnistudio.take.pipeline.Take`, which renders."""
 
     id: str  # SHA-256 (first ID_CHARS hex) of the FLAC bytes: the file is takes/ID.flac
     voice: str  # the voice key (anchor, "a+b@0.70", "rec:...")
@@ -91,7 +92,7 @@ class Take:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Take:
+    def from_dict(cls, data: dict[str, Any]) -> StoredTake:
         asr = data.get("asr")
         lufs = data.get("loudness_lufs")
         return cls(id=str(data["id"]), voice=str(data["voice"]), lang=str(data["lang"]), seed=int(data["seed"]),
@@ -109,7 +110,7 @@ class Line:
     voice: str
     lang: str
     line: int  # 1-based script line (pauses between lines are longer)
-    takes: list[Take] = field(default_factory=list)
+    takes: list[StoredTake] = field(default_factory=list)
     chosen: str | None = None  # a take id
     history: list[str | None] = field(default_factory=list)  # earlier choices, for undo
 
@@ -117,11 +118,11 @@ class Line:
     def text_hash(self) -> str:
         return text_hash(self.text)
 
-    def is_fresh(self, take: Take) -> bool:
+    def is_fresh(self, take: StoredTake) -> bool:
         return (take.text_hash, take.voice, take.lang) == (self.text_hash, self.voice, self.lang)
 
     @property
-    def fresh_takes(self) -> list[Take]:
+    def fresh_takes(self) -> list[StoredTake]:
         return [t for t in self.takes if self.is_fresh(t)]
 
     @property
@@ -130,7 +131,7 @@ class Line:
         return bool(self.takes) and not self.fresh_takes
 
     @property
-    def chosen_take(self) -> Take | None:
+    def chosen_take(self) -> StoredTake | None:
         take = next((t for t in self.takes if t.id == self.chosen), None)
         return take if take is not None and self.is_fresh(take) else None
 
@@ -147,7 +148,7 @@ class Line:
             self.history.append(self.chosen)
             self.chosen = take_id
 
-    def step(self, take_id: str | None, offset: int) -> Take | None:
+    def step(self, take_id: str | None, offset: int) -> StoredTake | None:
         """The fresh take ``offset`` places from ``take_id`` (the chosen one when None), clamped to
         the ends: what Alt+Left/Right in the studio moves to."""
         fresh = self.fresh_takes
@@ -157,7 +158,7 @@ class Line:
         at = next((i for i, t in enumerate(fresh) if t.id == current), len(fresh) - 1)
         return fresh[max(0, min(len(fresh) - 1, at + offset))]
 
-    def previous_take(self) -> Take | None:
+    def previous_take(self) -> StoredTake | None:
         """The fresh take chosen before the current one (the B of an A/B comparison)."""
         for take_id in reversed(self.history):
             take = next((t for t in self.takes if t.id == take_id), None)
@@ -212,7 +213,8 @@ class Project:
 
     # ----------------------------------------------------------------- takes
     def add_take(self, index: int, pcm: np.ndarray, *, seed: int, num_step: int, guidance: float,
-                 asr: AsrResult | None = None, choose: bool = True, sample_rate: int | None = None) -> Take:
+                 asr: AsrResult | None = None, choose: bool = True,
+                 sample_rate: int | None = None) -> StoredTake:
         """Store a rendering of sentence ``index`` (float32 mono) as a new take and return it. The
         audio is kept as the FLAC file will give it back, so what plays is what is stored."""
         from omnistudio.audio.loudness import measure
@@ -227,9 +229,10 @@ class Project:
         existing = next((t for t in line.takes if t.id == take_id), None)
         if existing is None:
             lufs = measure(stored, rate).integrated_lufs
-            existing = Take(take_id, line.voice, line.lang, int(seed), int(num_step), float(guidance), line.text_hash,
-                            round(stored.size / rate, 4), None if not np.isfinite(lufs) else round(float(lufs), 2),
-                            asr, datetime.now(UTC).isoformat(timespec="seconds"))
+            existing = StoredTake(take_id, line.voice, line.lang, int(seed), int(num_step), float(guidance),
+                                  line.text_hash, round(stored.size / rate, 4),
+                                  None if not np.isfinite(lufs) else round(float(lufs), 2), asr,
+                                  datetime.now(UTC).isoformat(timespec="seconds"))
             line.takes.append(existing)
             self._pending[take_id] = data
         self._audio[take_id] = stored
@@ -237,7 +240,7 @@ class Project:
             line.choose(existing.id)
         return existing
 
-    def set_asr(self, index: int, take_id: str, asr: AsrResult) -> Take:
+    def set_asr(self, index: int, take_id: str, asr: AsrResult) -> StoredTake:
         line = self.lines[index]
         for i, take in enumerate(line.takes):
             if take.id == take_id:
@@ -245,7 +248,7 @@ class Project:
                 return line.takes[i]
         raise UserError(f"no take {take_id} for sentence {index + 1}")
 
-    def audio(self, take: Take) -> np.ndarray:
+    def audio(self, take: StoredTake) -> np.ndarray:
         """The take's samples (float32 mono at ``sample_rate``)."""
         if take.id not in self._audio:
             data = self._pending.get(take.id)
@@ -257,7 +260,7 @@ class Project:
             self._audio[take.id] = decode_flac(data)[0]
         return self._audio[take.id]
 
-    def chosen(self) -> Iterator[tuple[int, Line, Take | None]]:
+    def chosen(self) -> Iterator[tuple[int, Line, StoredTake | None]]:
         for index, line in enumerate(self.lines):
             yield index, line, line.chosen_take
 
@@ -344,9 +347,9 @@ class Project:
         return project
 
 
-def _open_take(folder: Path, number: int, raw: Any, problems: list[str]) -> Take | None:
+def _open_take(folder: Path, number: int, raw: Any, problems: list[str]) -> StoredTake | None:
     try:
-        take = Take.from_dict(raw)
+        take = StoredTake.from_dict(raw)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         problems.append(f"sentence {number}: a take entry is damaged ({exc}); it was dropped")
         return None

@@ -11,10 +11,10 @@ from omnistudio.errors import UserError
 from omnistudio.take.link import LinkInfo, Rendered
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
-from omnistudio.take.project import Project
+from omnistudio.projects.project import Project, StoredTake
 
 
-class StoredTakes:
+class StoredTakesLink:
     """The link of a take made only of stored takes: it renders nothing (the cache holds every sentence)."""
 
     def __init__(self, sample_rate: int) -> None:
@@ -39,10 +39,18 @@ def use_chosen(project: Project, sentences: list[PlannedSentence], options: Take
         take = line.chosen_take
         if take is not None and (line.text, take.voice, take.lang) == (sentence.text, sentence.voice.key(),
                                                                        sentence.lang):
-            sentence = replace(sentence, seed=take.seed)
-            cache.put(cache_key(link, sentence, options), Rendered(sentence.id, project.audio(take)))
+            sentence = use_take(project, sentence, take, options, link, cache)
         out.append(sentence)
     return out
+
+
+def use_take(project: Project, sentence: PlannedSentence, take: StoredTake, options: TakeOptions, link: Any,
+             cache: TakeCache) -> PlannedSentence:
+    """``sentence`` as the stored ``take`` plays it: the take's seed, and its audio in ``cache``, so
+    a pipeline take of it renders nothing (what the studio's step and A/B play)."""
+    sentence = replace(sentence, seed=take.seed)
+    cache.put(cache_key(link, sentence, options), Rendered(sentence.id, project.audio(take)))
+    return sentence
 
 
 def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: list[tuple[Any, float, int]],
@@ -68,9 +76,11 @@ def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeO
     if missing:
         raise UserError(f"sentence {missing[0] + 1} has no chosen take ({len(missing)} of {len(project)}): "
                         "render it first")
-    link = link or StoredTakes(project.sample_rate)
+    link = link or StoredTakesLink(project.sample_rate)
     cache = TakeCache(max_bytes=1 << 62)  # holds the whole project: nothing is rendered
     return Take(link, use_chosen(project, planned, options, link, cache), options, cache, base_seed=options.seed)
+
+
 def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions, output: Path) -> Any:
     """Write the chosen takes to ``output`` through the pipeline's file sink; the FinishedRender."""
     from omnistudio.take.sinks import FileSink

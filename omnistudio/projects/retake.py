@@ -2,19 +2,23 @@
 seeds while the check fails, and choose the take with the lowest word error rate.
 
 Rendering goes through a *synthesiser*: any callable ``(line, seed) -> float32 PCM`` at the
-project's rate. ``render`` passes one over the engine; tests pass recordings of real speech.
+project's rate. ``render`` and the studio pass :func:`pipeline_synth` (the take pipeline over their
+link); tests pass recordings of real speech.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from omnistudio.take.project import Line, Project, Take
-from omnistudio.take.verify import TakeChecker
+from omnistudio.projects.project import Line, Project, StoredTake
+from omnistudio.projects.speech_check import TakeChecker
+from omnistudio.take.options import TakeOptions
+from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, TakeResult
 
 Synthesise = Callable[[Line, int], np.ndarray]
 Progress = Callable[[str], None]
@@ -33,12 +37,30 @@ def new_seed(seed: int, used: Sequence[int] | set[int], attempt: int = 1) -> int
         attempt += 1
 
 
-def _error(take: Take) -> float:
+def pipeline_synth(project: Project, planned: Sequence[PlannedSentence], link: Any, options: TakeOptions,
+                   cache: TakeCache | None = None, run: Callable[[Take], TakeResult] | None = None) -> Synthesise:
+    """The synthesiser of ``render`` and the studio: a line's planned sentence (``planned``, by
+    sentence id = line index) with the try's seed, rendered as a pipeline take of that one sentence
+    through ``link`` (``cache``: where the take keeps what it renders). ``run(take)`` runs it (the
+    studio plays it on the way); default ``take.run()``."""
+    by_id = {p.id: p for p in planned}
+
+    def synth(line: Line, seed: int) -> np.ndarray:
+        index = next(i for i, ln in enumerate(project.lines) if ln is line)
+        take = Take(link, [replace(by_id[index], seed=seed)], options, cache)
+        result = take.run() if run is None else run(take)
+        pcm: np.ndarray = result.chunks[0][0]
+        return pcm
+
+    return synth
+
+
+def _error(take: StoredTake) -> float:
     """Sort key: a failed or checked take by its WER; an unchecked take counts as 0 (it cannot be judged)."""
     return take.asr.wer if take.asr is not None and take.asr.wer is not None else 0.0
 
 
-def check_take(project: Project, index: int, take: Take, checker: TakeChecker) -> Take:
+def check_take(project: Project, index: int, take: StoredTake, checker: TakeChecker) -> StoredTake:
     """Run the check on a stored take and record the result with it."""
     line = project.lines[index]
     result = checker.check(project.audio(take), project.sample_rate, line.text, line.lang)
@@ -47,7 +69,7 @@ def check_take(project: Project, index: int, take: Take, checker: TakeChecker) -
 
 def render_line(project: Project, index: int, synth: Synthesise, *, seed: int, num_step: int, guidance: float,
                 checker: TakeChecker | None = None, retakes: int = 0, progress: Progress | None = None,
-                tries: list[Take] | None = None) -> list[Take]:
+                tries: list[StoredTake] | None = None) -> list[StoredTake]:
     """Render sentence ``index`` with ``seed``; with a checker, while the take fails, render it again
     with a new seed, up to ``retakes`` more times. The take with the lowest WER is chosen (the
     earliest among equals). ``tries``: takes already made that count as tries. Returns every try."""
@@ -73,7 +95,7 @@ def render_line(project: Project, index: int, synth: Synthesise, *, seed: int, n
 
 
 def regenerate(project: Project, index: int, synth: Synthesise, *, base_seed: int, num_step: int, guidance: float,
-               checker: TakeChecker | None = None) -> Take:
+               checker: TakeChecker | None = None) -> StoredTake:
     """One more take of sentence ``index`` with a seed none of its takes has; it becomes the chosen
     take (undo goes back). What F9 in the studio does."""
     line = project.lines[index]
