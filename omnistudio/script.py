@@ -28,8 +28,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
-from omnistudio.checks import LANGUAGES, check_language
+from omnistudio.checks import LANGUAGES, check_alpha, check_language, check_pair
 from omnistudio.errors import UserError
 
 MAX_SCRIPT_BYTES = 64 * 1024  # about an hour of speech; bounds render memory (the whole take is stitched)
@@ -74,8 +75,6 @@ class Blend:
     alpha: float = 0.5
 
     def __post_init__(self) -> None:
-        from omnistudio.checks import check_alpha, check_pair
-
         a, b = self.a.strip().lower(), self.b.strip().lower()
         check_pair(a, b)
         object.__setattr__(self, "a", a)
@@ -156,7 +155,8 @@ def _blend(name: str, body: str, line: int) -> Blend:
     if not (SPEAKER_RE.match(a) and SPEAKER_RE.match(b)):
         raise UserError(f"line {line}: bad blend tag '[{body}]': use [a+b@0.7] with two anchor ids")
     try:
-        return Blend(a, b, alpha if alpha else 0.5)
+        check_pair(a, b)  # first, as Blend checks them: the same error wins when both are wrong
+        return Blend(a, b, check_alpha(alpha) if alpha else 0.5)
     except UserError as exc:
         raise UserError(f"line {line}: {exc}") from None
 
@@ -207,11 +207,23 @@ def split_tag(line_text: str, line: int) -> tuple[Tag | None, str]:
 
 
 # ---------------------------------------------------------------- sentences
+class _Span(Protocol):
+    """A sentence of pysbd's ``char_span`` output: its source offsets."""
+
+    start: int
+    end: int
+
+
+class _Segmenter(Protocol):
+    def segment(self, text: str) -> list[_Span]: ...
+
+
 @lru_cache(maxsize=4)
-def _segmenter(lang: str):  # noqa: ANN202
+def _segmenter(lang: str) -> _Segmenter:
     import pysbd
 
-    return pysbd.Segmenter(language=lang, clean=False, char_span=True)
+    segmenter: _Segmenter = pysbd.Segmenter(language=lang, clean=False, char_span=True)
+    return segmenter
 
 
 def _ends_in_abbreviation(fragment: str, lang: str) -> bool:

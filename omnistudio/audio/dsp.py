@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.signal import butter, lfilter, sosfilt
 
 from omnistudio.errors import UserError
@@ -74,7 +75,7 @@ def synth_breath(seconds: float, sample_rate: int, level_db: float = -42.0,
     rng = rng or np.random.default_rng(0)
     n = max(1, int(seconds * sample_rate))
     sos = butter(2, [350.0, min(3500.0, 0.45 * sample_rate)], btype="bandpass", fs=sample_rate, output="sos")
-    noise = sosfilt(sos, rng.standard_normal(n + 256))[256:]
+    noise: NDArray[np.float64] = sosfilt(sos, rng.standard_normal(n + 256))[256:]
     noise /= max(float(np.sqrt(np.mean(noise * noise))), 1e-12)
     attack = max(1, int(0.35 * n))
     env = np.empty(n)

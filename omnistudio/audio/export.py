@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from omnistudio.checks import check_number
 from omnistudio.errors import UserError
@@ -67,7 +69,7 @@ def check_not_input(output: Path, inputs: dict[str, Path | None], sidecar: bool 
                                 "choose another output path")
 
 
-def stage(path: Path, write: Any, suffix: str = "", mode: int = 0o644) -> Path:
+def stage(path: Path, write: Callable[[Path], object], suffix: str = "", mode: int = 0o644) -> Path:
     """Call ``write(tmp_path)`` on a hidden temp file beside ``path``, fsync it and set its mode;
     return the temp path (removed again if anything fails). Temps left by a killed run are swept
     the next time something is written in that folder."""
@@ -114,7 +116,7 @@ def discard(staged: list[tuple[Path, Path]]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def atomic_write_bytes(path: Path, write: Any, suffix: str = "", mode: int = 0o644) -> None:
+def atomic_write_bytes(path: Path, write: Callable[[Path], object], suffix: str = "", mode: int = 0o644) -> None:
     """Call ``write(tmp_path)`` then rename over ``path`` (file mode ``mode``); a crash leaves the old file intact."""
     commit([(stage(path, write, suffix, mode), path)])
 
@@ -202,7 +204,7 @@ def _os_error_of(exc: BaseException, path: Path) -> BaseException:
     return OSError(errno.EIO, f"cannot write audio ({exc})", str(path))
 
 
-def json_writer(payload: dict[str, Any]) -> Any:
+def json_writer(payload: dict[str, Any]) -> Callable[[Path], object]:
     return lambda tmp: tmp.write_text(json.dumps(payload, indent=2) + "\n")
 
 
@@ -239,10 +241,10 @@ def limit_true_peak(pcm: np.ndarray, sample_rate: int, ceiling_db: float, window
     from scipy.signal import resample_poly
 
     x = np.asarray(pcm, dtype=np.float64)
-    env = np.abs(resample_poly(x, 4, 1)).reshape(-1, 4).max(axis=1)
+    env: NDArray[np.float64] = np.abs(resample_poly(x, 4, 1)).reshape(-1, 4).max(axis=1)
     need = np.minimum(1.0, 10 ** (ceiling_db / 20) / np.maximum(env, 1e-12))
     half = max(1, int(window_ms * sample_rate / 1000))
-    gain = minimum_filter1d(need, size=2 * half + 1, mode="nearest")
+    gain: NDArray[np.float64] = minimum_filter1d(need, size=2 * half + 1, mode="nearest")
     weights = np.hanning(2 * half + 3)[1:-1]
     gain = np.convolve(np.pad(gain, half, mode="edge"), weights / weights.sum(), mode="valid")
     return x * np.minimum(gain, need)
@@ -298,10 +300,14 @@ def _json_safe(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 4) if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return _json_safe_dict(value)
     if isinstance(value, (list, tuple)):
         return [_json_safe(v) for v in value]
     return value
+
+
+def _json_safe_dict(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: _json_safe(v) for k, v in value.items()}
 
 
 def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[str, Any], *,
@@ -317,4 +323,4 @@ def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[s
         payload["engine"] = engine
     if source is not None:
         payload["source"] = source  # what the audio was made from (script hash, voice, model, seed...)
-    return _json_safe(payload)
+    return _json_safe_dict(payload)

@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
 from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, Stitcher, chunk_fields
 from omnistudio.audio.export import (TARGET_LUFS, TRUE_PEAK_DBTP, AudioWriter, check_output_path, json_writer,
                                      sidecar_path)
+
+if TYPE_CHECKING:
+    from omnistudio.audio.loudness import LoudnessReport
+    from omnistudio.audio.spool import PcmSpool
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,7 @@ class _Metered:
         self.step = int(round(STEP_S * sample_rate))
         self._rest = np.zeros(0)
 
-    def add(self, spool: Any, block: np.ndarray) -> None:
+    def add(self, spool: PcmSpool | None, block: np.ndarray) -> None:
         if spool is not None:
             spool.append(block)
         data = np.concatenate([self._rest, np.asarray(block)]) if self._rest.size else np.asarray(block)
@@ -157,7 +161,7 @@ class _Metered:
             self.meter.add(data[start:start + self.step])
         self._rest = data[whole:]
 
-    def report(self) -> Any:
+    def report(self) -> LoudnessReport:
         if self._rest.size:
             self.meter.add(self._rest)
             self._rest = self._rest[:0]
@@ -182,7 +186,8 @@ def _block(sample_rate: int) -> int:
     return int(round(STEP_S * sample_rate)) * int(round(BLOCK_S / STEP_S))
 
 
-def _normalised_blocks(speech: Any, sample_rate: int, gain_db: float, limit_db: float | None) -> Any:
+def _normalised_blocks(speech: PcmSpool, sample_rate: int, gain_db: float,
+                       limit_db: float | None) -> Iterator[np.ndarray]:
     """Gain (and the look-ahead limiter, computed with enough context on each side of a block to
     match the whole-signal limiter), block by block, float64."""
     from omnistudio.audio.export import limit_true_peak
@@ -206,7 +211,7 @@ def _ceiling_scale(true_peak_db: float, ceiling_db: float) -> float:
     return 1.0
 
 
-def _plan(speech: Any, report: Any, sample_rate: int, options: FinishingOptions) -> _Plan:
+def _plan(speech: PcmSpool, report: LoudnessReport, sample_rate: int, options: FinishingOptions) -> _Plan:
     """The normalisation of ``normalise`` (gain to target, limiter, re-gain up to 4 times), measured
     in passes over the spooled speech; then the ceilings before and after the room tone."""
     from omnistudio.errors import UserError
@@ -239,7 +244,7 @@ def _plan(speech: Any, report: Any, sample_rate: int, options: FinishingOptions)
     return _Plan(gain_db, limit_db, scale, tone_scale)
 
 
-def _toned_blocks(speech: Any, sample_rate: int, options: FinishingOptions, plan: _Plan) -> Any:
+def _toned_blocks(speech: PcmSpool, sample_rate: int, options: FinishingOptions, plan: _Plan) -> Iterator[np.ndarray]:
     """Normalised speech under the ceiling (float32, as ``apply_ceiling`` gives it), with the room
     tone under it when asked for; the room tone's own ceiling scale is applied last."""
     noise = PinkNoise(ROOM_TONE_DB, options.seed) if options.room_tone else None
@@ -250,8 +255,8 @@ def _toned_blocks(speech: Any, sample_rate: int, options: FinishingOptions, plan
         yield pcm
 
 
-def _write_pass(speech: Any, plan: _Plan, sample_rate: int, options: FinishingOptions, writer: Any, fh: Any,
-                meter: _Metered | None = None) -> None:
+def _write_pass(speech: PcmSpool, plan: _Plan, sample_rate: int, options: FinishingOptions,
+                writer: AudioWriter | None, fh: BinaryIO | None, meter: _Metered | None = None) -> None:
     for block in _toned_blocks(speech, sample_rate, options, plan):
         if writer is not None:
             writer.write(block)

@@ -145,11 +145,11 @@ class LoudnessMeter:
 
     def integrated(self) -> float:
         """Gated programme loudness of everything fed so far, LUFS."""
-        return eb.get_loudness_global(self._state)
+        return float(eb.get_loudness_global(self._state))
 
     def loudness_range(self) -> float:
         """EBU Tech 3342 loudness range, LU."""
-        return eb.get_loudness_range(self._state)
+        return float(eb.get_loudness_range(self._state))
 
     def sample_peak(self) -> float:
         """Highest absolute sample, dBFS."""

@@ -26,10 +26,13 @@ import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ Blocks = Sequence[Sequence[tuple[int, int]]]  # per backbone row: the [start, en
 _blocks: ContextVar[Blocks | None] = ContextVar("omnistudio_attention_blocks", default=None)
 
 
-def install_block_attention(llm: Any) -> bool:
+def install_block_attention(llm: PreTrainedModel) -> bool:
     """Route the backbone's attention through :func:`block_attention` (only over SDPA); True if installed."""
     from transformers import AttentionInterface
 

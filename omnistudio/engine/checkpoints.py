@@ -24,11 +24,15 @@ import logging
 import os
 import shutil
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnistudio.config import locations
+
+if TYPE_CHECKING:
+    from transformers import HiggsAudioV2TokenizerConfig, PreTrainedTokenizerFast
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +106,7 @@ def is_built(path: Path) -> bool:
     return (path / COMPLETE_MARKER).is_file()
 
 
-def ensure_checkpoint(name: str, progress: Any = None) -> Path:
+def ensure_checkpoint(name: str, progress: Callable[[str], None] | None = None) -> Path:
     """Return the directory of random checkpoint ``name``, building it if needed.
 
     ``progress`` is an optional callable taking a short status string.
@@ -158,7 +162,7 @@ def damaged_file(path: Path) -> tuple[Path, str] | None:
     return None
 
 
-def _train_text_tokenizer(vocab_size: int) -> Any:
+def _train_text_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     """A byte-level BPE trained on a small bundled corpus, with OmniVoice's special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -179,16 +183,18 @@ def _train_text_tokenizer(vocab_size: int) -> Any:
     return fast
 
 
-def _tokenizer_config(geo: Geometry) -> Any:
+def _tokenizer_config(geo: Geometry) -> HiggsAudioV2TokenizerConfig:
     from transformers import DacConfig, HiggsAudioV2TokenizerConfig, HubertConfig
 
     spec = geo.tokenizer
     acoustic = DacConfig(
         downsampling_ratios=[8, 5, 4, 2, 3],
-        upsampling_ratios=[8, 5, 4, 2, 3],
         sampling_rate=24_000,
         **spec["acoustic"],
     )
+    # The real codec's decoder upsamples in the encoder's order, not reversed as DacConfig derives it
+    # (an attribute, not an argument: assigned after construction, the saved config.json is the same).
+    acoustic.upsampling_ratios = [8, 5, 4, 2, 3]
     semantic = HubertConfig(mask_time_prob=0.0, **spec["semantic"])
     return HiggsAudioV2TokenizerConfig(
         codebook_size=1024,
@@ -199,7 +205,7 @@ def _tokenizer_config(geo: Geometry) -> Any:
     )
 
 
-def build_checkpoint(geo: Geometry, out: Path, progress: Any = None) -> None:
+def build_checkpoint(geo: Geometry, out: Path, progress: Callable[[str], None] | None = None) -> None:
     """Build checkpoint ``geo`` into directory ``out`` (deterministic for ``geo.seed``)."""
     import torch
     from omnivoice.models.omnivoice import OmniVoice, OmniVoiceConfig
@@ -222,7 +228,7 @@ def build_checkpoint(geo: Geometry, out: Path, progress: Any = None) -> None:
         num_key_value_heads=geo.kv_heads,
         head_dim=geo.head_dim,
         max_position_embeddings=40_960,
-        rope_theta=1_000_000.0,
+        rope_parameters={"rope_theta": 1_000_000.0, "rope_type": "default"},
         tie_word_embeddings=True,
     )
     config = OmniVoiceConfig(llm_config=llm_config)

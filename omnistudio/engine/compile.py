@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import cast
 
 import torch
 
+from omnistudio.engine.upstream import OmniVoiceModel
 from omnistudio.errors import describe
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 MODES = ("off", "default", "reduce-overhead")
 
 
-def _compile_module(module: torch.nn.Module, mode: str, trial: Any, what: str) -> str:
+def _compile_module(module: torch.nn.Module, mode: str, trial: Callable[[], None], what: str) -> str:
     """Compile ``module`` in place and run ``trial()``; on failure revert to eager. Returns a status."""
     if getattr(module, "_compiled_call_impl", None) is not None:
         return "on"
@@ -42,7 +43,7 @@ def _compile_module(module: torch.nn.Module, mode: str, trial: Any, what: str) -
     return "on"
 
 
-def compile_backbone(model: Any, mode: str = "default") -> str:
+def compile_backbone(model: OmniVoiceModel, mode: str = "default") -> str:
     """Compile ``model.llm``; returns "on" or "failed: reason"."""
     hidden = model.config.llm_config.hidden_size
     device, dtype = model.device, next(model.llm.parameters()).dtype
@@ -63,21 +64,22 @@ def snake(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     return x.reshape(shape)
 
 
-_SNAKE_KERNELS: dict[str, Any] = {}
+SnakeKernel = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, alpha) -> Snake(x)
+_SNAKE_KERNELS: dict[str, SnakeKernel] = {}
 
 
-def _snake_kernel(mode: str) -> Any:
+def _snake_kernel(mode: str) -> SnakeKernel:
     """One compiled Snake for every activation of every vocoder (dynamic channels and length)."""
     if mode not in _SNAKE_KERNELS:
         _SNAKE_KERNELS[mode] = torch.compile(snake, mode=mode, dynamic=True)
     return _SNAKE_KERNELS[mode]
 
 
-def snake_modules(model: Any) -> list[torch.nn.Module]:
+def snake_modules(model: OmniVoiceModel) -> list[torch.nn.Module]:
     return [m for m in model.audio_tokenizer.acoustic_decoder.modules() if type(m).__name__ == "Snake1d"]
 
 
-def compile_vocoder(model: Any, mode: str = "default") -> str:
+def compile_vocoder(model: OmniVoiceModel, mode: str = "default") -> str:
     """Compile the vocoder's Snake activations (fp32); returns "on" or "failed: reason".
 
     Why not the whole decoder: with dynamic shapes, inductor's convolution lowering guards on
@@ -113,11 +115,11 @@ def compile_vocoder(model: Any, mode: str = "default") -> str:
     return "on"
 
 
-def _call_snake(kernel: Any, module: torch.nn.Module, hidden_states: torch.Tensor) -> torch.Tensor:
-    return kernel(hidden_states, module.alpha)
+def _call_snake(kernel: SnakeKernel, module: torch.nn.Module, hidden_states: torch.Tensor) -> torch.Tensor:
+    return kernel(hidden_states, cast(torch.Tensor, module.alpha))  # Snake1d's parameter (typed Tensor | Module)
 
 
-def compile_status(model: Any) -> dict[str, str]:
+def compile_status(model: OmniVoiceModel) -> dict[str, str]:
     """Whether the backbone and the vocoder run compiled right now."""
     snakes = snake_modules(model)
     return {"backbone": "on" if getattr(model.llm, "_compiled_call_impl", None) is not None else "off",
@@ -131,7 +133,7 @@ def dynamo_graphs() -> int:
     return int(counters["stats"]["unique_graphs"])
 
 
-def apply_compile(model: Any, backbone: bool = False, vocoder: str = "off",
+def apply_compile(model: OmniVoiceModel, backbone: bool = False, vocoder: str = "off",
                   backbone_mode: str = "default") -> dict[str, str]:
     """Apply the compile options of a :class:`~omnistudio.engine.sampler.SamplerOptions`."""
     if vocoder not in MODES:
@@ -145,7 +147,7 @@ def apply_compile(model: Any, backbone: bool = False, vocoder: str = "off",
 
 
 @contextmanager
-def eager(model: Any) -> Iterator[None]:
+def eager(model: OmniVoiceModel) -> Iterator[None]:
     """Run ``model`` uncompiled inside the block (the bench's stock runs), then restore."""
     modules = [model.llm, *snake_modules(model)]
     saved = [getattr(m, "_compiled_call_impl", None) for m in modules]

@@ -11,19 +11,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeGuard, Unpack
 
 import numpy as np
 
 from omnistudio.engine.model import LoadedModel, Progress, load_model
+from omnistudio.engine.upstream import GenerationKwargs, OmniVoiceModel, Sampler, SeededSampler, VoicePrompt
 from omnistudio.engine.reference import Reference, check_transcript, read_reference
 from omnistudio.checks import (DEFAULT_NUM_STEP, LANGUAGES, check_language, check_num_step, check_seed,  # noqa: F401
                                check_text)
 from omnistudio.errors import Cancelled, UserError
+
+if TYPE_CHECKING:
+    import torch
+
+    from omnistudio.engine.generation import Tokens
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +51,11 @@ class Timings:
 class PendingAudio:
     """Tokens made by :meth:`Engine.render_tokens`, waiting for :meth:`Engine.decode`."""
 
-    tokens: Any  # omnistudio.engine.generation.Tokens
+    tokens: Tokens
     started: float  # perf_counter at the start of the render
     prompt_s: float
     tokens_s: float  # wall time of the diffusion half, prompts included
-    ready: Any = None  # a CUDA event recorded when the tokens were complete (None on CPU)
+    ready: torch.cuda.Event | None = None  # a CUDA event recorded when the tokens were complete (None on CPU)
 
 
 @dataclass
@@ -61,8 +67,25 @@ class Synthesis:
     timings: Timings
 
 
-# A sampler replaces OmniVoice's ``_generate_iterative(task, gen_config)``.
-Sampler = Callable[[Any, Any], list[Any]]
+class RenderOptions(TypedDict, total=False):
+    """The keywords of :meth:`Engine.render_tokens` after its first three arguments."""
+
+    num_step: int
+    seeds: list[int] | None
+    guidance_scale: float
+    speed: float | None
+    sampler: Sampler | None | Literal["engine"]
+
+
+def _with_seed(options: RenderOptions, seed: int) -> RenderOptions:
+    """``options`` for one item of a batch rendered item by item: its own seed."""
+    one: RenderOptions = {**options, "seeds": [seed]}
+    return one
+
+
+def _seeded(sampler: Sampler | None) -> TypeGuard[SeededSampler]:
+    """Whether ``sampler`` takes one generator per item (the fast sampler does; the stock loop does not)."""
+    return sampler is not None and hasattr(sampler, "generators")
 
 
 class Engine:
@@ -70,11 +93,11 @@ class Engine:
 
     def __init__(self, loaded: LoadedModel, sampler: Sampler | None = None) -> None:
         self.loaded = loaded
-        self.model = loaded.model
+        self.model: OmniVoiceModel = loaded.model
         self.sample_rate = loaded.sample_rate
         self.sampler = sampler  # None: OmniVoice's stock loop
         self._lock = threading.RLock()  # one synthesis at a time on the model
-        self._prompt_memo: dict[tuple[str, float, str], Any] = {}
+        self._prompt_memo: dict[tuple[str, float, str], VoicePrompt] = {}
 
     @classmethod
     def load(
@@ -87,7 +110,7 @@ class Engine:
         return cls(load_model(model, device=device, dtype=dtype, progress=progress))
 
     # ---------------------------------------------------------------- prompts
-    def prompt_from_audio(self, wave: np.ndarray, sample_rate: int, text: str) -> Any:
+    def prompt_from_audio(self, wave: np.ndarray, sample_rate: int, text: str) -> VoicePrompt:
         """Encode a reference waveform into a VoiceClonePrompt (8-codebook tokens)."""
         import torch
 
@@ -101,7 +124,7 @@ class Engine:
             except ValueError as exc:  # e.g. empty after silence removal
                 raise UserError(f"reference audio is unusable: {exc}".splitlines()[0]) from None
 
-    def prompt_for(self, voice: Any) -> Any:
+    def prompt_for(self, voice: Reference | VoicePrompt) -> VoicePrompt:
         """A VoiceClonePrompt for ``voice`` (a :class:`Reference` or a prompt already made)."""
         if isinstance(voice, Reference):
             path = Path(voice.audio)
@@ -117,13 +140,13 @@ class Engine:
 
     # ----------------------------------------------------------- cancelling
     def on_each_step(self, should_cancel: Callable[[], bool],
-                     on_step: Callable[[], None] | None = None) -> Any:
+                     on_step: Callable[[], None] | None = None) -> torch.utils.hooks.RemovableHandle:
         """Before every diffusion step run on *this* thread: raise :class:`Cancelled` if
         ``should_cancel()``, else call ``on_step``. Works for the stock loop and the fast sampler
         alike (the backbone runs once per step). Returns a handle; ``handle.remove()`` ends it."""
         thread = threading.get_ident()
 
-        def hook(_module: Any, _args: Any) -> None:
+        def hook(_module: torch.nn.Module, _args: object) -> None:
             if threading.get_ident() != thread:
                 return  # another thread using the model: not ours to stop
             if should_cancel():
@@ -146,7 +169,7 @@ class Engine:
         finally:
             del self.model._generate_iterative
 
-    def generation_kwargs(self, num_step: int, guidance_scale: float) -> dict[str, Any]:
+    def generation_kwargs(self, num_step: int, guidance_scale: float) -> GenerationKwargs:
         return {
             "num_step": num_step,
             "guidance_scale": float(guidance_scale),
@@ -158,13 +181,13 @@ class Engine:
     def synthesize(
         self,
         text: str,
-        voice: Any,
+        voice: Reference | VoicePrompt,
         language: str = "en",
         num_step: int = DEFAULT_NUM_STEP,
         seed: int = 0,
         guidance_scale: float = 2.0,
         speed: float | None = None,
-        sampler: Sampler | None | str = "engine",
+        sampler: Sampler | None | Literal["engine"] = "engine",
     ) -> Synthesis:
         """Speak ``text`` in ``voice``: float32 PCM at 24 kHz plus timings.
 
@@ -176,8 +199,8 @@ class Engine:
         return self.synthesize_batch([text], [voice], [language], num_step=num_step, seeds=[seed],
                                      guidance_scale=guidance_scale, speed=speed, sampler=sampler)[0]
 
-    def synthesize_batch(self, texts: list[str], voices: list[Any], languages: list[str],
-                         **options: Any) -> list[Synthesis]:
+    def synthesize_batch(self, texts: list[str], voices: Sequence[Reference | VoicePrompt], languages: list[str],
+                         **options: Unpack[RenderOptions]) -> list[Synthesis]:
         """Several lines (speakers, blends, lengths) in one diffusion pass, one seed per item.
 
         ``options``: those of :meth:`render_tokens` (num_step, seeds, guidance_scale, speed,
@@ -187,22 +210,22 @@ class Engine:
         """
         sampler = options.get("sampler", "engine")
         chosen = self.sampler if sampler == "engine" else sampler
-        if len(texts) > 1 and not hasattr(chosen, "generators"):
+        if len(texts) > 1 and not _seeded(chosen):
             seeds = options.pop("seeds", None) or [0] * len(texts)
-            return [self.decode(self.render_tokens([t], [v], [lang], seeds=[sd], **options))[0]
+            return [self.decode(self.render_tokens([t], [v], [lang], **_with_seed(options, sd)))[0]
                     for t, v, lang, sd in zip(texts, voices, languages, seeds)]
         return self.decode(self.render_tokens(texts, voices, languages, **options))
 
     def render_tokens(
         self,
         texts: list[str],
-        voices: list[Any],
+        voices: Sequence[Reference | VoicePrompt],
         languages: list[str],
         num_step: int = DEFAULT_NUM_STEP,
         seeds: list[int] | None = None,
         guidance_scale: float = 2.0,
         speed: float | None = None,
-        sampler: Sampler | None | str = "engine",
+        sampler: Sampler | None | Literal["engine"] = "engine",
     ) -> PendingAudio:
         """The diffusion half of a synthesis (one pass for the batch); :meth:`decode` is the other."""
         import torch
@@ -217,32 +240,31 @@ class Engine:
         steps = check_num_step(num_step)
         seed_list = [check_seed(s) for s in (seeds if seeds is not None else [0] * len(texts))]
         chosen = self.sampler if sampler == "engine" else sampler
-        per_item_noise = chosen is not None and hasattr(chosen, "generators")
-        if len(texts) > 1 and not per_item_noise:
+        seeded = chosen if _seeded(chosen) else None  # per-item noise
+        if len(texts) > 1 and seeded is None:
             raise UserError("a batch of several lines needs the fast sampler (per-item seeds)")
         started = time.perf_counter()
         with self._lock:
             prompts = [self.prompt_for(v) for v in voices]
             prompt_s = time.perf_counter() - started
             torch.manual_seed(seed_list[0])
-            if per_item_noise:
-                chosen.generators = [torch.Generator(device=self.model.device).manual_seed(sd)  # type: ignore[union-attr]
-                                     for sd in seed_list]
+            if seeded is not None:
+                seeded.generators = [torch.Generator(device=self.model.device).manual_seed(sd) for sd in seed_list]
             try:
-                with torch.inference_mode(), self._sampler_installed(chosen), embedding_overrides(  # type: ignore[arg-type]
+                with torch.inference_mode(), self._sampler_installed(chosen), embedding_overrides(
                         self.model, [getattr(p, "ref_embeddings", None) for p in prompts]):
                     tokens = generate_tokens(self.model, texts, langs, prompts, speed,
                                              **self.generation_kwargs(steps, guidance_scale))
             finally:
-                if per_item_noise:
-                    chosen.generators = None  # type: ignore[union-attr]
+                if seeded is not None:
+                    seeded.generators = None
             ready = None
             if str(self.model.device).startswith("cuda"):
                 ready = torch.cuda.Event()
                 ready.record()  # the tokens are complete on the current stream at this point
         return PendingAudio(tokens, started, prompt_s, time.perf_counter() - started, ready)
 
-    def decode(self, pending: PendingAudio, cuda_stream: Any = None) -> list[Synthesis]:
+    def decode(self, pending: PendingAudio, cuda_stream: torch.cuda.Stream | None = None) -> list[Synthesis]:
         """The vocoder half: audio for ``pending``'s tokens. With ``cuda_stream`` the decode runs on
         that stream after the tokens' event, so it can overlap the next sentence's diffusion."""
         import torch
@@ -272,7 +294,7 @@ class Engine:
                 prompt_s=pending.prompt_s, decode_s=decode_s * share)))
         return results
 
-    def estimate_target_frames(self, text: str, prompt: Any, speed: float = 1.0) -> int:
+    def estimate_target_frames(self, text: str, prompt: VoicePrompt, speed: float = 1.0) -> int:
         """OmniVoice's duration estimate for ``text`` in ``prompt``'s voice, in 25 Hz frames."""
         return int(self.model._estimate_target_tokens(
             text, prompt.ref_text, prompt.ref_audio_tokens.size(-1), speed=speed))

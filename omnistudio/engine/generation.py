@@ -13,49 +13,54 @@ samples bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
+
+from omnistudio.engine.upstream import GenerationConfig, GenerationKwargs, OmniVoiceModel, VoicePrompt
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
 class Tokens:
     """The first half's result: per item, its audio tokens (a tensor, or chunk tensors for long text)."""
 
-    tokens: list[Any]
+    tokens: list[torch.Tensor | list[torch.Tensor]]
     ref_rms: list[float | None]
-    gen_config: Any
+    gen_config: GenerationConfig
 
 
-def generate_tokens(model: Any, texts: list[str], languages: list[str], prompts: list[Any],
-                    speed: float | None, **config: Any) -> Tokens:
+def generate_tokens(model: OmniVoiceModel, texts: list[str], languages: list[str], prompts: list[VoicePrompt],
+                    speed: float | None, **config: Unpack[GenerationKwargs]) -> Tokens:
     """``generate()`` up to the tokens: preprocess, then the unmasking loop (chunked above 30 s)."""
     from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
-    gen_config = OmniVoiceGenerationConfig.from_dict(config)
+    gen_config: GenerationConfig = OmniVoiceGenerationConfig.from_dict(config)
     model.eval()
     task = model._preprocess_all(text=texts, language=languages, voice_clone_prompt=prompts,
                                  preprocess_prompt=gen_config.preprocess_prompt, speed=speed)
     short_idx, long_idx = task.get_indices(gen_config, model.audio_tokenizer.config.frame_rate)
-    results: list[Any] = [None] * task.batch_size
+    results: dict[int, torch.Tensor | list[torch.Tensor]] = {}  # every index is short or long
     if short_idx:
-        for idx, res in zip(short_idx, model._generate_iterative(task.slice_task(short_idx), gen_config)):
-            results[idx] = res
+        for idx, tensor in zip(short_idx, model._generate_iterative(task.slice_task(short_idx), gen_config)):
+            results[idx] = tensor
     if long_idx:
-        for idx, res in zip(long_idx, model._generate_chunked(task.slice_task(long_idx), gen_config)):
-            results[idx] = res
-    return Tokens(results, list(task.ref_rms), gen_config)
+        for idx, chunks in zip(long_idx, model._generate_chunked(task.slice_task(long_idx), gen_config)):
+            results[idx] = chunks
+    return Tokens([results[i] for i in range(task.batch_size)], list(task.ref_rms), gen_config)
 
 
-def decode_tokens(model: Any, tokens: Tokens) -> list[np.ndarray]:
+def decode_tokens(model: OmniVoiceModel, tokens: Tokens) -> list[np.ndarray]:
     """``generate()``'s last step: the vocoder and stock post-processing, item by item."""
     return [model._decode_and_post_process(t, rms, tokens.gen_config)
             for t, rms in zip(tokens.tokens, tokens.ref_rms)]
 
 
-def token_tensors(tokens: Tokens) -> list[Any]:
+def token_tensors(tokens: Tokens) -> list[torch.Tensor]:
     """Every tensor of ``tokens`` (chunked items hold several)."""
-    out: list[Any] = []
+    out: list[torch.Tensor] = []
     for item in tokens.tokens:
         out.extend(item if isinstance(item, list) else [item])
     return out

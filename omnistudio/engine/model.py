@@ -19,11 +19,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.config import default_model
 from omnistudio.engine import checkpoints
+from omnistudio.engine.upstream import OmniVoiceModel
 from omnistudio.errors import UserError, first_line
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +61,11 @@ class ModelSpec:
 class LoadedModel:
     """An OmniVoice model on its device, with what was chosen to load it."""
 
-    model: Any  # omnivoice.models.omnivoice.OmniVoice
+    model: OmniVoiceModel
     spec: ModelSpec
     path: Path
     device: str
-    dtype: Any  # torch.dtype of the backbone (the vocoder is always fp32)
+    dtype: torch.dtype  # of the backbone (the vocoder is always fp32)
     fingerprint: str
     dtype_reason: str = ""
 
@@ -175,7 +179,7 @@ BF16_CPU_FLAGS = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"))
 class DtypeChoice:
     """The backbone dtype picked for a device, and why (logged, and shown in --json outputs)."""
 
-    dtype: Any  # torch.dtype
+    dtype: torch.dtype
     name: str  # fp32 | bf16 | fp16
     reason: str
 
@@ -234,13 +238,13 @@ def choose_dtype(device: str, requested: str | None = None) -> DtypeChoice:
     return DtypeChoice(torch.float32, "fp32", f"auto: {device}")
 
 
-def dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: torch.dtype) -> str:
     """torch.bfloat16 -> "bf16" (the short names --dtype takes)."""
     return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(str(dtype).removeprefix("torch."),
                                                                          str(dtype))
 
 
-def pick_dtype(device: str, requested: str | None = None) -> Any:
+def pick_dtype(device: str, requested: str | None = None) -> torch.dtype:
     """The torch dtype of :func:`choose_dtype`."""
     return choose_dtype(device, requested).dtype
 

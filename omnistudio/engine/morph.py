@@ -22,35 +22,40 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.checks import check_alpha
+from omnistudio.engine.upstream import OmniVoiceModel, VoicePrompt
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
 class BlendedPrompt:
     """A's prompt (tokens, transcript, RMS) with blended reference embeddings."""
 
-    ref_audio_tokens: Any  # A's tokens [8, T_A]: they fix the reference positions
+    ref_audio_tokens: torch.Tensor  # A's tokens [8, T_A]: they fix the reference positions
     ref_text: str
     ref_rms: float
-    ref_embeddings: Any | None  # [T_A, H] blended embeddings; None at alpha = 1 (exactly A)
+    ref_embeddings: torch.Tensor | None  # [T_A, H] blended embeddings; None at alpha = 1 (exactly A)
     a: str
     b: str
     lang: str
     alpha: float
 
 
-def reference_embeddings(model: Any, tokens: Any) -> Any:
+def reference_embeddings(model: OmniVoiceModel, tokens: torch.Tensor) -> torch.Tensor:
     """[8, T] reference tokens -> [T, H]: the sum of the codebook embeddings, as stock embeds them."""
     import torch
 
     with torch.inference_mode():
         ids = tokens.to(model.device).unsqueeze(0) + model.codebook_layer_offsets.view(1, -1, 1)
-        return model.audio_embeddings(ids).sum(dim=1)[0]
+        embeds: torch.Tensor = model.audio_embeddings(ids)  # [1, 8, T, H]
+        return embeds.sum(dim=1)[0]
 
 
-def resample_time(embeds: Any, length: int) -> Any:
+def resample_time(embeds: torch.Tensor, length: int) -> torch.Tensor:
     """[T, H] -> [length, H] by linear interpolation along time (end points kept)."""
     import torch.nn.functional as F
 
@@ -61,7 +66,7 @@ def resample_time(embeds: Any, length: int) -> Any:
     return out[0].t().to(embeds.dtype)
 
 
-def blend_prompts(model: Any, prompt_a: Any, prompt_b: Any, alpha: float, names: tuple[str, str] = ("a", "b"),
+def blend_prompts(model: OmniVoiceModel, prompt_a: VoicePrompt, prompt_b: VoicePrompt, alpha: float, names: tuple[str, str] = ("a", "b"),
                   lang: str = "") -> BlendedPrompt:
     """Blend two prompts' reference embeddings (milliseconds: no audio is re-encoded)."""
     value = check_alpha(alpha)
@@ -75,14 +80,14 @@ def blend_prompts(model: Any, prompt_a: Any, prompt_b: Any, alpha: float, names:
 
 
 @contextmanager
-def embedding_overrides(model: Any, per_item: Sequence[Any | None]) -> Iterator[None]:
+def embedding_overrides(model: OmniVoiceModel, per_item: Sequence[torch.Tensor | None]) -> Iterator[None]:
     """While active, item ``i``'s reference frames get ``per_item[i]`` ([T_ref, H]) as embeddings."""
     if all(e is None for e in per_item):
         yield
         return
     stock = model._prepare_embed_inputs
 
-    def with_blends(input_ids: Any, audio_mask: Any) -> Any:
+    def with_blends(input_ids: torch.Tensor, audio_mask: torch.Tensor) -> torch.Tensor:
         embeds = stock(input_ids, audio_mask)
         for row, override in enumerate(per_item):
             if override is None or row >= audio_mask.size(0):

@@ -47,7 +47,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -62,7 +62,11 @@ from omnistudio.engine.sampler_ops import (
     scatter_topk,
     unmask_schedules,
 )
+from omnistudio.engine.upstream import GenerationConfig, GenerationTask, OmniVoiceModel
 from omnistudio.errors import Cancelled
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +99,9 @@ class SamplerOptions:
     @classmethod
     def stock(cls) -> SamplerOptions:
         """Every technique off: the loop does what stock does (for measuring)."""
-        return cls(**{name: False for name in TECHNIQUES})
+        # Any: every technique is a bool field, but ** is checked against every field (compile_vocoder too)
+        switches: dict[str, Any] = {name: False for name in TECHNIQUES}
+        return cls(**switches)
 
     @classmethod
     def only(cls, *names: str) -> SamplerOptions:
@@ -103,10 +109,11 @@ class SamplerOptions:
         unknown = set(names) - set(TECHNIQUES)
         if unknown:
             raise ValueError(f"unknown technique(s): {', '.join(sorted(unknown))}")
-        return replace(cls.stock(), **{name: True for name in names})
+        switches: dict[str, Any] = {name: True for name in names}  # bool fields (see stock)
+        return replace(cls.stock(), **switches)
 
     @classmethod
-    def for_device(cls, device: Any) -> SamplerOptions:
+    def for_device(cls, device: torch.device | str) -> SamplerOptions:
         """The defaults for a device: bucketing only on CUDA, attention per block only on CPU."""
         cuda = str(device).startswith("cuda")
         return cls(length_bucketing=cuda, block_attention=not cuda)
@@ -129,7 +136,7 @@ class SamplerStats:
 class FastSampler:
     """``OmniVoice._generate_iterative`` with the techniques of :class:`SamplerOptions`."""
 
-    def __init__(self, model: Any, options: SamplerOptions | None = None) -> None:
+    def __init__(self, model: OmniVoiceModel, options: SamplerOptions | None = None) -> None:
         self.model = model
         self.options = options or SamplerOptions.for_device(model.device)
         self.should_cancel: Callable[[], bool] | None = None
@@ -150,7 +157,7 @@ class FastSampler:
             apply_compile(model, backbone=self.options.compile_backbone, vocoder=self.options.compile_vocoder)
 
     @staticmethod
-    def _effective(options: SamplerOptions, llm: Any) -> SamplerOptions:
+    def _effective(options: SamplerOptions, llm: PreTrainedModel) -> SamplerOptions:
         """The options as they will run: a compiled backbone keeps one graph over the masked pass;
         block attention needs the backbone on transformers' SDPA."""
         if options.block_attention and (options.compile_backbone or not install_block_attention(llm)):
@@ -170,20 +177,22 @@ class FastSampler:
     def embed_targets(self, tokens: torch.Tensor) -> torch.Tensor:
         """(B, C, T) audio tokens -> (B, T, H), as stock embeds audio positions."""
         shifted = tokens + self.model.codebook_layer_offsets.view(1, -1, 1)
-        return self.model.audio_embeddings(shifted).sum(dim=1)
+        embeds: torch.Tensor = self.model.audio_embeddings(shifted)  # (B, C, T, H)
+        return embeds.sum(dim=1)
 
     # ------------------------------------------------------------------ the loop
-    def __call__(self, task: Any, gen_config: Any) -> list[torch.Tensor]:
+    def __call__(self, task: GenerationTask, gen_config: GenerationConfig) -> list[torch.Tensor]:
         with torch.inference_mode():
             return self._run(task, gen_config)
 
     def _backbone(self, layout: Layout, embeds: torch.Tensor) -> torch.Tensor:
         """One backbone forward over the layout (last hidden states)."""
         with attention_blocks(layout.blocks if self.options.block_attention else None):
-            return self.model.llm(inputs_embeds=embeds, attention_mask=layout.attention, return_dict=True,
-                                  position_ids=layout.position_ids)[0]
+            hidden: torch.Tensor = self.model.llm(inputs_embeds=embeds, attention_mask=layout.attention,
+                                                  return_dict=True, position_ids=layout.position_ids)[0]
+            return hidden
 
-    def _run(self, task: Any, gen_config: Any) -> list[torch.Tensor]:
+    def _run(self, task: GenerationTask, gen_config: GenerationConfig) -> list[torch.Tensor]:
         model, opt = self.model, self.options
         started = time.perf_counter()
         if self.generators is not None and (not opt.inplace_scatter or len(self.generators) != task.batch_size):
@@ -215,7 +224,7 @@ class FastSampler:
             if dirty:  # write the tokens unmasked so far into the inputs
                 self._write_targets(layout, tokens, embeds, ids, write_at)
             dirty = True
-            hidden = self._backbone(layout, embeds if opt.static_prefix else self.embed_inputs(layout, ids))
+            hidden = self._backbone(layout, embeds if embeds is not None else self.embed_inputs(layout, ids))
             self._unmask(hidden, layout, tokens, ks, gen_config, step)
             stats.steps += 1
             stats.step_s.append(time.perf_counter() - t0)
@@ -264,7 +273,7 @@ class FastSampler:
         return out.to(torch.float32)
 
     def _unmask(self, hidden: torch.Tensor, layout: Layout, tokens: torch.Tensor, ks: list[int],
-                gen_config: Any, step: int) -> None:
+                gen_config: GenerationConfig, step: int) -> None:
         self._step = step
         if self.options.inplace_scatter:
             self._unmask_batched(hidden, layout, tokens, ks, gen_config)
@@ -272,14 +281,14 @@ class FastSampler:
             self._unmask_per_item(hidden, layout, tokens, ks, gen_config)
 
     def _unmask_per_item(self, hidden: torch.Tensor, layout: Layout, tokens: torch.Tensor, ks: list[int],
-                         gen_config: Any) -> None:
+                         gen_config: GenerationConfig) -> None:
         """Stock's per-item loop (global RNG), on this sampler's logits."""
         from omnivoice.models.omnivoice import _gumbel_sample
 
         guided = gen_config.guidance_scale != 0
         c_all = self._logits(hidden, layout.cond_rows, layout.cond_pos, (0, self.num_cb))
         u_all = (self._logits(hidden, layout.uncond_rows, layout.uncond_pos, (0, self.num_cb))
-                 if guided and layout.uncond_rows is not None else c_all)
+                 if guided and layout.uncond_rows is not None and layout.uncond_pos is not None else c_all)
         if self.on_logits is not None:
             self.on_logits(self._step, c_all, u_all if guided else None)
         layer_ids = torch.arange(self.num_cb, device=tokens.device).view(1, -1, 1)
@@ -300,7 +309,7 @@ class FastSampler:
             tokens[i:i + 1, :, :t] = flat.view_as(sample)
 
     def _unmask_batched(self, hidden: torch.Tensor, layout: Layout, tokens: torch.Tensor, ks: list[int],
-                        gen_config: Any) -> None:
+                        gen_config: GenerationConfig) -> None:
         """Score every item at once; one top-k and one scatter for the whole batch."""
         device = tokens.device
         b, num_cb, t_max = tokens.shape
@@ -321,7 +330,8 @@ class FastSampler:
                 rows_u, pos_u_idx = rows_u[sel], pos_u_idx[sel]
         guided = gen_config.guidance_scale != 0
         c_logits = self._logits(hidden, rows_c, pos_c, (lo, hi))
-        u_logits = self._logits(hidden, rows_u, pos_u_idx, (lo, hi)) if guided and rows_u is not None else None
+        u_logits = (self._logits(hidden, rows_u, pos_u_idx, (lo, hi))
+                    if guided and rows_u is not None and pos_u_idx is not None else None)
         if self.on_logits is not None:
             self.on_logits(self._step, c_logits, u_logits)
 
@@ -335,7 +345,9 @@ class FastSampler:
         layer_ids = torch.arange(lo, hi, device=device).view(1, -1, 1)
         scores_p = conf_p - (layer_ids * gen_config.layer_penalty_factor)
         if gen_config.position_temperature > 0.0:
-            scores_p = gumbel(scores_p, gen_config.position_temperature, part(pos_u))
+            pos_uniform = part(pos_u)
+            assert pos_uniform is not None  # drawn when position_temperature > 0
+            scores_p = gumbel(scores_p, gen_config.position_temperature, pos_uniform)
         if (lo, hi) == (0, num_cb) and sel is None:
             scores, pred = scores_p, pred_p
         else:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from omnistudio.engine.upstream import GenerationConfig
 
 BUCKET = 32  # length bucketing granularity (tokens)
 
@@ -49,7 +50,7 @@ def bucketed(length: int, on: bool) -> int:
 
 def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int], ref_lens: Sequence[int],
                  *, packed: bool, with_uncond: bool, bucket: bool, pad_id: int,
-                 device: Any) -> Layout:
+                 device: torch.device | str) -> Layout:
     """Lay out ``inputs`` (from ``OmniVoice._prepare_inference_inputs``) as backbone rows.
 
     Stock layout (``packed=False``): 2B rows padded to the longest conditional
@@ -84,13 +85,14 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
         blocks[i].append((0, c))
         cond_start.append(c - t)
         if packed:
-            position_ids[i, :c] = torch.arange(c, device=device)  # type: ignore[index]
+            assert position_ids is not None  # made above when packed
+            position_ids[i, :c] = torch.arange(c, device=device)
             if with_uncond:
                 ids[i, :, c:c + t] = inp["input_ids"][0, :, -t:]
                 audio_mask[i, c:c + t] = inp["audio_mask"][0, -t:]
                 attention[i, :, c:c + t, c:c + t] = True
                 blocks[i].append((c, c + t))
-                position_ids[i, c:c + t] = torch.arange(t, device=device)  # type: ignore[index]
+                position_ids[i, c:c + t] = torch.arange(t, device=device)
             uncond_row.append(i)
             uncond_start.append(c)
         else:
@@ -125,7 +127,7 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
     )
 
 
-def unmask_schedules(t_lens: Sequence[int], num_cb: int, gen_config: Any) -> list[list[int]]:
+def unmask_schedules(t_lens: Sequence[int], num_cb: int, gen_config: GenerationConfig) -> list[list[int]]:
     """How many tokens each item unmasks at each step (stock's arithmetic)."""
     from omnivoice.models.omnivoice import _get_time_steps
 
@@ -147,8 +149,8 @@ def unmask_schedules(t_lens: Sequence[int], num_cb: int, gen_config: Any) -> lis
     return out
 
 
-def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: int, gen_config: Any,
-                  device: Any, generators: Sequence[torch.Generator] | None = None,
+def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: int, gen_config: GenerationConfig,
+                  device: torch.device | str, generators: Sequence[torch.Generator] | None = None,
                   ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """The uniforms stock's Gumbel sampling draws at one step, in stock's order and shapes.
 
@@ -180,10 +182,11 @@ def gumbel(scores: torch.Tensor, temperature: float, uniform: torch.Tensor) -> t
     return scaled + -torch.log(-torch.log(uniform + 1e-10) + 1e-10)
 
 
-def predict(c_logits: torch.Tensor, u_logits: torch.Tensor | None, gen_config: Any, mask_id: int,
+def predict(c_logits: torch.Tensor, u_logits: torch.Tensor | None, gen_config: GenerationConfig, mask_id: int,
             cls_uniform: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``OmniVoice._predict_tokens_with_scoring`` over any leading shape: (tokens, confidence)."""
     if gen_config.guidance_scale != 0:
+        assert u_logits is not None  # guided: the unconditional copy is scored
         c_lp = F.log_softmax(c_logits, dim=-1)
         u_lp = F.log_softmax(u_logits, dim=-1)
         log_probs = torch.log_softmax(c_lp + gen_config.guidance_scale * (c_lp - u_lp), dim=-1)

@@ -7,11 +7,16 @@ The blend itself (embedding arithmetic and the override of reference frames) is
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from omnistudio.checks import check_alpha, check_pair
 from omnistudio.engine.morph import BlendedPrompt, blend_prompts
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
+    from omnistudio.voices.roster import Roster
 
 BlendKey = tuple[str, str, str, float]
 
@@ -35,10 +40,10 @@ class BlendCache:
         self._items[key] = blend
 
 
-_BLEND_CACHES: weakref.WeakKeyDictionary[Any, BlendCache] = weakref.WeakKeyDictionary()
+_BLEND_CACHES: weakref.WeakKeyDictionary[Engine, BlendCache] = weakref.WeakKeyDictionary()
 
 
-def blend_cache_for(engine: Any) -> BlendCache:
+def blend_cache_for(engine: Engine) -> BlendCache:
     """The blend cache that belongs to ``engine`` (made on first use)."""
     if engine not in _BLEND_CACHES:
         _BLEND_CACHES[engine] = BlendCache()
@@ -49,8 +54,8 @@ def blend_key(a: str, b: str, lang: str, alpha: float) -> BlendKey:
     return (a.strip().lower(), b.strip().lower(), lang, round(check_alpha(alpha), 2))
 
 
-def anchor_blend(engine: Any, a: str, b: str, lang: str, alpha: Any, lang_b: str | None = None,
-                 progress: Any = None) -> BlendedPrompt:
+def anchor_blend(engine: Engine, a: str, b: str, lang: str, alpha: float, lang_b: str | None = None,
+                 progress: Callable[[str], None] | None = None) -> BlendedPrompt:
     """The blend of anchors ``a`` and ``b`` in ``lang`` at ``alpha`` (cached; milliseconds once prompts exist)."""
     from omnistudio.checks import check_language
     from omnistudio.voices.prompts import anchor_prompt
@@ -72,7 +77,8 @@ def anchor_blend(engine: Any, a: str, b: str, lang: str, alpha: Any, lang_b: str
     return blend
 
 
-def warm_duos(engine: Any, roster: Any, progress: Any = None, ready_only: bool = False) -> int:
+def warm_duos(engine: Engine, roster: Roster, progress: Callable[[str], None] | None = None,
+              ready_only: bool = False) -> int:
     """Build the roster's canonical duos (every language they list) into the blend cache.
 
     ``ready_only``: only duos whose two prompts are already on the device (engine start must not

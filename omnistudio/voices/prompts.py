@@ -19,12 +19,18 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.config import locations
 from omnistudio.voices.asr import Calibration, Transcriber, calibrate
 from omnistudio.voices.roster import Roster, load_roster
 from omnistudio.errors import UserError, first_line
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from omnistudio.engine.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +51,7 @@ class PromptError(UserError):
 class AnchorPrompt:
     """What OmniVoice conditions on (VoiceClonePrompt's fields) plus where it came from."""
 
-    ref_audio_tokens: Any  # torch.LongTensor [8, T]
+    ref_audio_tokens: torch.Tensor  # long [8, T]
     ref_text: str
     ref_rms: float
     anchor: str
@@ -99,7 +105,7 @@ def source_for(roster: Roster, anchor_id: str, lang: str) -> Source:
     if voice.recording is not None:
         if not voice.recording.is_file():
             raise UserError(f"anchor '{anchor_id}' ({lang}): recording {voice.recording} does not exist")
-        recipe = {"kind": "recording", "audio_sha256": _sha256_file(voice.recording),
+        recipe: dict[str, object] = {"kind": "recording", "audio_sha256": _sha256_file(voice.recording),
                   "transcript": voice.transcript}
         sha = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
         return Source("recording", owner.id, lang, sha, voice.transcript or "", recording=voice.recording)
@@ -191,7 +197,7 @@ def _freshness(prompt: AnchorPrompt, source: Source, fingerprint: str | None) ->
 
 
 # ------------------------------------------------------------------------ build
-def reference_audio(engine: Any, source: Source) -> tuple[Any, int]:
+def reference_audio(engine: Engine, source: Source) -> tuple[np.ndarray, int]:
     """The reference waveform: the recording, or a voice-design render with the anchor's seed."""
     import numpy as np
     import torch
@@ -209,7 +215,7 @@ def reference_audio(engine: Any, source: Source) -> tuple[Any, int]:
     return np.ascontiguousarray(wave, dtype=np.float32), int(engine.sample_rate)
 
 
-def build_prompt(engine: Any, roster: Roster, anchor_id: str, lang: str,
+def build_prompt(engine: Engine, roster: Roster, anchor_id: str, lang: str,
                  transcriber: Transcriber | None = None) -> tuple[AnchorPrompt, Calibration]:
     """Make the prompt for ``anchor_id`` in ``lang`` from its source (not saved)."""
     source = source_for(roster, anchor_id, lang)
@@ -223,7 +229,7 @@ def build_prompt(engine: Any, roster: Roster, anchor_id: str, lang: str,
     return AnchorPrompt(tokens, made.ref_text, float(made.ref_rms), anchor_id, lang, meta), calibration
 
 
-def ensure_prompt(engine: Any, roster: Roster, anchor_id: str, lang: str,
+def ensure_prompt(engine: Engine, roster: Roster, anchor_id: str, lang: str,
                   transcriber: Transcriber | None = None, progress: Progress | None = None,
                   folder: Path | None = None, force: bool = False,
                   ) -> tuple[AnchorPrompt, str, Calibration | None]:
@@ -300,17 +306,17 @@ class PromptCache:
         return report
 
 
-_CACHES: weakref.WeakKeyDictionary[Any, PromptCache] = weakref.WeakKeyDictionary()
+_CACHES: weakref.WeakKeyDictionary[Engine, PromptCache] = weakref.WeakKeyDictionary()
 
 
-def cache_for(engine: Any) -> PromptCache:
+def cache_for(engine: Engine) -> PromptCache:
     """The prompt cache that belongs to ``engine`` (made on first use)."""
     if engine not in _CACHES:
         _CACHES[engine] = PromptCache()
     return _CACHES[engine]
 
 
-def anchor_prompt(engine: Any, anchor_id: str, lang: str, progress: Progress | None = None) -> AnchorPrompt:
+def anchor_prompt(engine: Engine, anchor_id: str, lang: str, progress: Progress | None = None) -> AnchorPrompt:
     """The anchor's prompt on the model's device: cached, loaded, or built on demand and saved."""
     from omnistudio.checks import check_language
 

@@ -14,11 +14,16 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.checks import check_language
 from omnistudio.errors import UserError
 from omnistudio.script import SPEAKER_RE, Blend
+
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
+    from omnistudio.engine.upstream import VoicePrompt
+    from omnistudio.voices.prompts import AnchorPrompt
 
 Progress = Callable[[str], None]
 
@@ -141,10 +146,10 @@ def parse_voice(text: str) -> tuple[VoiceRef, str | None]:
 
 
 # ----------------------------------------------------------------- resolving
-_PROMPT_FILES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+_PROMPT_FILES: weakref.WeakKeyDictionary[Engine, dict[str, AnchorPrompt]] = weakref.WeakKeyDictionary()
 
 
-def voice_action(engine: Any, ref: VoiceRef, lang: str) -> str:
+def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
     """What :func:`resolve_voice` will do: ``ready`` (on the device), ``load`` (a saved prompt or a
     file), ``build`` (render/encode a missing or stale prompt), ``blend`` (mix two prompts)."""
     from omnistudio.voices.prompts import cache_for
@@ -172,13 +177,13 @@ def voice_action(engine: Any, ref: VoiceRef, lang: str) -> str:
     return "load" if state == "ready" else "build"
 
 
-def _reference_memoized(engine: Any, ref: VoiceRef) -> bool:
+def _reference_memoized(engine: Engine, ref: VoiceRef) -> bool:
     memo = getattr(engine, "_prompt_memo", {})
     path = Path(ref.recording or "")
     return any(k[0] == str(path.resolve()) and k[2] == ref.transcript for k in memo)
 
 
-def resolve_voice(engine: Any, ref: VoiceRef, lang: str, progress: Progress | None = None) -> Any:
+def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress | None = None) -> VoicePrompt:
     """The prompt object the Engine takes for ``ref`` in ``lang`` (missing or stale prompts built
     and saved; everything cached per engine, so a second call is a dictionary lookup)."""
     lang = check_language(lang)

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Literal, overload
 
 from omnistudio.config import locations
 from omnistudio.errors import UserError
@@ -37,7 +38,7 @@ VOICE_KEYS = {"recording", "transcript", "matched"}
 
 
 @lru_cache(maxsize=1)
-def _voice_design_module() -> Any:
+def _voice_design_module() -> ModuleType:
     """``omnivoice.utils.voice_design`` read on its own: importing it through the package would run
     ``omnivoice/__init__``, which loads torch and transformers (seconds) for a table of strings."""
     import importlib.util
@@ -50,8 +51,10 @@ def _voice_design_module() -> Any:
         raise UserError("the omnivoice package is not installed")
     path = Path(package.origin).parent / "utils" / "voice_design.py"
     spec = importlib.util.spec_from_file_location("omnistudio._omnivoice_voice_design", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    if spec is None or spec.loader is None:  # never for a .py path
+        raise UserError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 
@@ -168,6 +171,14 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"roster {path} cannot be read: {exc}") from None
 
 
+@overload
+def _choice(where: str, attr: str, value: Any, choices: list[str], optional: Literal[False] = False) -> str: ...
+
+
+@overload
+def _choice(where: str, attr: str, value: Any, choices: list[str], optional: bool) -> str | None: ...
+
+
 def _choice(where: str, attr: str, value: Any, choices: list[str], optional: bool = False) -> str | None:
     if value is None and optional:
         return None
@@ -226,9 +237,9 @@ def parse_anchor(raw: Any, origin: Path, index: int) -> Anchor:
         raise UserError(f"{where}: seed must be a whole number 0..2^63-1, got {seed!r}")
     anchor = Anchor(
         id=anchor_id, name=_text(where, "name", raw.get("name")), seed=seed, origin=origin,
-        gender=_choice(where, "gender", raw.get("gender"), choices["gender"]),  # type: ignore[arg-type]
-        age=_choice(where, "age", raw.get("age"), choices["age"]),  # type: ignore[arg-type]
-        pitch=_choice(where, "pitch", raw.get("pitch"), choices["pitch"]),  # type: ignore[arg-type]
+        gender=_choice(where, "gender", raw.get("gender"), choices["gender"]),
+        age=_choice(where, "age", raw.get("age"), choices["age"]),
+        pitch=_choice(where, "pitch", raw.get("pitch"), choices["pitch"]),
         style=_choice(where, "style", raw.get("style"), choices["style"], optional=True),
         accent=_choice(where, "accent", raw.get("accent"), choices["accent"], optional=True),
         voices={lang: _voice(f"{where} ({lang})", raw[lang], origin.parent) for lang in LANGS if lang in raw},

@@ -4,15 +4,18 @@ warm the engine up (one sentence, then a batch of three)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 from omnistudio.voices.blend import warm_duos
 from omnistudio.voices.prompts import LoadReport, Progress, cache_for, log
 from omnistudio.voices.roster import Roster, load_roster
 
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
 
-def start_prompts(engine: Any, roster: Roster | None = None, progress: Progress | None = None,
+
+def start_prompts(engine: Engine, roster: Roster | None = None, progress: Progress | None = None,
                   warm: bool = True) -> LoadReport:
     """At engine start: load every ready prompt onto the device, build the canonical duos whose
     prompts are ready, then warm up (B=1, then B=3)."""
@@ -32,10 +35,10 @@ WARM_UP_TEXT = {"en": ["Good evening.", "Here is the news.", "More after the bre
                 "es": ["Buenas noches.", "Estas son las noticias.", "Volvemos enseguida."]}
 
 
-def warm_up(engine: Any, progress: Progress | None = None, num_step: int = 4) -> dict[str, float]:
+def warm_up(engine: Engine, progress: Progress | None = None, num_step: int = 4) -> dict[str, float]:
     """One single-sentence pass (B=1) and one three-sentence batch (B=3); returns their seconds."""
     cache = cache_for(engine)
-    prompts: list[Any] = [cache.get(*k) for k in cache.keys()[:3]]
+    prompts = [prompt for key in cache.keys()[:3] if (prompt := cache.get(*key)) is not None]
     if not prompts:
         raise UserError("no voice prompt is ready to warm up with: run `omnistudio prevectorize`")
     prompts = (prompts * 3)[:3]
