@@ -12,6 +12,7 @@ LANGUAGES = {"en": "English", "es": "Spanish"}
 NUM_STEP_RANGE = (1, 100)
 DEFAULT_NUM_STEP = 10
 MAX_TEXT_CHARS = 20_000
+MAX_BATCH = 16  # sentences in one diffusion pass
 
 
 def check_text(text: str | None) -> str:
@@ -48,6 +49,14 @@ def check_seed(seed: Any) -> int:
     if not 0 <= value < 2**63:
         raise UserError(f"seed {seed} is out of range 0..2^63-1")
     return value
+
+
+def check_batch(value: Any, name: str = "batch size", lo: int = 1, hi: int = MAX_BATCH) -> int:
+    """A batch size in ``lo..hi``, or one line naming it as ``name`` (the flag, e.g. ``--max-batch``)."""
+    batch = int(value)
+    if not lo <= batch <= hi:
+        raise UserError(f"{name} {value} is out of range {lo}..{hi}")
+    return batch
 
 
 GUIDANCE_RANGE = (0.0, 20.0)

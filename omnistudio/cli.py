@@ -1,8 +1,9 @@
 """`omnistudio` entry point: parses arguments and dispatches to a command module.
 
 Each subcommand lives in ``omnistudio/commands/<name>.py`` with ``add_parser``
-and ``run``. With no subcommand the studio opens. Every user error ends as one
-line on stderr and a non-zero exit, never a traceback.
+and ``run``; the flags they share are defined once in ``omnistudio/commands/flags/``.
+With no subcommand the studio opens. Every user error ends as one line on stderr and
+a non-zero exit, never a traceback.
 """
 
 from __future__ import annotations
@@ -26,50 +27,14 @@ _signal.signal(_signal.SIGTERM, _leave_now)
 import argparse
 import importlib
 import sys
-from pathlib import Path
-from typing import NoReturn
 
 from omnistudio import __version__, signals
+from omnistudio.commands.flags.parser import EXIT_USER_ERROR, OneLineParser
 from omnistudio.errors import Terminated, UserError, os_error_line
 
 COMMANDS = ["say", "render", "check", "voices", "prevectorize", "analyze", "bench", "serve", "studio"]
-EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (no usage dump)."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(EXIT_USER_ERROR)
-
-
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """--model/--device/--dtype, shared by every command that loads a model."""
-    parser.add_argument("--model", help="hub id, checkpoint directory, or tiny|mid|full "
-                        "(random weights: noise, not speech); default $OMNISTUDIO_MODEL or k2-fsa/OmniVoice")
-    parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
-    parser.add_argument("--dtype", help="backbone dtype: auto (default), fp32, bf16 or fp16; auto is fp16 on "
-                        "CUDA, bf16 on a CPU with AMX-BF16 or AVX512-BF16, else fp32 (the vocoder stays fp32)")
-
-
-def add_server_options(parser: argparse.ArgumentParser) -> None:
-    """--server/--api-key-file: render on an `omnistudio serve` instead of loading a model here."""
-    parser.add_argument("--server", metavar="URL", help="render on the speech server at URL "
-                        "(http://HOST:PORT, started with `omnistudio serve`); no model is loaded here")
-    parser.add_argument("--api-key-file", type=Path, metavar="FILE", help="file holding the server's API key "
-                        "(sent as Authorization: Bearer)")
-
-
-def add_synthesis_options(parser: argparse.ArgumentParser, seed_help: str) -> None:
-    """--num-step/--seed/--guidance/--sampler, shared by every command that synthesises."""
-    parser.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
-    parser.add_argument("--seed", default=0, help=seed_help)
-    parser.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
-    parser.add_argument("--sampler", choices=["fast", "stock"], default="fast",
-                        help="fast sampler (default) or OmniVoice's stock loop")
 
 
 def build_parser() -> argparse.ArgumentParser:

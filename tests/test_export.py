@@ -18,7 +18,7 @@ import soundfile as sf
 from omnistudio.audio.export import check_target_lufs, check_true_peak, normalise, write_audio
 from omnistudio.audio.finishing import FinishingOptions, finish_render
 from omnistudio.audio.loudness import analyze_file, measure
-from omnistudio.commands.finishing_args import add_finishing_options, finishing_options
+from omnistudio.commands.flags.finishing import add_finishing_options, finishing_options
 from omnistudio.errors import UserError
 
 SR = 24_000

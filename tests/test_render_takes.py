@@ -56,7 +56,7 @@ def test_project_render_reuses_chosen_takes_bit_for_bit(tmp_path: Path, ref_wav:
     assert opened.problems == [] and all(line.chosen_take for line in opened.lines)
 
     # Plain render gives the same first take (same seed policy), to within 24-bit FLAC's rounding.
-    import omnistudio.commands.takes as takes
+    import omnistudio.commands.render_takes as takes
 
     def no_engine(*_a: Any) -> Any:
         raise AssertionError("nothing should be rendered")
@@ -82,7 +82,7 @@ def test_project_render_reuses_chosen_takes_bit_for_bit(tmp_path: Path, ref_wav:
 
 def test_render_verify_retakes_and_lists_takes_in_the_sidecar(checker: Any, tmp_path: Path, ref_wav: Path,  # noqa: F811
                                                                monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    import omnistudio.commands.takes as takes
+    import omnistudio.commands.render_takes as takes
     from omnistudio.projects import retake
 
     synth = Recordings({MINISTER: [WRONG, MINISTER]})
@@ -115,7 +115,7 @@ def test_render_verify_retakes_and_lists_takes_in_the_sidecar(checker: Any, tmp_
 def test_render_verify_without_retakes_exits_1_and_names_the_sentence(checker: Any, tmp_path: Path,  # noqa: F811
                                                                       ref_wav: Path, monkeypatch: pytest.MonkeyPatch,
                                                                       capsys: Any) -> None:
-    import omnistudio.commands.takes as takes
+    import omnistudio.commands.render_takes as takes
 
     monkeypatch.setattr(takes, "engine_link", lambda *_a: FliteLink(Recordings({MINISTER: [WRONG]})))
     script = tmp_path / "s.txt"

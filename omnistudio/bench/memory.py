@@ -120,9 +120,11 @@ def _write_reference(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from omnistudio.commands.flags.synthesis import add_num_step
+
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=int, default=64, help="script size in KB (default 64, the limit)")
-    parser.add_argument("--num-step", type=int, default=4, help="diffusion steps (default 4)")
+    add_num_step(parser, default=4, convert=int)
     parser.add_argument("--model", default="tiny", help="model (default tiny)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = parser.parse_args(argv)

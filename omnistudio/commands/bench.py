@@ -54,7 +54,7 @@ def _stream(args: argparse.Namespace) -> Any:
 def _remote_stream(args: argparse.Namespace) -> Any:
     """--stream --server URL: the same take through this machine's engine and the server's, in one run."""
     from omnistudio.bench.remote import remote_stream_benchmark
-    from omnistudio.commands.links import remote_link
+    from omnistudio.commands.flags.engine import remote_link
     from omnistudio.take.link import LocalEngine
 
     remote = remote_link(args.server, args.api_key_file)
@@ -119,7 +119,8 @@ DEFAULT_SENTENCES = {"sentences": 3, "stream": 40, "stream-server": 12, "dialogu
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options, add_server_options
+    from omnistudio.commands.flags.engine import add_model_options, add_server_options
+    from omnistudio.commands.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
@@ -143,9 +144,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", type=int, default=2, help="dialogue batch size (default 2)")
     p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
                    "8 with --dialogue)")
-    p.add_argument("--num-step", default=10, help="diffusion steps (default 10)")
-    p.add_argument("--seed", default=0, help="random seed (same for every variant)")
-    p.add_argument("--guidance", type=float, default=2.0, help="classifier-free guidance scale")
+    add_synthesis_options(p, "random seed (same for every variant)", sampler=False)
     p.add_argument("--only", choices=["all", "combined"], default="all",
                    help="all: each technique alone + lossless + defaults; combined: lossless + defaults")
     p.add_argument("--compile", choices=["off", "default", "reduce-overhead"], default="off",
@@ -161,7 +160,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.checks import check_num_step, check_seed
+    from omnistudio.checks import check_batch, check_num_step, check_seed
 
     mode = ("stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else
             "serve" if args.serve else "lengths" if args.lengths else "sentences")
@@ -175,8 +174,7 @@ def run(args: argparse.Namespace) -> int:
     if mode in ("serve", "serve_ray"):
         args.clients = clients_list(args.clients)
     if mode == "serve":
-        if not 2 <= args.max_batch <= 16:
-            raise UserError(f"--max-batch {args.max_batch} is out of range 2..16")
+        check_batch(args.max_batch, "--max-batch", lo=2)
     if args.server and mode != "stream":
         raise UserError("--server goes with --stream (this machine's engine against the server's)")
     if args.sentences is None:
@@ -187,8 +185,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--sentences must be a whole number, got '{args.sentences}'") from None
     if not 1 <= args.sentences <= MAX_SENTENCES:
         raise UserError(f"--sentences {args.sentences} is out of range 1..{MAX_SENTENCES}")
-    if not 2 <= args.batch <= 16:
-        raise UserError(f"--batch {args.batch} is out of range 2..16")
+    check_batch(args.batch, "--batch", lo=2)
     args.num_step = check_num_step(args.num_step)
     args.seed = check_seed(args.seed)
     if args.threads is not None and args.threads < 1:
@@ -244,7 +241,7 @@ def _check_serve_ray(args: argparse.Namespace) -> None:
 
 
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
-    from omnistudio.commands.voice_args import engine_from_args
+    from omnistudio.commands.flags.engine import engine_from_args
 
     args.sampler = sampler  # "stock": the sentence bench installs its own samplers per variant
     args.progress(0, 1, "loading model")

@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from omnistudio.commands.finishing_args import add_finishing_options
 from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options, add_server_options, add_synthesis_options
+    from omnistudio.commands.flags.engine import add_model_options, add_server_options
+    from omnistudio.commands.flags.finishing import add_finishing_options
+    from omnistudio.commands.flags.ray import add_batch_options
+    from omnistudio.commands.flags.retakes import add_take_options
+    from omnistudio.commands.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
     p.add_argument("scripts", type=Path, nargs="+", metavar="SCRIPT", help="UTF-8 script: one paragraph per "
@@ -37,11 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     add_server_options(p)
     add_finishing_options(p)
-    from omnistudio.commands import takes
-
-    takes.add_options(p)
-    from omnistudio.commands.cluster_options import add_batch_options
-
+    add_take_options(p)
     add_batch_options(p)
 
 
@@ -81,12 +80,12 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_output_path
-    from omnistudio.commands.take_args import plan_script, take_options
+    from omnistudio.commands.flags.take import plan_script, take_options
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.script import read_script
 
     if args.ray or args.out_dir is not None:
-        from omnistudio.commands.cluster_options import run_batch
+        from omnistudio.commands.render_ray import run_batch
 
         return run_batch(args)
     if len(args.scripts) > 1:
@@ -103,14 +102,14 @@ def run(args: argparse.Namespace) -> int:
                                       **recording_inputs()})
     text = read_script(args.script)
     script, options = plan_script(args, text, take_options(args))  # every check first
-    from omnistudio.commands.links import check_link_args
+    from omnistudio.commands.flags.engine import check_link_args
+    from omnistudio.commands.flags.retakes import wanted
 
     check_link_args(args)  # --server with --model, a key file without a server
+    if wanted(args):
+        from omnistudio.commands import render_takes
 
-    from omnistudio.commands import takes
-
-    if takes.wanted(args):
-        return takes.run(args, text, script, options)
+        return render_takes.run(args, text, script, options)
 
     player = _open_player(args, SAMPLE_RATE) if args.play else None
     if player is not None:
@@ -129,7 +128,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
     """Build the take (the same function the studio and the server use) with this command's sinks."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from omnistudio.commands.links import open_link
+    from omnistudio.commands.flags.engine import open_link
     from omnistudio.console import err_console, status
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.sinks import FileSink, PlayerSink

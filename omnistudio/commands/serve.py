@@ -13,12 +13,13 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import add_model_options
+    from omnistudio.commands.flags.engine import add_model_options
 
     p = sub.add_parser("serve", help="speech server: OpenAI /v1/audio/speech, /tts/generate, WebSocket stream")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
                    "needs --api-key-file)")
-    p.add_argument("--port", type=int, default=8005, help="TCP port (default 8005)")
+    p.add_argument("--port", type=int, default=8005, help="TCP port (default 8005; 0: one the system picks, "
+                   "printed in the 'serving on' line)")
     p.add_argument("--api-key-file", type=Path, help="file with one API key per line (Authorization: Bearer KEY)")
     p.add_argument("--max-queue", type=int, default=16, help="requests in flight before 429 (default 16)")
     p.add_argument("--max-batch", type=int, default=8, help="sentences of concurrent requests per diffusion "
@@ -29,22 +30,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "and options renders nothing; default 0: off")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false", help="skip the warm-up render")
     add_model_options(p)
-    from omnistudio.commands.cluster_options import add_serve_options
+    from omnistudio.commands.flags.ray import add_serve_options
 
     add_serve_options(p)
 
 
-def check_port(host: str, port: int) -> None:
-    if not 1 <= port <= 65535:
-        raise UserError(f"port {port} is out of range 1..65535")
+def bind_port(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound and listening here (``port`` 0: a free port the system picks).
+
+    The server is handed this very socket, so no other program can take the port between the check
+    and the server starting, and the port is known (and printed) before the model loads."""
+    if not 0 <= port <= 65535:
+        raise UserError(f"port {port} is out of range 0..65535 (0: a free port the system picks)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
-            raise UserError(f"{host}:{port} {why}") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # connections wait in the backlog until the server accepts them
+    except OSError as exc:
+        sock.close()
+        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+        raise UserError(f"{host}:{port} {why}") from None
+    return sock
+
+
+def check_port(host: str, port: int) -> None:
+    """One line when ``host:port`` cannot be listened on (Serve's proxy binds it itself, later)."""
+    bind_port(host, port).close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.server.middleware import Guard
     from omnistudio.server.scheduler import Admission
 
-    from omnistudio.commands.cluster_options import check_serve_options, run_serve
+    from omnistudio.commands.flags.ray import check_serve_options
+    from omnistudio.commands.serve_ray import run_serve
 
     check_serve_options(args)
     keys = check_bind(args.host, args.api_key_file)  # every check before the model loads
@@ -70,8 +84,12 @@ def run(args: argparse.Namespace) -> int:
     if args.ray:
         if args.address is None:  # a local instance: its proxy binds here
             check_port(args.host, args.port)
+        elif args.port == 0:
+            raise UserError("--port 0 picks a free port of this machine for a local instance: give a fixed "
+                            "--port with --address")
         return run_serve(args, keys)
-    check_port(args.host, args.port)
+    sock = bind_port(args.host, args.port)
+    args.port = sock.getsockname()[1]  # the port bound (the one the system picked for --port 0)
     from omnistudio.server.pipeline import TakeCache
 
     state = ServerState(max_queue=args.max_queue, time_limit_s=args.time_limit, keys=keys,
@@ -80,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                                            access_log=False, lifespan="off", ws="websockets-sansio"))
     threading.Thread(target=start_engine, args=(args, state, server), name="omnistudio-start", daemon=True).start()
-    server.run()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
     if state.link is not None:
         state.link.close()
     if state.status == "failed":

@@ -13,7 +13,8 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.cli import OneLineParser, add_model_options
+    from omnistudio.commands.flags.engine import add_model_options
+    from omnistudio.commands.flags.parser import OneLineParser
 
     p = sub.add_parser("voices", help="list the anchors and their prompts, or add an anchor")
     actions = p.add_subparsers(dest="voices_command", metavar="ACTION", parser_class=OneLineParser)

@@ -13,11 +13,10 @@ import math
 from dataclasses import dataclass, field, replace
 
 from omnistudio.audio.finishing import FinishingOptions
-from omnistudio.checks import DEFAULT_NUM_STEP, check_language, check_num_step, check_seed
+from omnistudio.checks import DEFAULT_NUM_STEP, check_batch, check_language, check_num_step, check_seed
 from omnistudio.errors import UserError
 from omnistudio.voices.resolve import VoiceRef
 
-MAX_BATCH = 16
 SEED_LIMIT = 2**31
 
 
@@ -52,13 +51,12 @@ class TakeOptions:
             raise UserError("speed must be a number") from None
         if not math.isfinite(speed) or not 0.25 <= speed <= 4.0:
             raise UserError(f"speed {self.speed} is out of range 0.25..4")
-        if not 1 <= int(self.batch) <= MAX_BATCH:
-            raise UserError(f"batch size {self.batch} is out of range 1..{MAX_BATCH}")
+        batch = check_batch(self.batch)
         if self.voice is not None and not isinstance(self.voice, VoiceRef):
             raise UserError(f"the default voice must be a VoiceRef, got {type(self.voice).__name__}")
         return replace(self, num_step=check_num_step(self.num_step), guidance_scale=guidance,
                        seed=check_seed(self.seed), seed_locked=bool(self.seed_locked), speed=speed,
-                       batch=int(self.batch), lang=check_language(self.lang))
+                       batch=batch, lang=check_language(self.lang))
 
     @property
     def speed_arg(self) -> float | None:

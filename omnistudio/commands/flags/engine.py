@@ -1,4 +1,5 @@
-"""Which engine a command renders through: the model in this process, or a speech server (``--server``).
+"""Which engine a command renders through: the model in this process (``--model/--device/--dtype``,
+``--sampler``), or a speech server (``--server/--api-key-file``).
 
 The choice is made here, where a client is built, and nowhere else: the take pipeline, the studio and
 the commands only ever see an :class:`~omnistudio.take.link.EngineLink`.
@@ -8,9 +9,35 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from omnistudio.errors import UserError
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--model/--device/--dtype, shared by every command that loads a model."""
+    parser.add_argument("--model", help="hub id, checkpoint directory, or tiny|mid|full "
+                        "(random weights: noise, not speech); default $OMNISTUDIO_MODEL or k2-fsa/OmniVoice")
+    parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
+    parser.add_argument("--dtype", help="backbone dtype: auto (default), fp32, bf16 or fp16; auto is fp16 on "
+                        "CUDA, bf16 on a CPU with AMX-BF16 or AVX512-BF16, else fp32 (the vocoder stays fp32)")
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """--server/--api-key-file: render on an `omnistudio serve` instead of loading a model here."""
+    parser.add_argument("--server", metavar="URL", help="render on the speech server at URL "
+                        "(http://HOST:PORT, started with `omnistudio serve`); no model is loaded here")
+    parser.add_argument("--api-key-file", type=Path, metavar="FILE", help="file holding the server's API key "
+                        "(sent as Authorization: Bearer)")
+
+
+def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> Any:
+    """``--model/--device/--dtype/--sampler`` -> an Engine (through the core's plain-value open_engine)."""
+    from omnistudio.voices.session import open_engine
+
+    return open_engine(getattr(args, "model", None), getattr(args, "device", None), getattr(args, "dtype", None),
+                       getattr(args, "sampler", "fast"), progress=progress)
 
 
 def remote_link(server: str | None, api_key_file: Any = None) -> Any:
@@ -43,7 +70,6 @@ def open_link(args: argparse.Namespace, progress: Callable[[str], None] | None =
         if progress is not None:
             progress(f"server {link.address}: {info.model} on {info.device}")
         return link
-    from omnistudio.commands.voice_args import engine_from_args
     from omnistudio.take.link import LocalEngine
 
     return LocalEngine(engine_from_args(args, progress=progress))

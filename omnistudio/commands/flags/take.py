@@ -1,4 +1,5 @@
-"""The checks of ``render``'s script and take flags, shared by ``render`` and ``render --ray``."""
+"""``render``'s script and take flags (``--batch``, ``--lang``, ...) checked into TakeOptions and the
+parsed script, shared by ``render``, ``render --project`` and ``render --ray``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def known_speakers() -> set[str]:
 
 def check_voice_options(args: argparse.Namespace, script: Any) -> Any:
     """The voice of untagged lines (a VoiceRef, or None when every line is tagged)."""
-    from omnistudio.commands.voice_args import check_voice_args, voice_from_args
+    from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
 
     if check_voice_args(args) is None:
         untagged = next((s for s in script.sentences if s.speaker is None), None)
@@ -29,12 +30,12 @@ def check_voice_options(args: argparse.Namespace, script: Any) -> Any:
 
 def take_options(args: argparse.Namespace) -> Any:
     """The take options the flags name (checked), without the default voice."""
-    from omnistudio.commands.finishing_args import finishing_options
+    from omnistudio.checks import check_batch
+    from omnistudio.commands.flags.finishing import finishing_options
     from omnistudio.take.options import TakeOptions
 
     finishing = finishing_options(args)
-    if not 1 <= args.batch <= 16:
-        raise UserError(f"--batch {args.batch} is out of range 1..16")
+    check_batch(args.batch, "--batch")
     return TakeOptions(num_step=args.num_step, guidance_scale=args.guidance, seed=args.seed, batch=args.batch,
                        lang=args.lang, finishing=finishing).validated()
 

@@ -1,11 +1,9 @@
-"""The CLI's voice and model flags (``--voice/--blend/--alpha``, ``--ref-audio/--ref-text``,
-``--model/--device/--dtype/--sampler``) turned into plain values for the core."""
+"""The CLI's voice flags (``--voice/--blend/--alpha``, ``--ref-audio/--ref-text``) turned into a
+:class:`~omnistudio.voices.resolve.VoiceRef` for the core (the model flags: :mod:`.engine`)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
 
 from omnistudio.errors import UserError
 from omnistudio.voices.resolve import VoiceRef
@@ -43,11 +41,3 @@ def voice_from_args(args: argparse.Namespace) -> VoiceRef | None:
     if getattr(args, "ref_audio", None) is not None:
         return VoiceRef.recording_of(args.ref_audio, args.ref_text)
     return None
-
-
-def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> Any:
-    """``--model/--device/--dtype/--sampler`` -> an Engine (through the core's plain-value open_engine)."""
-    from omnistudio.voices.session import open_engine
-
-    return open_engine(getattr(args, "model", None), getattr(args, "device", None), getattr(args, "dtype", None),
-                       getattr(args, "sampler", "fast"), progress=progress)

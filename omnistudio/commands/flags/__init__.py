@@ -1,0 +1,13 @@
+"""The CLI's flags, each defined once, and their checks into plain values for the core.
+
+One module per concern; a command's ``add_parser`` adds them and its ``run`` turns them into values:
+
+- ``parser``: the one-line-error ArgumentParser every (sub)parser uses
+- ``synthesis``: ``--num-step --seed --guidance --sampler`` (also ``python -m omnistudio.bench.memory``)
+- ``engine``: ``--model --device --dtype`` and ``--server --api-key-file`` -> the engine link
+- ``voice``: ``--voice --blend --alpha --ref-audio --ref-text`` -> a VoiceRef
+- ``finishing``: ``--target-lufs --true-peak --room-tone --breaths --shm`` -> FinishingOptions
+- ``take``: ``render``'s script and take flags (``--batch``...) -> TakeOptions and the parsed script
+- ``retakes``: ``render``'s takes group (``--project --verify --retake --threshold --asr-model``)
+- ``ray``: the ``--ray`` groups of ``render`` and ``serve``
+"""

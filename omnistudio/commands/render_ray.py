@@ -1,0 +1,88 @@
+"""``render SCRIPT... --out-dir DIR --ray``: many scripts rendered on Ray actors that each hold an engine
+(the flags: :mod:`omnistudio.commands.flags.ray`). Ray is imported only when ``--ray`` is given."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from typing import Any
+
+from omnistudio.errors import UserError
+
+
+def _batch_spec(args: argparse.Namespace) -> Any:
+    """The batch's spec from the render command's own option checks (default voice still unset)."""
+    from omnistudio.cluster.batch import RenderSpec
+    from omnistudio.commands.flags.take import take_options
+    from omnistudio.config import default_model
+
+    if args.output is not None:
+        raise UserError("--ray writes into --out-dir DIR (one NAME.wav per script), not -o")
+    if args.play:
+        raise UserError("--ray renders files only: --play works without --ray")
+    if getattr(args, "shm", None):
+        raise UserError("--shm hands one take to one reader: it does not combine with --ray")
+    options = take_options(args)
+    ref_bytes = args.ref_audio.read_bytes() if args.ref_audio is not None and args.ref_audio.is_file() else None
+    return RenderSpec(model=args.model or default_model(), device=args.device, dtype=args.dtype,
+                      sampler=args.sampler, options=options, ref_bytes=ref_bytes)
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch."""
+    from omnistudio.cluster.batch import plan_jobs, split_done
+    from omnistudio.cluster.connect import Need, import_ray
+    from omnistudio.commands.flags.take import plan_script
+    from omnistudio.console import err_console
+
+    if not args.ray:
+        raise UserError("--out-dir renders many scripts on Ray: add --ray (pip install 'omnistudio[ray]')")
+    if args.out_dir is None:
+        raise UserError("--ray needs --out-dir DIR for the outputs")
+    import_ray()
+    spec = _batch_spec(args)
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    Need(1, args.cpus_per_worker, args.gpus_per_worker or 0.0, "workers")  # the cheap checks of each value
+    jobs = plan_jobs(args.scripts, args.out_dir)
+    for i, job in enumerate(jobs):  # every script parsed and checked before anything starts
+        try:
+            script, options = plan_script(args, job.text, spec.options)
+        except UserError as exc:
+            raise UserError(f"{job.script}: {exc}") from None
+        jobs[i] = replace(job, parsed=script)
+        spec = replace(spec, options=options)  # the default voice (the same for every script)
+    if args.out_dir.exists() and not args.out_dir.is_dir():
+        raise UserError(f"--out-dir {args.out_dir} is not a folder")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    todo, report = split_done(jobs, spec)
+    if todo:
+        report = _render_on_ray(args, spec, todo, report)
+    for name, reason in report.failed.items():
+        err_console.print(f"omnistudio: {name}: {reason}", markup=False, highlight=False, soft_wrap=True)
+    summary = (f"{len(report.rendered)} rendered, {len(report.skipped)} skipped (already done), "
+               f"{len(report.failed)} failed; {report.audio_s:.1f} s of audio in {report.wall_s:.1f} s")
+    if args.json:
+        print(json.dumps({"out_dir": str(args.out_dir), "rendered": report.rendered, "skipped": report.skipped,
+                          "failed": report.failed, "audio_s": round(report.audio_s, 3),
+                          "wall_s": round(report.wall_s, 3)}))
+    else:
+        err_console.print(summary, markup=False, highlight=False)
+    if report.failed:
+        raise UserError(f"{len(report.failed)} of {len(jobs)} scripts failed: {', '.join(report.failed)}")
+    return 0
+
+
+def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report: Any) -> Any:
+    from omnistudio.cluster.batch import render_batch
+    from omnistudio.cluster.connect import Cluster, Need
+    from omnistudio.console import err_console
+
+    with Cluster(args.address) as cluster:
+        have = cluster.resources()
+        gpus = args.gpus_per_worker if args.gpus_per_worker is not None else (1.0 if have.get("GPU") else 0.0)
+        workers = args.workers or (max(1, int(have.get("GPU", 0) // gpus)) if gpus else 1)
+        cluster.check_fits(Need(workers, args.cpus_per_worker, gpus, "workers"))
+        return render_batch(cluster.ray, spec, todo, workers, args.cpus_per_worker, gpus, console=err_console,
+                            report=report)
