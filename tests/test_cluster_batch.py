@@ -14,20 +14,27 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from omnistudio.cli import main  # noqa: E402
+from support.audio import REF_TEXT  # noqa: E402
 
-REF_TEXT = "This is the reference voice for our test."
 LINES = ["Good evening. Here is the news.", "Markets rose today.", "The weather stays dry.\n[:es] Buenas noches.",
          "Traffic is light.", "Sports next. Stay with us.", "That is all for tonight."]
 
 
 @pytest.fixture(scope="module")
 def local_ray() -> Any:
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    tests_dir = str(Path(__file__).parent)  # workers import this module's test renderer
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), tests_dir) if p)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-    yield ray
-    ray.shutdown()
+    """A local Ray instance whose workers import this module's test renderer (``tests`` on their
+    PYTHONPATH). The variables set here, and those ``ray.init`` adds, are this module's only."""
+    from support.server import restored_environ
+
+    with restored_environ():
+        tests_dir = str(Path(__file__).parent)
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), tests_dir) if p)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
 
 
 def common(ref_wav: Path) -> list[str]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from typing import Any
+
+import pytest
 
 from omnistudio.cluster.proxy import REPLICA_HEADER, ReplicaLoss
 from omnistudio.cluster.serve import ReplicaTag, label_metrics
@@ -87,3 +90,32 @@ def test_metrics_and_health_name_the_replica() -> None:
     assert headers[REPLICA_HEADER] == b"ab12"
     assert json.loads(sent[1]["body"]) == {"status": "ready", "replica": "ab12"}
     assert int(headers[b"content-length"]) == len(sent[1]["body"])
+
+
+@pytest.mark.skipif(not hasattr(socket, "SO_REUSEPORT"), reason="SO_REUSEPORT is Linux/BSD")
+def test_a_reserved_port_keeps_others_off_and_lets_the_proxy_in() -> None:
+    """`serve --ray --port 0`: the port picked is held until Serve's proxy listens on it; meanwhile no
+    other socket can take it, and the proxy (binding as Serve does, SO_REUSEADDR + SO_REUSEPORT) can."""
+    from omnistudio.cluster.serve import reserved_port
+
+    with reserved_port("127.0.0.1", 8123) as port:
+        assert port == 8123  # a fixed port is Serve's to bind, as given
+    with reserved_port("127.0.0.1", 0) as port:
+        assert port > 0
+        for options in ((), (socket.SO_REUSEADDR,)):  # another program, with or without SO_REUSEADDR
+            with socket.socket() as other:
+                for option in options:
+                    other.setsockopt(socket.SOL_SOCKET, option, 1)
+                with pytest.raises(OSError):
+                    other.bind(("127.0.0.1", port))
+        with socket.socket() as proxy:
+            proxy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            proxy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            proxy.bind(("127.0.0.1", port))
+            proxy.listen()
+            with socket.create_connection(("127.0.0.1", port), timeout=10):
+                accepted, _ = proxy.accept()  # connections reach the proxy, not the reservation
+                accepted.close()
+    with socket.socket() as later:  # let go after the block (SO_REUSEADDR: the connection's TIME_WAIT stays)
+        later.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        later.bind(("127.0.0.1", port))

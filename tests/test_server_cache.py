@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.server_support import Server
+from support.server import Server
 
 
 def _speech(server: Server, seed: int) -> bytes:

@@ -3,6 +3,8 @@ queue gets 429 with Retry-After."""
 
 from __future__ import annotations
 
+import re
+import socket
 import subprocess
 import sys
 import threading
@@ -12,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server_support import Server, free_port
+from support.server import Server
 
 KEY = "test-key-0123456789abcdef"
 
@@ -28,7 +30,7 @@ def keyed(omnistudio_home: Path, tmp_path_factory: pytest.TempPathFactory) -> An
 
 def test_non_loopback_bind_without_key_refuses(omnistudio_home: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--host", "0.0.0.0",
-                           "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+                           "--port", "0"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "omnistudio: error: refusing to listen on 0.0.0.0 without --api-key-file: only 127.0.0.1/::1 may be served "
@@ -76,3 +78,28 @@ def test_full_queue_gets_429_with_retry_after(keyed: Server) -> None:
     finally:
         stop.set()
         holder.join(60)
+
+
+SERVING = re.compile(r"omnistudio: serving tiny on http://127\.0\.0\.1:(\d+) \(max batch 8, max queue 1\)")
+
+
+def test_port_zero_serves_on_a_port_it_names(keyed: Server) -> None:
+    """`--port 0`: the system picks the port; the ready line names it (support.server reads it there)."""
+    lines = [line for line in keyed.lines if line.startswith("omnistudio: serving")]
+    assert len(lines) == 1 and (m := SERVING.fullmatch(lines[0])), keyed.output[-2000:]
+    port = int(m[1])
+    assert port > 0 and keyed.port == port
+    assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=30).json()["status"] == "ready"
+
+
+def test_a_port_in_use_or_out_of_range_is_one_line(omnistudio_home: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for value, message in ((str(port), f"127.0.0.1:{port} is in use"),
+                               ("65536", "port 65536 is out of range 0..65535 (0: a free port the system picks)")):
+            done = subprocess.run([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--port", value],
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.strip().splitlines() == [f"omnistudio: error: {message}"]

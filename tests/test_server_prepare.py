@@ -8,16 +8,14 @@ import pytest
 from websockets.exceptions import ConnectionClosedError
 from websockets.sync.client import connect
 
-from server_support import Server
+from support.server import Server
 
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def server():  # noqa: ANN201
-    srv = Server()
-    yield srv
-    srv.stop()
+@pytest.fixture
+def server(shared_server: Server) -> Server:
+    return shared_server
 
 
 def _ask(server: Server, message: dict) -> list:

@@ -10,7 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-REF_TEXT = "This is the reference voice for our test."
+import pytest
+
+from support.audio import REF_TEXT
+from support.wait import wait_until
+
 
 
 def _render(tmp_path: Path, ref_wav: Path, *extra: str) -> list[str]:
@@ -54,31 +58,62 @@ def test_sigint_at_a_tenth_of_a_second(tmp_path: Path, ref_wav: Path) -> None:
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def _read_until(proc: subprocess.Popen[str], needle: str) -> list[str]:
+    """stderr lines up to and including the first that holds ``needle`` (all of them if it never comes)."""
+    seen = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        if needle in line:
+            break
+    return seen
+
+
 def test_sigint_while_loading_prints_one_line(tmp_path: Path, ref_wav: Path) -> None:
+    """SIGINT once the model has started loading: its warning line (a random-weight checkpoint) comes
+    just before the model's modules are imported and its weights read."""
     command = _render(tmp_path, ref_wav)
     before = _previous_pair(tmp_path)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # importing torch, numpy, scipy...
+    seen = _read_until(proc, "random-weight checkpoint")
+    assert "random-weight checkpoint" in seen[-1] and proc.poll() is None, "".join(seen)
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
+    _out, rest = proc.communicate(timeout=120)
+    err = "".join(seen) + rest
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "omnistudio: interrupted"
     assert [line for line in err.splitlines() if line.startswith("omnistudio:")] == ["omnistudio: interrupted"]
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
-def test_sigterm_mid_render(tmp_path: Path, ref_wav: Path) -> None:
+def _spooled_bytes(pid: int, folder: Path) -> int:
+    """Bytes in the files ``pid`` holds open in ``folder``: the take's audio spool (an unlinked temp file
+    in the temp folder, audio/spool.py) grows with every rendered sentence."""
+    total = 0
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        links = list(fds.iterdir())
+    except OSError:
+        return 0
+    for fd in links:
+        try:
+            if os.readlink(fd).startswith(str(folder)):
+                total += os.stat(fd).st_size
+        except OSError:
+            continue
+    return total
+
+
+def test_sigterm_mid_render(tmp_path: Path, ref_wav: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """SIGTERM once the take holds a second of rendered audio (79 of 80 sentences still to come)."""
     command = _render(tmp_path, ref_wav, "-v")
     before = _previous_pair(tmp_path)
+    spool = tmp_path_factory.mktemp("spool")  # the process's temp folder
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "COLUMNS": "400"})
-    seen = []
-    assert proc.stderr is not None
-    for line in proc.stderr:  # the model is loaded: rendering starts now
-        seen.append(line)
-        if "cudnn.benchmark" in line:
-            break
-    time.sleep(1.5)
+                            text=True, env={**os.environ, "COLUMNS": "400", "TMPDIR": str(spool)})
+    seen = _read_until(proc, "cudnn.benchmark")  # the model is loaded: rendering starts now
+    wait_until(lambda: _spooled_bytes(proc.pid, spool) >= 24_000 * 4 or proc.poll() is not None, timeout=120,
+               interval=0.02, what="a second of rendered audio")
     assert proc.poll() is None, "".join(seen)
     proc.send_signal(signal.SIGTERM)
     _out, rest = proc.communicate(timeout=120)
@@ -86,3 +121,4 @@ def test_sigterm_mid_render(tmp_path: Path, ref_wav: Path) -> None:
     assert "Traceback" not in rest
     assert [line for line in rest.splitlines() if line.startswith("omnistudio:")] == ["omnistudio: terminated"]
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no temp file, old pair intact
+    assert [p.name for p in spool.iterdir() if not p.name.startswith("torchinductor_")] == []  # nor in TMPDIR

@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.wait import wait_until as wait
 import soundfile as sf
-from take_roster import flite_desk, flite_recordings  # noqa: F401
-from test_player import null_sink  # noqa: F401  (the PulseAudio null sink fixture)
 
 SCRIPT = ("[ana] Good evening, here is the news.\n"
           "[ben:es] Buenas noches, estas son las noticias.\n"
@@ -21,12 +20,6 @@ SCRIPT = ("[ana] Good evening, here is the news.\n"
 STEPS, SEED = 2, 7
 
 
-def wait(predicate: Any, timeout: float = 120.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def finished(studio: Any) -> int:
@@ -50,9 +43,16 @@ def open_studio(engine: Any, **kwargs: Any) -> Any:
     from omnistudio.studio.settings import StudioSettings
 
     events: list[object] = []
+    stamps: list[float] = []  # when each event was reported (time.monotonic)
+
+    def report(event: object) -> None:
+        stamps.append(time.monotonic())
+        events.append(event)
+
     settings = StudioSettings(num_step=STEPS, seed=SEED, seed_lock=True)
-    studio = Studio(engine=engine, warm=False, settings=settings, report=events.append, **kwargs).start()
+    studio = Studio(engine=engine, warm=False, settings=settings, report=report, **kwargs).start()
     studio.events = events  # type: ignore[attr-defined]
+    studio.stamps = stamps  # type: ignore[attr-defined]
     wait(lambda: studio.state == "ready", what="studio ready")
     return studio
 
@@ -123,11 +123,24 @@ def test_replay_with_the_seed_locked_renders_nothing_again(tiny_engine: Any, fli
 
 
 @pytest.mark.device
-def test_missing_prompts_are_built_before_the_first_sound_with_no_underrun(
+def test_missing_prompts_are_built_before_the_first_sound(
         tiny_engine: Any, flite_desk: Path, null_sink: str) -> None:  # noqa: F811
+    """Every prompt the script needs is built in the prepare phase, before the first sound: none while
+    audio plays (before the fix the builds ran mid-script: 14 s of silence and 349 underruns). What is
+    asserted is when each build ran, not the underrun count a loaded machine can push up by itself
+    (the count is tested exactly in test_player.py)."""
     from omnistudio.studio.events import Failure, PlaybackStarted, Preparing
 
-    studio = open_studio(fast_engine(tiny_engine), audio="device")
+    engine = fast_engine(tiny_engine)
+    builds: list[float] = []
+    build = engine.prompt_from_audio
+
+    def timed_build(*args: Any, **kwargs: Any) -> Any:
+        builds.append(time.monotonic())
+        return build(*args, **kwargs)
+
+    engine.prompt_from_audio = timed_build  # every prompt build of this engine
+    studio = open_studio(engine, audio="device")
     try:
         assert not studio.silent
         text = ("[ana] Good evening. Here are the headlines of the night.\n"
@@ -141,10 +154,8 @@ def test_missing_prompts_are_built_before_the_first_sound_with_no_underrun(
                  for e in studio.events if isinstance(e, (Preparing, PlaybackStarted))]
         first_sound = kinds.index("sound")
         assert ("build", "ana", "en") in kinds[:first_sound] and ("build", "ben", "es") in kinds[:first_sound]
-        # Before the fix the builds ran mid-script: 14 s of silence and 349 underruns. A loaded 2-core
-        # machine may still miss one or two 50 ms device blocks; no prompt build fits in that.
-        stats = studio.player.stats
-        assert stats.underruns <= 2 and stats.underrun_frames <= 0.1 * studio.player.sample_rate, stats
+        assert [k for k in kinds[first_sound:] if k != "sound"] == []  # no prepare step once audio plays
+        sound_at = next(at for at, e in zip(studio.stamps, studio.events) if isinstance(e, PlaybackStarted))
+        assert len(builds) >= 2 and max(builds) < sound_at, (builds, sound_at)  # ana's and ben's, both before
     finally:
         studio.close()
-

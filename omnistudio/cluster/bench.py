@@ -8,6 +8,7 @@ The ratios are to the first replica count of the same run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,26 +40,20 @@ def _speech(url: str, num_step: int, seed: int) -> tuple[float, str]:
     return len(r.content) / 2 / 24_000, r.headers.get("x-omnistudio-replica", "")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, Any]:
     from omnistudio.cluster import serve as cluster_serve
 
     progress = progress or (lambda done, total, label: None)
     cluster = Cluster(bench.address)
+    stack = contextlib.ExitStack()
     try:
         have = cluster.resources()
         gpus = 1.0 if have.get("GPU") and bench.device != "cpu" else 0.0
         cpus = min(1.0, have.get("CPU", 1.0) / max(bench.replicas))
         for n in bench.replicas:  # every count checked before the first starts
             cluster.check_fits(Need(n, cpus, gpus))
-        port = _free_port()
+        # one port for every run (Serve's proxy stays up between them), held until the bench ends
+        port = stack.enter_context(cluster_serve.reserved_port("127.0.0.1", 0))
         config = cluster_serve.ReplicaConfig(model=bench.model, device=bench.device, warm_up=True,
                                              max_queue=max(16, bench.concurrency), threads=max(1, int(cpus)))
         runs: list[dict[str, Any]] = []
@@ -85,4 +80,5 @@ def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, An
                 "gpus_per_replica": gpus, "concurrency": bench.concurrency, "num_step": bench.num_step,
                 "runs": runs}
     finally:
+        stack.close()
         cluster_serve.stop(cluster)

@@ -12,8 +12,10 @@ with it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,22 +203,74 @@ def deployment(config: ReplicaConfig, scale: Scale) -> Any:
 
 def start(cluster: Cluster, config: ReplicaConfig, scale: Scale, timeout_s: float = 600.0) -> str:
     """Check the request fits, start Serve's proxy and the replicas; return the proxy's URL.
+    ``scale.port`` 0 (a local instance only): a free port of this machine, held until the proxy
+    listens on it.
 
     Nothing is left running when this raises: the application is deleted again."""
     import logging
+    import time
 
     serve = import_serve()
     logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines are Serve's, not the user's
     cluster.check_fits(Need(scale.first, scale.cpus, scale.gpus))
-    serve.start(http_options={"host": scale.host, "port": scale.port,
-                              "request_timeout_s": config.time_limit_s + 30})
+    with reserved_port(scale.host, scale.port) as port:
+        host = f"[{scale.host}]" if ":" in scale.host else scale.host
+        url = f"http://{host}:{port}"
+        serve.start(http_options={"host": scale.host, "port": port, "request_timeout_s": config.time_limit_s + 30})
+        try:
+            deadline = time.monotonic() + timeout_s
+            serve.run(deployment(config, scale), name=APP_NAME, route_prefix="/", blocking=False)
+            _wait_running(serve, timeout_s)
+            if scale.port == 0:
+                _wait_proxy(url, deadline)  # the port is let go only once the proxy listens on it
+        except BaseException:
+            stop(cluster)
+            raise
+    return url
+
+
+@contextlib.contextmanager
+def reserved_port(host: str, port: int) -> Iterator[int]:
+    """``port``, or for 0 a free port the system picks, held (bound, not listening) until the block ends.
+
+    Serve's proxy binds its port itself, in another process, with SO_REUSEPORT (Serve's default): a
+    socket of ours bound with SO_REUSEPORT alone lets the proxy (same user, SO_REUSEPORT) bind the port
+    too, while any other socket (SO_REUSEADDR or none) is refused it; ours takes no connections (it
+    does not listen). With reuse turned off in Serve, the port is only picked here and let go before
+    Serve starts."""
+    if port != 0:
+        yield port
+        return
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
-        serve.run(deployment(config, scale), name=APP_NAME, route_prefix="/", blocking=False)
-        _wait_running(serve, timeout_s)
-    except BaseException:
-        stop(cluster)
-        raise
-    return f"http://{scale.host}:{scale.port}"
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, 0))
+        picked = sock.getsockname()[1]
+        if os.environ.get("SERVE_SOCKET_REUSE_PORT_ENABLED", "1") != "1" or not hasattr(socket, "SO_REUSEPORT"):
+            sock.close()
+        yield picked
+    finally:
+        sock.close()
+
+
+def _wait_proxy(url: str, deadline: float) -> None:
+    """Until Serve's proxy answers its health route at ``url``."""
+    import time
+
+    import httpx
+
+    while True:
+        try:
+            if httpx.get(f"{url}/-/healthz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise UserError(f"Serve's proxy did not answer at {url}")
+        time.sleep(0.2)
 
 
 def _wait_running(serve: Any, timeout_s: float) -> None:

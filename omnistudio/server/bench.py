@@ -22,10 +22,13 @@ from typing import Any
 Progress = Callable[[int, int, str], None]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _listening_socket() -> socket.socket:
+    """A loopback socket on a port the system picks, listening: handed to the server as it is (no port
+    is picked here and bound again there, where another program could take it in between)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -72,10 +75,11 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
     ref, lang = parse_voice(voice)
     resolve_voice(engine, ref, lang or "en")  # the voice's prompt is built before any timing
     state = ServerState(max_queue=max(64, 2 * max(clients)), status="ready")
-    port = _free_port()
+    sock = _listening_socket()
+    port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(Guard(create_app(state), state), host="127.0.0.1", port=port,
                                            log_level="error", access_log=False, lifespan="off"))
-    thread = threading.Thread(target=server.run, name="bench-server", daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="bench-server", daemon=True)
     logging.getLogger("omnistudio.server").setLevel(logging.WARNING)  # no per-request lines
     thread.start()
     while not server.started:
@@ -102,6 +106,7 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
             link.close()
         server.should_exit = True
         thread.join(10)
+        sock.close()
     base = next(r for r in rows if r["batching"] == "off" and r["clients"] == min(clients))
     for row in rows:
         row["throughput_ratio"] = round(row["throughput"] / base["throughput"], 3)

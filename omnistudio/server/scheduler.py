@@ -110,6 +110,7 @@ class BatchingLink:
         self._calls: list[tuple[Callable[[], Any], Future]] = []  # prepare etc., run on the worker
         self._cond = threading.Condition()
         self._closed = False
+        self._held = False
         self._thread = threading.Thread(target=self._work, name="omnistudio-engine", daemon=True)
         self._thread.start()
 
@@ -153,6 +154,24 @@ class BatchingLink:
                         raise Cancelled("request cancelled") from None
         return out
 
+    @property
+    def queued(self) -> int:
+        """Items waiting for a diffusion pass (not counting the pass under way)."""
+        with self._cond:
+            return len(self._waiting)
+
+    def hold(self) -> None:
+        """Start no new pass until :meth:`release` (calls such as voice preparation still run): the
+        items of concurrent requests queue up meanwhile, and the passes after the release batch
+        them. A pass under way finishes. Tests make a batch certain with it."""
+        with self._cond:
+            self._held = True
+
+    def release(self) -> None:
+        with self._cond:
+            self._held = False
+            self._cond.notify()
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
@@ -178,7 +197,7 @@ class BatchingLink:
         for ticket in [t for t in self._waiting if t.cancel.is_set()]:
             self._waiting.remove(ticket)
             ticket.future.set_exception(Cancelled("request cancelled"))
-        if not self._waiting:
+        if not self._waiting or self._held:
             return None
         first = self._waiting[0]
         group = [first]

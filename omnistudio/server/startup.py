@@ -32,8 +32,11 @@ def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
         state.status = "ready"
         from omnistudio.console import err_console
 
-        err_console.print(f"omnistudio: serving {engine.loaded.spec.name} on http://{args.host}:{args.port} "
-                          f"(max batch {args.max_batch}, max queue {args.max_queue})", markup=False, highlight=False)
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        # One unwrapped line that names the bound port (`serve --port 0` picks one; tests read it here).
+        err_console.print(f"omnistudio: serving {engine.loaded.spec.name} on http://{host}:{args.port} "
+                          f"(max batch {args.max_batch}, max queue {args.max_queue})", markup=False, highlight=False,
+                          soft_wrap=True)
     except Exception as exc:  # noqa: BLE001 - the server stops with one line
         state.status, state.detail = "failed", first_line(exc)
         server.should_exit = True
