@@ -1,7 +1,7 @@
 """Broadcast finishing for a render: stitch sentences, normalise, add room tone, write file +
 sidecar, optionally hand the PCM to /dev/shm.
 
-Use (the take pipeline's FileSink does this; the CLI flags are in ``commands/finishing_args.py``)::
+Use (the take pipeline's FileSink does this; the CLI flags are in ``commands/flags/finishing.py``)::
 
     chunks = [(pcm, pause_s), ...]      # float32 24 kHz per sentence + the pause after it
     result = finish_render(chunks, 24000, output, FinishingOptions(...), timings={...})
@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -93,7 +94,6 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     """
     from omnistudio.audio.export import commit, discard, finished_sidecar, stage
     from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
-    from omnistudio.audio.spool import PcmSpool
 
     output = Path(output)
     suffix = check_output_path(output)
@@ -101,14 +101,7 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     if options.shm_name:
         check_shm_target(options.shm_name, root)
     t0 = time.perf_counter()
-    stitcher = Stitcher(sample_rate, room_tone=False, breaths=options.breaths, align_seams=options.align_seams,
-                        crossfade_ms=options.crossfade_ms, seed=options.seed)
-    with PcmSpool(output.parent if str(output.parent) else None) as speech:
-        meter = _Metered(sample_rate)
-        for chunk in chunks:
-            meter.add(speech, stitcher.push(*chunk_fields(chunk)))
-        meter.add(speech, stitcher.finish())
-        plan = _plan(speech, meter.report(), sample_rate, options)
+    with _stitched(chunks, sample_rate, options, output.parent if str(output.parent) else None) as (speech, stitcher, plan):
         final = _Metered(sample_rate)
         staged: list[tuple[Path, Path]] = []
         try:
@@ -136,6 +129,30 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
         commit(staged)
     shm = staged[0][1] if options.shm_name else None
     return FinishedRender(output, sidecar_path(output), sidecar, None, sample_rate, shm)
+
+
+def finish_pcm(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()) -> np.ndarray:
+    """The samples :func:`finish_render` writes for the same chunks and options, in memory (the
+    server's ``target_lufs``): one finishing path, so a request and ``render -o`` give the same audio."""
+    with _stitched(chunks, sample_rate, options, None) as (speech, _stitcher, plan):
+        blocks = list(_toned_blocks(speech, sample_rate, options, plan))
+    return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
+
+
+@contextmanager
+def _stitched(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions,
+              spool_dir: Path | None) -> Iterator[tuple[PcmSpool, Stitcher, _Plan]]:
+    """Stitch the chunks without room tone into a disk spool, measure it, and plan the finishing."""
+    from omnistudio.audio.spool import PcmSpool
+
+    stitcher = Stitcher(sample_rate, room_tone=False, breaths=options.breaths, align_seams=options.align_seams,
+                        crossfade_ms=options.crossfade_ms, seed=options.seed)
+    with PcmSpool(spool_dir) as speech:
+        meter = _Metered(sample_rate)
+        for chunk in chunks:
+            meter.add(speech, stitcher.push(*chunk_fields(chunk)))
+        meter.add(speech, stitcher.finish())
+        yield speech, stitcher, _plan(speech, meter.report(), sample_rate, options)
 
 
 # ------------------------------------------------------------------- block-wise finishing

@@ -17,7 +17,7 @@ import asyncio
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -156,10 +156,10 @@ class TakeRun:
         if self.cancel.is_set():
             raise Cancelled("request cancelled")
         pcm = np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)
-        if job.target_lufs is not None:
-            from omnistudio.audio.export import normalise
+        if job.target_lufs is not None:  # the finishing `render -o` applies: the same samples
+            from omnistudio.audio.finishing import finish_pcm
 
-            pcm = normalise(pcm, self.link.sample_rate, job.target_lufs).pcm
+            pcm = finish_pcm(result.chunks, self.link.sample_rate, replace(take.finishing, target_lufs=job.target_lufs))
             self.put(Audio(-1, pcm))
         wall = time.perf_counter() - self.started
         self.audio_s = len(pcm) / self.link.sample_rate
