@@ -235,19 +235,19 @@ class InProcessServer:
         import uvicorn
 
         from omnistudio.commands.serve import bind_port
-        from omnistudio.server.app import ServerState, create_app
-        from omnistudio.server.middleware import Guard
+        from omnistudio.server.factory import ServerConfig, build_server
         from omnistudio.server.pipeline import LocalEngine
         from omnistudio.server.scheduler import BatchingLink
 
-        self.state = ServerState(max_queue=32)
+        app = build_server(ServerConfig(max_batch=max_batch, max_queue=32))
+        self.state = app.state.server
         self.link = BatchingLink(LocalEngine(engine), max_batch,
                                  on_pass=lambda size, _s: self.state.metrics.batch_size.observe(size))
         self.state.link, self.state.status = self.link, "ready"
         sock = bind_port("127.0.0.1", 0)
         self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(Guard(create_app(self.state), self.state), log_level="warning",
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
                                                     access_log=False, lifespan="off", ws="websockets-sansio"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
         self.thread.start()

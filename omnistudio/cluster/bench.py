@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omnistudio.cluster.connect import Cluster, Need
+from omnistudio.server.factory import ServerConfig
 
 TEXT = "Good evening. Here is the news from the desk tonight."
 
@@ -54,8 +55,8 @@ def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, An
             cluster.check_fits(Need(n, cpus, gpus))
         # one port for every run (Serve's proxy stays up between them), held until the bench ends
         port = stack.enter_context(cluster_serve.reserved_port("127.0.0.1", 0))
-        config = cluster_serve.ReplicaConfig(model=bench.model, device=bench.device, warm_up=True,
-                                             max_queue=max(16, bench.concurrency), threads=max(1, int(cpus)))
+        config = ServerConfig(model=bench.model, device=bench.device, warm_up=True,
+                              max_queue=max(16, bench.concurrency), threads=max(1, int(cpus)), port=port)
         runs: list[dict[str, Any]] = []
         for i, n in enumerate(bench.replicas):
             progress(i, len(bench.replicas), f"starting {n} replicas")

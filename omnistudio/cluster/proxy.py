@@ -11,8 +11,9 @@ response that already started streaming is never replayed.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from omnistudio.server.protocol import error_json  # loaded with the proxy, not on its first error
 
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 CALLBACK_PATH = "omnistudio.cluster.proxy:middlewares"
@@ -29,8 +30,7 @@ def middlewares() -> list[Any]:
 
 
 def _json_error(status: int, message: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    body = json.dumps({"error": {"message": message, "type": "server_error", "param": None,
-                                 "code": str(status)}}).encode()
+    body = error_json(status, message, "server_error")  # the proxy's own answers are all server errors
     start = {"type": "http.response.start", "status": status,
              "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                          (b"retry-after", b"1")]}

@@ -22,23 +22,12 @@ from typing import Any
 from omnistudio.cluster.connect import Cluster, Need, import_serve
 from omnistudio.cluster.proxy import REPLICA_HEADER
 from omnistudio.errors import UserError
+from omnistudio.server.factory import ServerConfig
 
 APP_NAME = "omnistudio"
 
 
-@dataclass(frozen=True)
-class ReplicaConfig:
-    """What every replica builds its server from (plain values: it travels to the replicas)."""
-
-    model: str | None = None
-    device: str | None = None
-    dtype: str | None = None
-    max_batch: int = 8
-    max_queue: int = 16
-    time_limit_s: float = 300.0
-    keys: tuple[bytes, ...] = ()
-    warm_up: bool = True
-    threads: int = 1
+ReplicaConfig = ServerConfig  # what every replica builds its server from (plain values: it travels as it is)
 
 
 @dataclass(frozen=True)
@@ -70,7 +59,7 @@ class Scale:
             return self.replicas
         return min(max(self.replicas, self.min_replicas), self.max_replicas)
 
-    def deployment_options(self, config: ReplicaConfig) -> dict[str, Any]:
+    def deployment_options(self, config: ServerConfig) -> dict[str, Any]:
         options: dict[str, Any] = {
             "ray_actor_options": {"num_cpus": self.cpus, "num_gpus": self.gpus},
             "max_ongoing_requests": config.max_queue,  # the replica's own 429 answers past this
@@ -87,29 +76,25 @@ class Scale:
 class SpeechReplica:
     """One replica: the engine and the server state around it (wrapped by ``serve.ingress`` below)."""
 
-    def __init__(self, config: ReplicaConfig) -> None:
-        from argparse import Namespace
+    def __init__(self, config: ServerConfig) -> None:
         from types import SimpleNamespace
 
         import torch
 
+        from omnistudio.server.factory import build_server
         from omnistudio.server.startup import start_engine
-        from omnistudio.server.app import ServerState
 
         torch.set_num_threads(max(1, config.threads))
         self.replica = _replica_id()
-        self.state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys)
-        args = Namespace(model=config.model, device=config.device, dtype=config.dtype, warm_up=config.warm_up,
-                         max_batch=config.max_batch, max_queue=config.max_queue, host="ray", port=0)
-        start_engine(args, self.state, SimpleNamespace(should_exit=False))  # loads, warms, publishes the link
+        self.server_config = config
+        self.server_app = build_server(config)  # not ``app``: Serve's wrapper has a property of that name
+        self.state = self.server_app.state.server
+        start_engine(config, self.state, SimpleNamespace(should_exit=False))  # loads, warms, publishes the link
         if self.state.status != "ready":
             raise RuntimeError(f"replica {self.replica}: {self.state.detail or self.state.status}")
 
     def __serve_build_asgi_app__(self) -> Any:
-        from omnistudio.server.app import create_app
-        from omnistudio.server.middleware import Guard
-
-        return ReplicaTag(Guard(create_app(self.state), self.state), self.replica)
+        return ReplicaTag(self.server_app, self.replica)
 
     def check_health(self) -> None:
         """Serve's periodic probe: a failed engine takes the replica out of routing."""
@@ -194,14 +179,14 @@ class ReplicaTag:
         return json.dumps({**parsed, "replica": self.replica}).encode() if isinstance(parsed, dict) else data
 
 
-def deployment(config: ReplicaConfig, scale: Scale) -> Any:
+def deployment(config: ServerConfig, scale: Scale) -> Any:
     """The bound Serve application (not started)."""
     serve = import_serve()
     ingress = serve.deployment(name="SpeechReplica")(serve.ingress()(SpeechReplica))
     return ingress.options(**scale.deployment_options(config)).bind(config)
 
 
-def start(cluster: Cluster, config: ReplicaConfig, scale: Scale, timeout_s: float = 600.0) -> str:
+def start(cluster: Cluster, config: ServerConfig, scale: Scale, timeout_s: float = 600.0) -> str:
     """Check the request fits, start Serve's proxy and the replicas; return the proxy's URL.
     ``scale.port`` 0 (a local instance only): a free port of this machine, held until the proxy
     listens on it.

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from omnistudio.errors import UserError
+from omnistudio.server.factory import ServerConfig
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -60,20 +61,13 @@ def check_port(host: str, port: int) -> None:
     bind_port(host, port).close()
 
 
-def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from omnistudio.server.app import ServerState, create_app
-    from omnistudio.server.startup import start_engine
+def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """Every serve option, checked (one line each, before any model loads), as the server's config;
+    the API keys are read from ``--api-key-file`` here."""
     from omnistudio.server.auth import check_bind
-    from omnistudio.server.middleware import Guard
     from omnistudio.server.scheduler import Admission
 
-    from omnistudio.commands.flags.ray import check_serve_options
-    from omnistudio.commands.serve_ray import run_serve
-
-    check_serve_options(args)
-    keys = check_bind(args.host, args.api_key_file)  # every check before the model loads
+    keys = check_bind(args.host, args.api_key_file)
     Admission(args.max_queue)
     if not 1 <= args.max_batch <= 16:
         raise UserError(f"--max-batch {args.max_batch} is out of range 1..16")
@@ -81,23 +75,41 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--time-limit {args.time_limit} is out of range 1..86400 s")
     if not 0 <= args.cache_mb <= 65_536:
         raise UserError(f"--cache-mb {args.cache_mb} is out of range 0..65536")
+    cpus = getattr(args, "cpus_per_replica", None)
+    # a replica's torch threads: its CPUs (checked with the other scale flags by serve --ray)
+    threads = int(cpus) if getattr(args, "ray", False) and cpus is not None and 1 <= cpus < 1e6 else 1
+    return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, max_batch=args.max_batch,
+                        max_queue=args.max_queue, time_limit_s=args.time_limit, cache_mb=args.cache_mb, keys=keys,
+                        warm_up=args.warm_up, threads=threads, host=args.host, port=args.port)
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import uvicorn
+
+    from omnistudio.server.factory import build_server
+    from omnistudio.server.startup import start_engine
+
+    from omnistudio.commands.flags.ray import check_serve_options
+    from omnistudio.commands.serve_ray import run_serve
+
+    check_serve_options(args)
+    config = server_config_from_args(args)  # every check before the model loads
     if args.ray:
         if args.address is None:  # a local instance: its proxy binds here
             check_port(args.host, args.port)
         elif args.port == 0:
             raise UserError("--port 0 picks a free port of this machine for a local instance: give a fixed "
                             "--port with --address")
-        return run_serve(args, keys)
+        return run_serve(args, config)
     sock = bind_port(args.host, args.port)
-    args.port = sock.getsockname()[1]  # the port bound (the one the system picked for --port 0)
-    from omnistudio.server.pipeline import TakeCache
-
-    state = ServerState(max_queue=args.max_queue, time_limit_s=args.time_limit, keys=keys,
-                        cache=TakeCache(args.cache_mb * 2**20))
-    app = Guard(create_app(state), state)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+    config = dataclasses.replace(config, port=sock.getsockname()[1])  # the port bound (the one picked for 0)
+    app = build_server(config)
+    state = app.state.server
+    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning",
                                            access_log=False, lifespan="off", ws="websockets-sansio"))
-    threading.Thread(target=start_engine, args=(args, state, server), name="omnistudio-start", daemon=True).start()
+    threading.Thread(target=start_engine, args=(config, state, server), name="omnistudio-start", daemon=True).start()
     try:
         server.run(sockets=[sock])
     finally:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+from omnistudio.server.factory import ServerConfig
 
-def run_serve(args: argparse.Namespace, keys: tuple[bytes, ...]) -> int:
+
+def run_serve(args: argparse.Namespace, config: ServerConfig) -> int:
     """``serve --ray``: deploy, print where, serve until Ctrl+C, then take the deployment down."""
     import time
 
@@ -20,10 +22,7 @@ def run_serve(args: argparse.Namespace, keys: tuple[bytes, ...]) -> int:
                       gpus=args.gpus_per_replica or 0.0, min_replicas=args.min_replicas,
                       max_replicas=args.max_replicas, host=args.host, port=args.port)
     cluster_serve.Scale(**scale_args)  # every value checked before Ray starts (the port: by the caller)
-    config = cluster_serve.ReplicaConfig(model=args.model, device=args.device, dtype=args.dtype,
-                                         max_batch=args.max_batch, max_queue=args.max_queue,
-                                         time_limit_s=args.time_limit, keys=keys, warm_up=args.warm_up,
-                                         threads=max(1, int(scale_args["cpus"])))
+    # ``config`` (commands.serve.server_config_from_args) is what every replica builds its server from
     cluster = Cluster(args.address)
     try:
         if args.gpus_per_replica is None and cluster.resources().get("GPU") and args.device != "cpu":

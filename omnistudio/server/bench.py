@@ -66,18 +66,19 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
                     voice: str = "ruby", progress: Progress | None = None) -> dict[str, Any]:
     import uvicorn
 
-    from omnistudio.server.app import ServerState, create_app
-    from omnistudio.server.middleware import Guard
+    from omnistudio.server.factory import ServerConfig, build_server
     from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
     from omnistudio.server.scheduler import BatchingLink
 
     say = progress or (lambda _d, _t, _m: None)
     ref, lang = parse_voice(voice)
     resolve_voice(engine, ref, lang or "en")  # the voice's prompt is built before any timing
-    state = ServerState(max_queue=max(64, 2 * max(clients)), status="ready")
     sock = _listening_socket()
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(Guard(create_app(state), state), host="127.0.0.1", port=port,
+    app = build_server(ServerConfig(max_batch=max_batch, max_queue=max(64, 2 * max(clients)), port=port))
+    state = app.state.server
+    state.status = "ready"  # the links are set below, one per batching setting
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="error", access_log=False, lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="bench-server", daemon=True)
     logging.getLogger("omnistudio.server").setLevel(logging.WARNING)  # no per-request lines

@@ -3,19 +3,18 @@ and one log line per request (method, route, status, audio seconds, wall time, T
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
 
 from omnistudio.server.auth import OPEN_ROUTES, authorised
-from omnistudio.server.protocol import MAX_BODY_BYTES, error_body
+from omnistudio.server.protocol import MAX_BODY_BYTES, WS_ROUTE, error_json
 
 log = logging.getLogger("omnistudio.server")
 
 
 async def _refuse(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps(error_body(message, "invalid_request_error", code=str(status))).encode()
+    body = error_json(status, message, "invalid_request_error")
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *(headers or [])]})
@@ -75,4 +74,4 @@ class Guard:
 
 
 KNOWN_ROUTES = frozenset({"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/health", "/metrics",
-                          "/tts/generate", "/tts/generate-shm", "/ws/tts/stream-omni"})
+                          "/tts/generate", "/tts/generate-shm", WS_ROUTE})

@@ -7,6 +7,7 @@ the filesystem except a shm name, checked by :func:`omnistudio.audio.shm.check_s
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from omnistudio.checks import DEFAULT_NUM_STEP, check_language, check_seed, check_text
 from omnistudio.errors import UserError
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
+from omnistudio.take.remote_conn import WS_ROUTE as WS_ROUTE  # the one route string, shared with the client
 
 MAX_INPUT_CHARS = 4096  # OpenAI's limit for /v1/audio/speech input
 MAX_SCRIPT_CHARS = 20_000  # /tts/* and the WebSocket take whole scripts
@@ -26,10 +28,21 @@ MODEL_ID = "omnivoice"
 DEFAULT_VOICE = "ruby"
 
 
+def error_kind(status: int) -> str:
+    """OpenAI's error type for an HTTP status."""
+    return "invalid_request_error" if status < 500 else "server_error"
+
+
 def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None,
                code: str | None = None) -> dict[str, Any]:
-    """OpenAI's error shape: ``{"error": {"message", "type", "param", "code"}}``."""
+    """OpenAI's error shape: ``{"error": {"message", "type", "param", "code"}}`` (the one builder: the
+    routes, the guard in front of them and Ray Serve's proxy middleware all answer with it)."""
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def error_json(status: int, message: str, kind: str | None = None) -> bytes:
+    """:func:`error_body` as the bytes of a response sent without a framework (an ASGI middleware)."""
+    return json.dumps(error_body(message, kind or error_kind(status), code=str(status))).encode()
 
 
 class _Options(BaseModel):
@@ -81,6 +94,37 @@ class WsRequest(_Options):
     voice: str = DEFAULT_VOICE
     pcm: Literal["s16", "f32"] = "s16"
     items: list[WsItem] | None = Field(default=None, max_length=MAX_ITEMS)
+
+
+class WsPrepareVoice(BaseModel):
+    """One voice of a ``prepare`` message (its language: the voice's own, else English)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    voice: str
+    lang: str | None = None
+
+
+class WsPrepare(BaseModel):
+    """``{"type": "prepare", "voices": [{"voice", "lang"}, ...]}``: a remote studio's prepare phase
+    (every voice resolved on the engine worker; no take, no queue slot)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["prepare"] = "prepare"
+    voices: list[WsPrepareVoice] = Field(min_length=1, max_length=MAX_ITEMS)
+
+    @classmethod
+    def from_message(cls, message: dict[str, Any]) -> WsPrepare:
+        """The message checked, one line per mistake (the message's own words, not pydantic's)."""
+        wanted = message.get("voices")
+        if not isinstance(wanted, list) or not wanted or len(wanted) > MAX_ITEMS:
+            raise UserError(f"prepare: 'voices' must list 1..{MAX_ITEMS} {{voice, lang}} objects")
+        if not all(isinstance(entry, dict) for entry in wanted):
+            raise UserError("prepare: each voice is an object {voice, lang}")
+        return cls(voices=[WsPrepareVoice(voice=str(entry.get("voice", "")),
+                                          lang=str(entry["lang"]) if entry.get("lang") else None)
+                           for entry in wanted])
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,13 @@ Used by ``omnistudio serve`` (in a thread while uvicorn answers 503) and by each
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from omnistudio.errors import first_line
+from omnistudio.server.factory import ServerConfig
 
 
-def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
+def start_engine(config: ServerConfig, state: Any, server: Any) -> None:
     """Load, warm up, then publish the link (the routes answer 503 until then)."""
     from omnistudio.console import status
     from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
@@ -22,20 +22,20 @@ def start_engine(args: argparse.Namespace, state: Any, server: Any) -> None:
 
     try:
         with status("loading model") as update:
-            engine = open_engine(args.model, args.device, args.dtype, "fast", progress=update)
+            engine = open_engine(config.model, config.device, config.dtype, "fast", progress=update)
             state.status = "warming"
             update(f"preparing the default voice {DEFAULT_VOICE}")
             resolve_voice(engine, parse_voice(DEFAULT_VOICE)[0], "en")
-            start_prompts(engine, progress=update, warm=args.warm_up)
-        state.link = BatchingLink(LocalEngine(engine), args.max_batch,
+            start_prompts(engine, progress=update, warm=config.warm_up)
+        state.link = BatchingLink(LocalEngine(engine), config.max_batch,
                                   on_pass=lambda size, _s: state.metrics.batch_size.observe(size))
         state.status = "ready"
         from omnistudio.console import err_console
 
-        host = f"[{args.host}]" if ":" in args.host else args.host
+        host = f"[{config.host}]" if ":" in config.host else config.host
         # One unwrapped line that names the bound port (`serve --port 0` picks one; tests read it here).
-        err_console.print(f"omnistudio: serving {engine.loaded.spec.name} on http://{host}:{args.port} "
-                          f"(max batch {args.max_batch}, max queue {args.max_queue})", markup=False, highlight=False,
+        err_console.print(f"omnistudio: serving {engine.loaded.spec.name} on http://{host}:{config.port} "
+                          f"(max batch {config.max_batch}, max queue {config.max_queue})", markup=False, highlight=False,
                           soft_wrap=True)
     except Exception as exc:  # noqa: BLE001 - the server stops with one line
         state.status, state.detail = "failed", first_line(exc)

@@ -1,7 +1,7 @@
 """``WS /ws/tts/stream-omni``: one JSON request in; binary PCM frames and JSON telemetry out.
 
 Client -> server: one text frame, the request (:class:`protocol.WsRequest`); later, optionally,
-``{"type": "cancel"}``. Or ``{"type": "prepare", "voices": [{"voice": "ruby", "lang": "en"}, ...]}``
+``{"type": "cancel"}``. Or ``{"type": "prepare", "voices": [{"voice": "ruby", "lang": "en"}, ...]}`` (:class:`protocol.WsPrepare`)
 (a remote studio's prepare phase): every voice resolved on the engine worker (missing or stale
 prompts built), one ``prepare`` frame per step (done, total, voice, lang, action), then ``prepared``. Server -> client, in order: ``start``; per sentence ``sentence_start``,
 binary frames of PCM (``pcm: "s16"`` little-endian int16, or ``"f32"`` little-endian float32, exactly
@@ -65,19 +65,14 @@ async def _listen(ws: WebSocket, run: TakeRun) -> None:
         run.cancel.set()
 
 
-def _prepare_voices(message: dict[str, Any]) -> list[tuple[Any, str]]:
+def _prepare_voices(message: p.WsPrepare) -> list[tuple[Any, str]]:
     from omnistudio.checks import check_language
     from omnistudio.server.pipeline import parse_voice
 
-    wanted = message.get("voices")
-    if not isinstance(wanted, list) or not wanted or len(wanted) > p.MAX_ITEMS:
-        raise UserError(f"prepare: 'voices' must list 1..{p.MAX_ITEMS} {{voice, lang}} objects")
     voices = []
-    for entry in wanted:
-        if not isinstance(entry, dict):
-            raise UserError("prepare: each voice is an object {voice, lang}")
-        ref, voice_lang = parse_voice(str(entry.get("voice", "")))
-        voices.append((ref, check_language(entry.get("lang") or voice_lang or "en")))
+    for entry in message.voices:
+        ref, voice_lang = parse_voice(entry.voice)
+        voices.append((ref, check_language(entry.lang or voice_lang or "en")))
     return voices
 
 
@@ -129,7 +124,7 @@ async def serve_session(ws: WebSocket, state: Any, link: Any, finish: Any) -> No
     try:
         req = await _request(ws)
         if isinstance(req, dict):  # prepare: no take and no queue slot (the engine worker serialises it)
-            voices = _prepare_voices(req)
+            voices = _prepare_voices(p.WsPrepare.from_message(req))
             await _prepare(ws, link(), voices)
             return
         job = p.ws_job(req)

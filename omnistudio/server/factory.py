@@ -1,0 +1,76 @@
+"""The one server factory: :func:`build_server` turns a :class:`ServerConfig` into the app.
+
+``omnistudio serve``, every replica of ``serve --ray`` and ``bench --serve`` build their app here:
+the routers (:mod:`omnistudio.server.routers`), the error handlers (OpenAI's error shape) and the
+guard (API keys, body size, one log line per request), around one :class:`ServerState`
+(``app.state.server``). :class:`ServerConfig` holds every serve option as plain values, so it
+travels to Ray replicas as it is; it is built from argparse only in ``omnistudio.commands``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Every option of ``omnistudio serve`` a server (or a replica) is built from."""
+
+    model: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    max_batch: int = 8
+    max_queue: int = 16
+    time_limit_s: float = 300.0
+    cache_mb: int = 0
+    keys: tuple[bytes, ...] = ()  # read from --api-key-file (empty: no key asked for)
+    warm_up: bool = True
+    threads: int = 1  # torch threads of a Ray replica (the single-process server keeps torch's default)
+    host: str = "127.0.0.1"
+    port: int = 8005  # the port bound (named in the 'serving on' line)
+
+
+def build_server(config: ServerConfig) -> FastAPI:
+    """The app: every route, the error handlers and the guard; its state (no engine yet, status
+    ``loading``) is ``app.state.server``, published to by :func:`omnistudio.server.startup.start_engine`."""
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    from omnistudio import __version__
+    from omnistudio.errors import UserError
+    from omnistudio.server.app import HTTPError, ServerState, error_response, validation_line
+    from omnistudio.server.middleware import Guard
+    from omnistudio.server.pipeline import TakeCache
+    from omnistudio.server.routers import compat, ops, speech, voices, ws
+    from omnistudio.server.scheduler import Busy
+
+    state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys,
+                        cache=TakeCache(config.cache_mb * 2**20))
+    app = FastAPI(title="OmniStudio speech server", version=__version__, docs_url=None, redoc_url=None)
+    app.state.server = state
+
+    @app.exception_handler(HTTPError)
+    async def _http_error(_r: Request, exc: HTTPError) -> JSONResponse:
+        return error_response(exc.status, str(exc), exc.headers)
+
+    @app.exception_handler(UserError)
+    async def _user_error(_r: Request, exc: UserError) -> JSONResponse:
+        return error_response(400, str(exc))
+
+    @app.exception_handler(Busy)
+    async def _busy(_r: Request, exc: Busy) -> JSONResponse:
+        return error_response(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_r: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(400, validation_line(exc))
+
+    for router in (speech.router, voices.router, ops.router, compat.router, ws.router):
+        app.include_router(router)
+    app.add_middleware(Guard, state=state)  # keys and body size before any route runs
+    return app

@@ -1,0 +1,56 @@
+"""The seed's routes: ``POST /tts/generate`` (a WAV with loudness headers) and ``POST /tts/generate-shm``
+(the samples in /dev/shm, the figures in JSON)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from omnistudio.server import encode
+from omnistudio.server import protocol as p
+from omnistudio.server.app import finish, first_events, read_json, server_state, start_take
+from omnistudio.server.serving import Done, TakeRun
+
+router = APIRouter()
+
+
+async def _whole_take(request: Request, req: p.GenerateRequest) -> TakeRun:
+    state = server_state(request)
+    run = await start_take(state, request, p.generate_job(req))
+    seen, _ = await first_events(state, request, run, (Done,))
+    finish(state, run)
+    run.done = seen[-1]  # type: ignore[attr-defined]
+    return run
+
+
+@router.post("/tts/generate")
+async def generate(request: Request) -> Response:
+    from omnistudio.audio.loudness import measure
+
+    req = await read_json(request, p.GenerateRequest)
+    run = await _whole_take(request, req)
+    body = encode.encode(run.done.pcm, run.link.sample_rate, "wav")  # type: ignore[attr-defined]
+    report = measure(*encode.decode_wav(body))  # figures of the samples sent, not of the floats before
+    headers = {"X-TTS-Loudness-LUFS": _header(report.integrated_lufs),
+               "X-TTS-True-Peak-dB": _header(report.true_peak_dbtp),
+               "X-TTS-Crest-Factor-dB": _header(report.crest_factor_db),
+               "X-TTS-RTF": _header(run.done.summary["rtf"] or 0.0),  # type: ignore[attr-defined]
+               "X-TTS-TTFA-s": _header(run.done.summary["ttfa_s"])}  # type: ignore[attr-defined]
+    return Response(body, media_type="audio/wav", headers=headers)
+
+
+@router.post("/tts/generate-shm")
+async def generate_shm(request: Request) -> JSONResponse:
+    from omnistudio.audio.shm import check_shm_name, write_shm
+
+    req = await read_json(request, p.GenerateRequest)
+    name = check_shm_name(req.name)  # before anything renders
+    run = await _whole_take(request, req)
+    done: Done = run.done  # type: ignore[attr-defined]
+    path = write_shm(name, done.pcm, run.link.sample_rate)
+    return JSONResponse({"name": name, "path": str(path), "frames": int(len(done.pcm)),
+                         "sample_rate": run.link.sample_rate, **done.summary})
+
+
+def _header(value: float) -> str:
+    return f"{value:.3f}" if value == value and abs(value) != float("inf") else "-inf"

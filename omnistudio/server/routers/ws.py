@@ -1,0 +1,18 @@
+"""``WS /ws/tts/stream-omni``: the streaming session (:mod:`omnistudio.server.websocket`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, WebSocket
+
+from omnistudio.server import protocol as p
+from omnistudio.server.app import current_link, finish, server_state
+
+router = APIRouter()
+
+
+@router.websocket(p.WS_ROUTE)
+async def stream_omni(ws: WebSocket) -> None:
+    from omnistudio.server.websocket import serve_session
+
+    state = server_state(ws)
+    await serve_session(ws, state, lambda: current_link(state), lambda run: finish(state, run))

@@ -1,0 +1,79 @@
+"""One server factory (issue 23): `serve --ray` ships the config `serve` parsed to every replica, and a
+replica builds its server from it with :func:`omnistudio.server.factory.build_server` (no Ray started)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+class _Shipped(Exception):
+    pass
+
+
+class _FakeCluster:
+    started = False
+
+    def __init__(self, address: Any) -> None:
+        self.address = address
+
+    def resources(self) -> dict[str, float]:
+        return {"CPU": 8.0}
+
+    def check_fits(self, _need: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray.serve")
+    from omnistudio.cli import build_parser
+    from omnistudio.cluster import connect
+    from omnistudio.cluster import serve as cluster_serve
+    from omnistudio.commands import serve as serve_command
+    from omnistudio.server import startup
+    from omnistudio.server.factory import ServerConfig
+
+    keys = tmp_path / "keys"
+    keys.write_text("a-secret-of-24-chars-xyz\n")
+    args = build_parser().parse_args([
+        "serve", "--ray", "--host", "::1", "--port", "8123", "--api-key-file", str(keys), "--max-queue", "5",
+        "--max-batch", "3", "--time-limit", "42", "--cache-mb", "64", "--no-warm-up", "--cpus-per-replica", "2",
+        "--model", "tiny", "--device", "cpu", "--dtype", "fp32"])
+    shipped: dict[str, Any] = {}
+
+    def start(_cluster: Any, config: Any, scale: Any, timeout_s: float = 0) -> str:
+        shipped.update(config=config, scale=scale)
+        raise _Shipped
+
+    monkeypatch.setattr(serve_command, "check_port", lambda _h, _p: None)
+    monkeypatch.setattr(connect, "Cluster", _FakeCluster)
+    monkeypatch.setattr(cluster_serve, "start", start)
+    monkeypatch.setattr(cluster_serve, "stop", lambda _c: None)
+    with pytest.raises(_Shipped):
+        serve_command.run(args)
+
+    parsed = serve_command.server_config_from_args(args)
+    config = shipped["config"]
+    assert config == parsed
+    defaults = ServerConfig()
+    assert [f.name for f in dataclasses.fields(ServerConfig) if getattr(config, f.name) == getattr(defaults, f.name)] \
+        == [], "every serve option given on the command line reaches the replica's config"
+    assert (config.cache_mb, config.keys, config.threads) == (64, (b"a-secret-of-24-chars-xyz",), 2)
+    assert shipped["scale"].deployment_options(config)["max_ongoing_requests"] == 5
+
+    def ready(cfg: Any, state: Any, _server: Any) -> None:
+        assert cfg is config
+        state.status = "ready"
+
+    monkeypatch.setattr(startup, "start_engine", ready)
+    replica = cluster_serve.SpeechReplica(config)
+    state = replica.state
+    assert replica.server_config == config and replica.server_app.state.server is state
+    assert (state.cache.max_bytes, state.keys, state.time_limit_s, state.admission.max_queue) == \
+        (64 * 2**20, (b"a-secret-of-24-chars-xyz",), 42.0, 5)
