@@ -73,7 +73,7 @@ def test_bench_stream_dialogue_and_meter_modes(tiny_engine: Any, capsys: pytest.
     the two live meters fed 60 s in 100 ms blocks, then the whole signal once."""
     from omnistudio.audio.loudness import LoudnessMeter
     from omnistudio.bench.dialogue import dialogue_benchmark
-    from omnistudio.bench.stream import bench_voice
+    from omnistudio.bench.corpus import reference_prompt
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.sampler import FastSampler
 
@@ -94,7 +94,7 @@ def test_bench_stream_dialogue_and_meter_modes(tiny_engine: Any, capsys: pytest.
     assert dialogue["throughput_ratio"] == pytest.approx(dialogue["sequential_s"] / dialogue["batched_s"], rel=1e-2)
     # The comparison is real: a batch that swaps its lines' seeds is reported (in process: no second load).
     fast = Engine(tiny_engine.loaded, sampler=FastSampler(tiny_engine.model))
-    voices = [bench_voice(fast, 3.0), bench_voice(fast, 4.0)]
+    voices = [reference_prompt(fast, 3.0), reference_prompt(fast, 4.0)]
     real_batch = Engine.synthesize_batch
     with monkeypatch.context() as patch:
         patch.setattr(Engine, "synthesize_batch", lambda self, texts, voices, langs, **options: real_batch(
@@ -112,6 +112,23 @@ def test_bench_stream_dialogue_and_meter_modes(tiny_engine: Any, capsys: pytest.
     assert meter["per_block_ms"] > 0 and meter["per_block_ms_with_true_peak"] > 0
     assert fed[:1200] == [2400] * 1200  # 600 blocks of 100 ms at 24 kHz, for each of the two live meters
     assert sum(fed[1200:]) == 60 * 24_000  # then the whole signal, measured once
+
+
+def test_bench_output_names_commit_machine_and_load(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every mode's output carries the provenance block (JSON) or line (printed): commit, CPU, cores, load."""
+    import os
+
+    assert main(["bench", "--meter", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    block = result["provenance"]
+    assert {"commit", "date", "cpu", "cores", "gpu", "load"} <= set(block)
+    assert block["commit"] and block["commit"] != "unknown"  # the tests run in a checkout
+    assert block["cpu"] and block["cores"] == os.cpu_count()
+    assert len(block["load"]) == 3 and all(x >= 0 for x in block["load"])
+    assert main(["bench", "--meter"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith(f"measured at commit {block['commit']}") and "cores" in out[-1]
+    assert "load average" in out[-1]
 
 
 def test_bench_modes_bad_input(capsys) -> None:  # noqa: ANN001

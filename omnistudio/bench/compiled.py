@@ -1,4 +1,4 @@
-"""Sentences of distinct lengths through the compiled backbone and vocoder, after warm-up.
+"""``omnistudio bench --lengths``: sentences of distinct lengths through the compiled backbone and vocoder, after warm-up.
 
 ``torch.compile`` pays off only if a novel sentence length does not compile again:
 after a warm-up of two sentences, every sentence of the sweep has a length not seen
@@ -11,36 +11,42 @@ vocoder times compare directly and the samples are checked against eager's.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+import argparse
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
-import numpy as np
+from omnistudio.bench.corpus import NEWS, SWEEP_WORDS, reference_prompt
 
-from omnistudio.bench.speed import REF_TEXT, SENTENCES, reference_wave
+DEFAULT_SENTENCES = 20
+SUMMARY = ("{sentences} sentences of distinct lengths, compiled ({compile_mode}) after warm-up: {recompiles} "
+           "recompilations; vocoder compiled / eager (median of the last 10) = {vocoder_ratio_last10:.2f}")
 
-WORDS = ("the council met on monday to discuss the budget for new schools roads and clinics across the region "
-         "while volunteers cleaned the river banks and scientists tested a cheaper way to store solar power").split()
+
+def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+    modes.add_argument("--lengths", action="store_true", help="sentences of distinct lengths through the compiled "
+                       "backbone and vocoder after warm-up: recompilations, vocoder time vs eager (default 20)")
 
 
 def sweep_texts(n: int) -> list[str]:
     """``n`` sentences of strictly increasing length (3, 5, 7, ... words)."""
-    return [" ".join(WORDS[j % len(WORDS)] for j in range(3 + 2 * i)).capitalize() + "." for i in range(n)]
+    return [" ".join(SWEEP_WORDS[j % len(SWEEP_WORDS)] for j in range(3 + 2 * i)).capitalize() + "." for i in range(n)]
 
 
 def length_sweep(engine: Any, sentences: int = 20, mode: str = "default", num_step: int = 10, seed: int = 0,
                  progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    import numpy as np
     import torch
 
     from omnistudio.engine.compile import apply_compile, dynamo_graphs, eager
 
     say = progress or (lambda *_: None)
     model = engine.model
-    prompt = engine.prompt_from_audio(reference_wave(), 24_000, REF_TEXT)
+    prompt = reference_prompt(engine)
     say(0, sentences, "compiling and warming up")
     graphs_start = dynamo_graphs()
     status = apply_compile(model, backbone=True, vocoder=mode)
-    for text in ("Warm up.", SENTENCES[0]):
+    for text in ("Warm up.", NEWS[0]):
         engine.synthesize(text, prompt, num_step=num_step, seed=seed)
     graphs_warm = dynamo_graphs()
     rows = []
@@ -70,3 +76,11 @@ def length_sweep(engine: Any, sentences: int = 20, mode: str = "default", num_st
             "max_abs_diff": max(r["max_abs_diff"] for r in rows), "rows": rows}
 
 
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    engine = open_engine(args, "fast")
+    return length_sweep(engine, sentences=args.sentences, mode=args.compile if args.compile != "off" else "default",
+                        num_step=args.num_step, seed=args.seed, progress=args.progress)
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))

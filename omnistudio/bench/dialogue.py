@@ -1,26 +1,30 @@
-"""Batched vs sequential dialogue: the same lines, voices and seeds, interleaved in one run."""
+"""``omnistudio bench --dialogue``: batched vs sequential dialogue, the same lines, voices and seeds,
+interleaved in one run."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from omnistudio.engine.engine import Engine
+from omnistudio.bench.corpus import DIALOGUE, reference_prompt, take
 from omnistudio.errors import UserError
 
-DIALOGUE_LINES = [
-    "Good evening, and welcome to the late news.",
-    "Thank you. Markets fell sharply after the announcement.",
-    "What does that mean for families this winter?",
-    "Prices at the pump rose for the third week in a row.",
-    "And the central bank held rates steady again.",
-    "Officials expect more details tomorrow morning.",
-    "Rain is expected across the coast this weekend.",
-    "That is all for tonight. Good night.",
-]
+if TYPE_CHECKING:
+    import numpy as np
+
+    from omnistudio.engine.engine import Engine
+
+DEFAULT_SENTENCES = 8
+SUMMARY = ("{lines} lines: sequential {sequential_s:.2f} s, batched (x{batch}) {batched_s:.2f} s -> "
+           "throughput ratio {throughput_ratio:.2f}x (max |diff| {max_abs_diff:.3g})")
+
+
+def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+    modes.add_argument("--dialogue", action="store_true", help="batched vs sequential dialogue throughput "
+                       "(default 8 lines)")
+    parser.add_argument("--batch", type=int, default=2, help="dialogue batch size (default 2)")
 
 
 def dialogue_benchmark(engine: Engine, voices: list[Any], batch: int = 2, lines: int = 8, repeats: int = 2,
@@ -35,7 +39,9 @@ def dialogue_benchmark(engine: Engine, voices: list[Any], batch: int = 2, lines:
         raise UserError("the dialogue benchmark needs --batch of at least 2")
     if not hasattr(engine.sampler, "generators"):
         raise UserError("batched dialogue needs the fast sampler (per-item seeds)")
-    texts = [DIALOGUE_LINES[i % len(DIALOGUE_LINES)] for i in range(lines)]
+    import numpy as np
+
+    texts = take(DIALOGUE, lines)
     who = [voices[i % len(voices)] for i in range(lines)]
     seeds = [seed + i for i in range(lines)]
     langs = ["en"] * lines
@@ -63,3 +69,15 @@ def dialogue_benchmark(engine: Engine, voices: list[Any], batch: int = 2, lines:
             "sequential_s": round(seq_s, 4), "batched_s": round(bat_s, 4),
             "sequential_audio_per_s": round(audio_s / seq_s, 3), "batched_audio_per_s": round(audio_s / bat_s, 3),
             "throughput_ratio": round(seq_s / bat_s, 3), "max_abs_diff": diff}
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    engine = open_engine(args, "fast")
+    voices = [reference_prompt(engine, 3.0), reference_prompt(engine, 4.0)]
+    args.progress(0, 1, f"dialogue: {args.sentences} lines, sequential vs batches of {args.batch}")
+    return dialogue_benchmark(engine, voices, batch=args.batch, lines=args.sentences, num_step=args.num_step,
+                              seed=args.seed)
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))

@@ -8,7 +8,7 @@ sentence) and at the start and end of finishing. It prints one JSON object:
 ``peak_rss_mb`` (VmHWM: the whole run, model included), ``rss_at_first_sentence_mb``,
 ``growth_per_sentence_kb`` (least-squares slope over the second half of the render, after warm-up
 allocations settle), ``audio_per_sentence_kb`` (the float32 audio a sentence makes, which render now
-keeps on disk) and ``finishing_peak_mb``.
+keeps on disk) and ``finishing_peak_mb``, and its ``provenance`` (commit, machine, load).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnistudio.bench.stream import BENCH_SENTENCES
+from omnistudio.bench.corpus import BULLETIN, REF_TEXT, write_reference
 
 
 def _status(field: str) -> int:
@@ -39,7 +39,7 @@ def long_script(kb: int) -> str:
     limit = min(kb * 1024, MAX_SCRIPT_BYTES)
     lines, size, i = [], 0, 0
     while True:
-        a, b = BENCH_SENTENCES[i % len(BENCH_SENTENCES)], BENCH_SENTENCES[(i * 3 + 1) % len(BENCH_SENTENCES)]
+        a, b = BULLETIN[i % len(BULLETIN)], BULLETIN[(i * 3 + 1) % len(BULLETIN)]
         line = f"{a} {b} Item {i}."
         if size + len(line.encode()) + 1 > limit:
             return "\n".join(lines) + "\n"
@@ -48,7 +48,8 @@ def long_script(kb: int) -> str:
         i += 1
 
 
-def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None = None) -> dict[str, Any]:
+def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None = None, device: str = "cpu",
+        dtype: str | None = None) -> dict[str, Any]:
     import numpy as np
 
     from omnistudio.audio import finishing, spool
@@ -79,11 +80,11 @@ def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None 
         script = folder / "long.txt"
         script.write_text(long_script(kb), encoding="utf-8")
         ref = folder / "ref.wav"
-        _write_reference(ref)
+        write_reference(ref)
         started = time.perf_counter()
-        code = cli_main(["render", str(script), "-o", str(folder / "long.wav"), "--model", model, "--device", "cpu",
-                         "--num-step", str(num_step), "--ref-audio", str(ref), "--ref-text",
-                         "This is the reference voice for our test."])
+        code = cli_main(["render", str(script), "-o", str(folder / "long.wav"), "--model", model, "--device", device,
+                         *(["--dtype", dtype] if dtype else []), "--num-step", str(num_step), "--ref-audio", str(ref),
+                         "--ref-text", REF_TEXT])
         wall = time.perf_counter() - started
         out_bytes = (folder / "long.wav").stat().st_size if code == 0 else 0
     spool.ChunkSpool.add, finishing.finish_render = real_add, real_finish  # type: ignore[method-assign]
@@ -108,31 +109,25 @@ def script_bytes(kb: int) -> int:
     return len(long_script(kb).encode())
 
 
-def _write_reference(path: Path) -> None:
-    import numpy as np
-    import soundfile as sf
-
-    sr = 24_000
-    t = np.arange(3 * sr) / sr
-    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 0.7 * t)) / sr
-    wave = 0.15 * sum(np.sin(k * phase) / k for k in range(1, 8)) * (0.5 * (1 + np.sin(2 * np.pi * 4 * t))) ** 2
-    sf.write(str(path), wave.astype(np.float32), sr)
-
-
 def main(argv: list[str] | None = None) -> int:
+    from omnistudio.commands.flags.engine import add_model_options
     from omnistudio.commands.flags.synthesis import add_num_step
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=int, default=64, help="script size in KB (default 64, the limit)")
     add_num_step(parser, default=4, convert=int)
-    parser.add_argument("--model", default="tiny", help="model (default tiny)")
+    add_model_options(parser)
+    parser.set_defaults(model="tiny", device="cpu")  # this bench's defaults: tiny, on the CPU
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = parser.parse_args(argv)
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    print(json.dumps(run(args.kb, args.num_step, args.model)))
+    from omnistudio.bench.provenance import provenance
+
+    result = run(args.kb, args.num_step, args.model, device=args.device, dtype=args.dtype)
+    print(json.dumps({**result, "provenance": provenance()}))
     return 0
 
 

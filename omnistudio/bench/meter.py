@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import argparse
 import time
+from typing import Any
 
-import numpy as np
+DEFAULT_SENTENCES = 1
+SUMMARY = ("live loudness meter at {sample_rate} Hz: {per_block_ms:.4f} ms per {block_ms:.0f} ms block "
+           "(momentary, short-term, integrated, sample peak), {per_block_ms_with_true_peak:.4f} ms with true "
+           "peak; a whole {whole_signal_s:.0f} s signal in {whole_signal_ms:.1f} ms")
 
-from omnistudio.audio.loudness import BLOCK_S, LoudnessMeter, measure
+
+def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+    modes.add_argument("--meter", action="store_true", help="cost of the live loudness meter per 100 ms block")
 
 
-def meter_benchmark(seconds: float = 60.0, sample_rate: int = 24_000, block_s: float = BLOCK_S) -> dict[str, float]:
-    """Time the live meter: feed ``seconds`` of noise in ``block_s`` blocks and read M, S and true
-    peak after each block (what the studio does); return the cost per block (`omnistudio bench --meter`
-    prints it)."""
+def meter_benchmark(seconds: float = 60.0, sample_rate: int = 24_000, block_s: float | None = None) -> dict[str, Any]:
+    """Time the live meter: feed ``seconds`` of noise in ``block_s`` blocks (default: the meter's 100 ms) and read
+    M, S and true peak after each block (what the studio does); return the cost per block (`omnistudio bench
+    --meter` prints it)."""
+    import numpy as np
+
+    from omnistudio.audio.loudness import BLOCK_S, LoudnessMeter, measure
+
+    block_s = BLOCK_S if block_s is None else block_s
     rng = np.random.default_rng(0)
     pcm = (0.1 * rng.standard_normal(int(seconds * sample_rate))).astype(np.float32)
     step = int(round(block_s * sample_rate))
-    result: dict[str, float] = {"sample_rate": sample_rate, "block_ms": block_s * 1000.0}
+    result: dict[str, Any] = {"sample_rate": sample_rate, "block_ms": block_s * 1000.0}
     for label, true_peak in (("per_block_ms", False), ("per_block_ms_with_true_peak", True)):
         meter = LoudnessMeter(sample_rate, true_peak=true_peak)
         blocks = 0
@@ -31,3 +43,11 @@ def meter_benchmark(seconds: float = 60.0, sample_rate: int = 24_000, block_s: f
     result.update(blocks=blocks, whole_signal_s=seconds,
                   whole_signal_ms=round((time.perf_counter() - t1) * 1000.0, 2))
     return result
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    return meter_benchmark()
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(SUMMARY.format(**result))

@@ -14,17 +14,29 @@ are bit for bit the same (they are when both ends run the same model on the same
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from omnistudio.bench.stream import BENCH_SENTENCES
+from omnistudio.bench.corpus import BULLETIN, take
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 DEFAULT_VOICE = "ruby"
+DEFAULT_SENTENCES = 12
+SUMMARY = ("same take ({sentences} sentences, voice {voice}), server vs here: TTFA {remote[ttfa_s]:.3f} s vs "
+           "{local[ttfa_s]:.3f} s (x{ttfa_ratio}; network and protocol {remote[ttfa_overhead_s]:.3f} s of "
+           "it), whole script {remote[total_s]:.2f} s vs {local[total_s]:.2f} s (x{total_ratio}); engine "
+           "RTF {remote[engine_rtf]} vs {local[engine_rtf]}; identical samples: {identical}")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--voice", default=DEFAULT_VOICE, help="--stream --server: the anchor (or a+b@alpha) both "
+                        "runs speak with (default ruby)")
 
 
 def _side(link: Any, text: str, options: Any) -> tuple[dict[str, Any], np.ndarray]:
@@ -56,13 +68,15 @@ def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voic
         raise UserError("the stream benchmark needs at least one sentence")
     ref, lang = parse_voice(voice)
     options = TakeOptions(num_step=num_step, seed=seed, voice=ref, lang=lang or "en").validated()
-    text = "\n".join(BENCH_SENTENCES[i % len(BENCH_SENTENCES)] for i in range(n_sentences))
+    text = "\n".join(take(BULLETIN, n_sentences))
     rows: dict[str, dict[str, Any]] = {}
     takes: dict[str, np.ndarray] = {}
     for done, (name, link) in enumerate((("local", local), ("remote", remote))):
         if progress is not None:
             progress(done, 2, f"{name}: {n_sentences} sentences")
         rows[name], takes[name] = _side(link, text, options)
+    import numpy as np
+
     loc, rem = rows["local"], rows["remote"]
 
     def ratio(key: str) -> float | None:
@@ -71,3 +85,23 @@ def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voic
     return {"sentences": n_sentences, "voice": ref.key(), "num_step": num_step, "seed": seed,
             "local": loc, "remote": rem, "ttfa_ratio": ratio("ttfa_s"), "total_ratio": ratio("total_s"),
             "identical": bool(np.array_equal(takes["local"], takes["remote"]))}
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    """--stream --server URL: the same take through this machine's engine and the server's, in one run."""
+    from omnistudio.commands.flags.engine import remote_link
+    from omnistudio.take.link import LocalEngine
+
+    remote = remote_link(args.server, args.api_key_file)
+    args.progress(0, 2, f"connecting to {remote.address}")
+    info = remote.wait_ready(lambda text: args.progress(0, 2, text))
+    args.model = args.model or info.model  # the local run: the server's model unless --model says otherwise
+    local = LocalEngine(open_engine(args, "fast"))
+    result = remote_stream_benchmark(local, remote, n_sentences=args.sentences, voice=args.voice,
+                                     num_step=args.num_step, seed=args.seed, progress=args.progress)
+    return {"model": f"{local.info.model} here / {info.model} on the server", "device": result["remote"]["device"],
+            **result}
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))

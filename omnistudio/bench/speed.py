@@ -1,4 +1,5 @@
-"""Stock ``OmniVoice.generate`` vs the fast sampler, side by side, in one run.
+"""``omnistudio bench`` (the default mode): stock ``OmniVoice.generate`` vs the fast sampler, side by side,
+in one run.
 
 Every variant (stock, each technique alone, the lossless set, the defaults,
 optionally the defaults compiled) speaks the same sentences with the same
@@ -22,28 +23,48 @@ memory (CUDA: max allocated; CPU: peak RSS sampled every 5 ms during the run).
 
 from __future__ import annotations
 
+import argparse
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
+from omnistudio.bench.corpus import NEWS, reference_prompt, take
+from omnistudio.errors import UserError
 
-from omnistudio.engine.sampler import LOSSLESS, TECHNIQUES, FastSampler, SamplerOptions
+if TYPE_CHECKING:
+    import torch
 
-SENTENCES = [
-    "Good evening, the city council approved the new budget for schools and public transport tonight.",
-    "Heavy rain is expected across the northern valleys on Saturday, with clearer skies by Monday.",
-    "The central bank left interest rates unchanged, citing slower growth and easing prices.",
-    "Local volunteers planted more than two thousand trees along the river over the weekend.",
-    "In sport, the home team won the final after a tense penalty shootout in extra time.",
-    "Scientists reported a new method to recycle batteries that recovers most of the lithium.",
-]
-REF_TEXT = "This is a short reference recording for the speed benchmark."
+    from omnistudio.engine.sampler import SamplerOptions
+
+DEFAULT_SENTENCES = 3
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", choices=["all", "combined"], default="all",
+                        help="all: each technique alone + lossless + defaults; combined: lossless + defaults")
+    parser.add_argument("--compile", choices=["off", "default", "reduce-overhead"], default="off",
+                        help="also measure the defaults with torch.compile of backbone and vocoder")
+    parser.add_argument("--dtypes", help="comma-separated backbone dtypes to compare in one run, e.g. fp32,bf16 "
+                        "(one engine each; stock and fast at each dtype; ratios against stock at the first)")
+
+
+def dtypes_list(value: str | None) -> list[str] | None:
+    """``"fp32,bf16"`` -> ["fp32", "bf16"]."""
+    if value is None:
+        return None
+    from omnistudio.engine.model import DTYPES
+
+    names = [v.strip().lower() for v in value.split(",") if v.strip()]
+    bad = [n for n in names if n not in DTYPES]
+    if bad or not names:
+        raise UserError(f"--dtypes {value}: give a comma-separated list of {', '.join(DTYPES)}")
+    if len(set(names)) != len(names):
+        raise UserError(f"--dtypes {value} names a dtype twice")
+    return names
 
 
 @dataclass
@@ -79,6 +100,8 @@ class VariantResult:
     loop_ratio: float = 1.0  # stock sampler loop / this loop
 
     def finish(self, stock: VariantResult | None) -> dict[str, Any]:
+        import numpy as np
+
         if stock is not None:
             self.ratio = stock.total_s / self.total_s if self.total_s else 0.0
             self.loop_ratio = stock.loop_s / self.loop_s if self.loop_s else 0.0
@@ -106,6 +129,8 @@ class BenchSettings:
 
 def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None = None) -> list[Variant]:
     """Stock and the fast variants; with several ``dtypes``, all of them at each dtype ("stock bf16", ...)."""
+    from omnistudio.engine.sampler import LOSSLESS, TECHNIQUES, SamplerOptions
+
     out = []
     for dtype in dtypes or [None]:
         tag = f" {dtype}" if dtypes and len(dtypes) > 1 else ""
@@ -124,14 +149,6 @@ def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None
     return out
 
 
-def reference_wave(seconds: float = 3.0, sr: int = 24_000) -> np.ndarray:
-    """A voiced-like test signal (harmonics under a syllable envelope): the bench's voice."""
-    t = np.arange(int(seconds * sr)) / sr
-    phase = 2 * np.pi * np.cumsum(130 + 25 * np.sin(2 * np.pi * 0.6 * t)) / sr
-    wave = sum(np.sin(k * phase) / k for k in range(1, 9)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3.5 * t)) ** 2
-    return (0.12 * wave).astype(np.float32)
-
-
 class PeakMemory:
     """Peak memory during a block: CUDA max allocated, else RSS sampled by a thread."""
 
@@ -146,6 +163,8 @@ class PeakMemory:
 
     @contextmanager
     def measure(self) -> Iterator[None]:
+        import torch
+
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
             yield
@@ -184,19 +203,25 @@ class Bench:
         self.engine, self.model, self.settings = first, first.model, settings
         self.device = str(first.loaded.device)
         self.progress = progress or (lambda *_: None)
+        from omnistudio.engine.sampler import FastSampler
+
         dtypes = [d for d in self.engines if d is not None] or None
         self.variants = make_variants(settings, self.device, dtypes)
         self.samplers = {v.name: FastSampler(self.engines[v.dtype].model, v.options) for v in self.variants
                          if v.options is not None}
-        n = settings.sentences
-        self.texts = [SENTENCES[i % len(SENTENCES)] for i in range(n)]
+        self.texts = take(NEWS, settings.sentences)
 
     def _sync(self) -> None:
+        import torch
+
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()
 
     def _once(self, variant: Variant, text: str, prompt: Any) -> dict[str, Any]:
         """One synthesis with timers around the sampler loop and the vocoder."""
+        import numpy as np
+        import torch
+
         engine = self.engines[variant.dtype]
         model = engine.model
         loop = self.samplers.get(variant.name) or (lambda task, cfg: type(model)._generate_iterative(model, task, cfg))
@@ -256,15 +281,18 @@ class Bench:
         return rec
 
     def run(self) -> dict[str, Any]:
+        import numpy as np
+        import torch
+
         from omnistudio.engine.compile import compile_status, dynamo_graphs
 
         engine, model = self.engine, self.model
         with engine._lock, torch.inference_mode():
-            prompts = {d: e.prompt_from_audio(reference_wave(), 24_000, REF_TEXT) for d, e in self.engines.items()}
+            prompts = {d: reference_prompt(e) for d, e in self.engines.items()}
             prompt = prompts[next(iter(self.engines))]
             # Warm-up (allocator, kernels, compilation) on a short and a long text, untimed.
             for v in self.variants:
-                for text in ("Warm up.", SENTENCES[-1]) if v.compiled else ("Warm up.",):
+                for text in ("Warm up.", NEWS[-1]) if v.compiled else ("Warm up.",):
                     self._once(v, text, prompts[v.dtype])
             graphs_warm = dynamo_graphs()
             results = {v.name: VariantResult(v.name, v.options.enabled() if v.options else [],
@@ -340,3 +368,44 @@ def _agreement(mine: list[torch.Tensor], stock: list[torch.Tensor]) -> float:
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    from omnistudio.checks import check_guidance
+
+    args.guidance = check_guidance(args.guidance)
+    settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
+                             guidance=args.guidance, variants=args.variants, compile=args.compile)
+    if args.dtypes:  # one engine per dtype, every variant at each
+        engines = {}
+        for dtype in args.dtypes:
+            engines[dtype] = open_engine(argparse.Namespace(**{**vars(args), "dtype": dtype}), "stock")
+        return Bench(engines, settings, progress=args.progress).run()
+    # "stock": the sentence bench installs its own samplers per variant
+    return Bench(open_engine(args, "stock"), settings, progress=args.progress).run()
+
+
+def print_result(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{result['model']} on {result['device']} ({','.join(result['dtypes'])}, "
+                  f"{result['torch_threads']} threads, {result['num_step']} steps); ratios against "
+                  f"{result['baseline']}")
+    for col in ("variant", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s", "peak MB",
+                "tokens = stock", "agree", "agree base", "max |diff|"):
+        table.add_column(col, justify="left" if col == "variant" else "right")
+    for v in result["variants"]:
+        table.add_row(v["name"], f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x", f"{v['loop_ratio']:.2f}x",
+                      f"{v['ms_per_step']:.1f}", f"{v['vocoder_ms']:.0f}", f"{v['rtf']:.2f}", f"{v['ttfa_s']:.2f}",
+                      f"{v['peak_mem_mb']:.0f}", "yes" if v["tokens_identical"] else "NO",
+                      f"{100 * v['token_agreement']:.1f}%", f"{100 * v['baseline_agreement']:.1f}%",
+                      f"{v['max_abs_diff']:.3g}")
+    Console().print(table)
+    frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
+    Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
+    default = next((v for v in result["variants"] if v["name"] == result.get("default_variant")), None)
+    if default is not None and len(result["dtypes"]) > 1:
+        Console().print(f"what a user gets by default ({default['name']}: auto dtype = {result['auto_dtype']}, "
+                        f"{result['auto_dtype_reason']}; fast sampler): {default['ratio']:.2f}x stock "
+                        f"{result['dtypes'][0]}, RTF {default['rtf']:.2f}")

@@ -1,47 +1,36 @@
-"""Stream benchmark: time to first audio and whole-script time of a script streamed as fast as it renders."""
+"""``omnistudio bench --stream``: time to first audio and whole-script time of a script streamed as fast as
+it renders (with ``--server``, see :mod:`omnistudio.bench.remote`)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
-import numpy as np
-
+from omnistudio.bench.corpus import BULLETIN, reference_prompt, take
 from omnistudio.checks import DEFAULT_NUM_STEP
-from omnistudio.engine.engine import Engine
 from omnistudio.errors import UserError
-from omnistudio.script import parse_script
-from omnistudio.take.stream import open_stream
 
-BENCH_SENTENCES = [
-    "Good evening, and welcome to the late news.",
-    "The city council voted on the new budget this afternoon.",
-    "Rain is expected across the north by Thursday morning.",
-    "Officials said the bridge will reopen next week.",
-    "Markets closed slightly higher after a quiet session.",
-    "The home team won three to one in extra time.",
-    "Researchers announced a new treatment for a rare disease.",
-    "Traffic on the ring road is moving slowly tonight.",
-]
+DEFAULT_SENTENCES = 40
+SUMMARY = ("TTFA {ttfa_s:.3f} s, whole script {total_s:.2f} s ({sentences} sentences, {audio_s:.1f} s of audio), "
+           "TTFA / whole = {ttfa_ratio}")
 
 
-def bench_voice(engine: Engine, seconds: float = 3.0) -> Any:
-    """A voiced synthetic reference (harmonics with a syllable envelope) encoded as a prompt."""
-    sr = engine.sample_rate
-    t = np.arange(int(seconds * sr)) / sr
-    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 0.7 * t)) / sr
-    voiced = sum(np.sin(k * phase) / k for k in range(1, 8))
-    wave = (0.15 * voiced * 0.5 * (1 + np.sin(2 * np.pi * 4 * t)) ** 2).astype(np.float32)
-    return engine.prompt_from_audio(wave, sr, "This is the reference voice for our test.")
+def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+    modes.add_argument("--stream", action="store_true", help="TTFA vs whole-script time of a streamed script "
+                       "(default 40 sentences); with --server, this machine's engine against the server's, "
+                       "same take (default 12 sentences)")
 
 
-def stream_benchmark(engine: Engine, n_sentences: int = 40, voice: Any = None,
+def stream_benchmark(engine: Any, n_sentences: int = 40, voice: Any = None,
                      num_step: int = DEFAULT_NUM_STEP, seed: int = 0) -> dict[str, Any]:
     """Stream an ``n_sentences`` script as fast as it renders: TTFA, whole-script time, their ratio."""
+    from omnistudio.script import parse_script
+    from omnistudio.take.stream import open_stream
+
     if n_sentences < 1:
         raise UserError("the stream benchmark needs at least one sentence")
-    prompt = voice if voice is not None else bench_voice(engine)
-    text = "\n".join(BENCH_SENTENCES[i % len(BENCH_SENTENCES)] for i in range(n_sentences))
-    script = parse_script(text, "en")
+    prompt = voice if voice is not None else reference_prompt(engine)
+    script = parse_script("\n".join(take(BULLETIN, n_sentences)), "en")
     audio_s, render_s, failed = 0.0, 0.0, 0
     with open_stream(engine, script, prompt, num_step=num_step, seed=seed) as stream:
         for chunk in stream:
@@ -57,3 +46,13 @@ def stream_benchmark(engine: Engine, n_sentences: int = 40, voice: Any = None,
             "ttfa_s": round(ttfa, 4), "total_s": round(total, 4), "ttfa_ratio": round(ttfa / total, 4) if total else None,
             "audio_s": round(audio_s, 3), "render_s": round(render_s, 4),
             "rtf": round(total / audio_s, 4) if audio_s else None}
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    engine = open_engine(args, "fast")
+    args.progress(0, 1, f"streaming {args.sentences} sentences")
+    return stream_benchmark(engine, n_sentences=args.sentences, num_step=args.num_step, seed=args.seed)
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))

@@ -7,8 +7,6 @@
 - :mod:`omnistudio.cluster.batch`: many scripts rendered on engine-holding actors, written on the
   caller's side, resumable (``omnistudio render SCRIPT... --out-dir DIR --ray``).
 - :mod:`omnistudio.cluster.proxy`: the middleware in Serve's proxy for a lost replica (replay, else 503).
-- :mod:`omnistudio.cluster.bench`: requests per second per replica count (``bench --serve --ray``; it lives
-  here, not in ``omnistudio/bench``, because the bench layer sits below the clients).
 
 Nothing here is imported unless ``--ray`` is given; the single process needs no Ray.
 """

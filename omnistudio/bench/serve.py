@@ -10,6 +10,7 @@ one at a time with batching off, measured in the same run.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import socket
 import statistics
@@ -19,7 +20,36 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from omnistudio.bench.corpus import serve_text
+from omnistudio.errors import UserError
+
 Progress = Callable[[int, int, str], None]
+DEFAULT_SENTENCES = 8
+
+
+def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+    modes.add_argument("--serve", action="store_true", help="speech server: throughput and TTFA p50/p95 per "
+                       "client count, cross-request batching off vs on (--sentences = requests, default 8)")
+    parser.add_argument("--clients", default="1,4,8", help="--serve: concurrent client counts (default 1,4,8)")
+    parser.add_argument("--max-batch", type=int, default=8, help="--serve: batch size when batching is on "
+                        "(default 8)")
+
+
+def clients_list(value: str) -> list[int]:
+    try:
+        counts = [int(v) for v in str(value).split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"--clients '{value}' must be numbers separated by commas, e.g. 1,4,8") from None
+    if not counts or any(not 1 <= c <= 64 for c in counts):
+        raise UserError(f"--clients '{value}': each count must be in 1..64")
+    return sorted(set(counts))
+
+
+def check(args: argparse.Namespace) -> None:
+    from omnistudio.checks import check_batch
+
+    args.clients = clients_list(args.clients)
+    check_batch(args.max_batch, "--max-batch", lo=2)
 
 
 def _listening_socket() -> socket.socket:
@@ -58,7 +88,7 @@ def _one(url: str, body: dict[str, Any]) -> tuple[float, float, int]:
 
 def bench_requests(count: int, num_step: int, voice: str) -> list[dict[str, Any]]:
     return [{"model": "omnivoice", "voice": voice, "response_format": "pcm", "num_step": num_step, "seed": 100 + i,
-             "input": f"Bulletin item {i + 1} opens tonight's programme. The details follow after a short break."}
+             "input": serve_text(i)}
             for i in range(count)]
 
 
@@ -129,3 +159,23 @@ def _measure(url: str, bodies: list[dict[str, Any]], clients: int, label: str, l
             "throughput": round(audio_s / wall, 4), "ttfa_p50_s": round(statistics.median(ttfas), 4),
             "ttfa_p95_s": round(_percentile(ttfas, 0.95), 4),
             "mean_batch": round((link.stats.items - items_before) / passes, 2) if passes else None}
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    engine = open_engine(args, "fast")
+    return serve_benchmark(engine, args.clients, requests=args.sentences, num_step=args.num_step,
+                           max_batch=args.max_batch, progress=args.progress)
+
+
+def print_result(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"serve: {result['model']} on {result['device']}, {result['requests']} requests, "
+                  f"{result['num_step']} steps, max batch {result['max_batch']}")
+    for col in ("batching", "clients", "throughput (audio s / s)", "ratio", "TTFA p50 s", "TTFA p95 s", "mean batch"):
+        table.add_column(col, justify="right")
+    for r in result["rows"]:
+        table.add_row(r["batching"], str(r["clients"]), f"{r['throughput']:.3f}", f"{r['throughput_ratio']:.2f}x",
+                      f"{r['ttfa_p50_s']:.3f}", f"{r['ttfa_p95_s']:.3f}", str(r["mean_batch"]))
+    Console().print(table)

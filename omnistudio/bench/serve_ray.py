@@ -1,4 +1,5 @@
-"""Throughput of ``serve --ray`` per replica count, measured in one run (``bench --serve --ray --replicas 1,2``).
+"""``omnistudio bench --serve --ray``: throughput of ``serve --ray`` per replica count, measured in one run
+(``bench --serve --ray --replicas 1,2``). Ray and the cluster modules are imported when it runs.
 
 For each replica count the deployment is (re)started on the same cluster and proxy port, every
 replica answers one untimed request (warm), then ``requests`` speech requests are sent by
@@ -8,6 +9,7 @@ The ratios are to the first replica count of the same run.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import time
@@ -15,10 +17,33 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from omnistudio.cluster.connect import Cluster, Need
-from omnistudio.server.factory import ServerConfig
+from omnistudio.bench.corpus import SERVE_TEXT
+from omnistudio.errors import UserError
 
-TEXT = "Good evening. Here is the news from the desk tonight."
+DEFAULT_SENTENCES = 8
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ray", action="store_true", help="with --serve: requests per second through Ray Serve for "
+                        "each --replicas count (pip install 'omnistudio[ray]')")
+    parser.add_argument("--replicas", default="1,2", help="with --serve --ray: replica counts to compare "
+                        "(default 1,2)")
+    parser.add_argument("--address", default=None, help="with --serve --ray: Ray cluster (auto, ray://HOST:10001; "
+                        "default: a local instance)")
+
+
+def check(args: argparse.Namespace) -> None:
+    if not (args.serve and args.ray):
+        raise UserError("the serve benchmark runs on Ray: give --serve --ray together")
+    from omnistudio.cluster.connect import import_serve
+
+    import_serve()
+    try:
+        args.replicas = tuple(int(n) for n in str(args.replicas).split(","))
+    except ValueError:
+        raise UserError(f"--replicas '{args.replicas}' must be counts separated by commas, e.g. 1,2") from None
+    if not args.replicas or min(args.replicas) < 1:
+        raise UserError(f"--replicas counts must be at least 1, got {args.replicas}")
 
 
 @dataclass(frozen=True)
@@ -36,13 +61,15 @@ def _speech(url: str, num_step: int, seed: int) -> tuple[float, str]:
     import httpx
 
     r = httpx.post(f"{url}/v1/audio/speech", timeout=600, json={
-        "input": TEXT, "voice": "ruby", "response_format": "pcm", "num_step": num_step, "seed": seed})
+        "input": SERVE_TEXT, "voice": "ruby", "response_format": "pcm", "num_step": num_step, "seed": seed})
     r.raise_for_status()
     return len(r.content) / 2 / 24_000, r.headers.get("x-omnistudio-replica", "")
 
 
 def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, Any]:
     from omnistudio.cluster import serve as cluster_serve
+    from omnistudio.cluster.connect import Cluster, Need
+    from omnistudio.server.factory import ServerConfig
 
     progress = progress or (lambda done, total, label: None)
     cluster = Cluster(bench.address)
@@ -83,3 +110,22 @@ def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, An
     finally:
         stack.close()
         cluster_serve.stop(cluster)
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    from omnistudio.bench.serve import clients_list
+
+    clients = args.clients if isinstance(args.clients, list) else clients_list(args.clients)
+    bench = ServeBench(replicas=args.replicas, requests=args.sentences, concurrency=max(clients),
+                       num_step=args.num_step, model=args.model, device=args.device, address=args.address)
+    return serve_ray_benchmark(bench, progress=args.progress)
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"{result['model']} on {result['device']}, {result['cpus_per_replica']:g} CPU + "
+          f"{result['gpus_per_replica']:g} GPU per replica, {result['concurrency']} clients, "
+          f"{result['num_step']} steps:")
+    for run in result["runs"]:
+        print(f"  {run['replicas']} replicas: {run['requests']} requests in {run['wall_s']:.2f} s -> "
+              f"{run['requests_per_s']:.3f} req/s, {run['audio_s_per_s']:.2f} s of audio per s "
+              f"({run['ratio']:.2f}x; {run['replicas_answering']} replicas answered)")

@@ -1,0 +1,83 @@
+"""What every bench speaks: the sentence lists and the one synthetic reference voice.
+
+Nothing here loads a model; ``numpy`` is imported when a reference is made.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# News sentences of a dozen words (sentence synthesis, the compiled-length warm-up).
+NEWS = [
+    "Good evening, the city council approved the new budget for schools and public transport tonight.",
+    "Heavy rain is expected across the northern valleys on Saturday, with clearer skies by Monday.",
+    "The central bank left interest rates unchanged, citing slower growth and easing prices.",
+    "Local volunteers planted more than two thousand trees along the river over the weekend.",
+    "In sport, the home team won the final after a tense penalty shootout in extra time.",
+    "Scientists reported a new method to recycle batteries that recovers most of the lithium.",
+]
+# Short bulletin lines (streamed scripts, remote vs local, the memory bench's long script).
+BULLETIN = [
+    "Good evening, and welcome to the late news.",
+    "The city council voted on the new budget this afternoon.",
+    "Rain is expected across the north by Thursday morning.",
+    "Officials said the bridge will reopen next week.",
+    "Markets closed slightly higher after a quiet session.",
+    "The home team won three to one in extra time.",
+    "Researchers announced a new treatment for a rare disease.",
+    "Traffic on the ring road is moving slowly tonight.",
+]
+# A two-voice exchange (batched vs sequential dialogue).
+DIALOGUE = [
+    "Good evening, and welcome to the late news.",
+    "Thank you. Markets fell sharply after the announcement.",
+    "What does that mean for families this winter?",
+    "Prices at the pump rose for the third week in a row.",
+    "And the central bank held rates steady again.",
+    "Officials expect more details tomorrow morning.",
+    "Rain is expected across the coast this weekend.",
+    "That is all for tonight. Good night.",
+]
+# Words the compiled-length sweep cuts into sentences of increasing length.
+SWEEP_WORDS = ("the council met on monday to discuss the budget for new schools roads and clinics across the region "
+               "while volunteers cleaned the river banks and scientists tested a cheaper way to store solar power").split()
+# One request's text for the server benches.
+SERVE_TEXT = "Good evening. Here is the news from the desk tonight."
+
+REF_TEXT = "This is the reference voice for our test."
+REF_SR = 24_000
+
+
+def take(lines: list[str], n: int) -> list[str]:
+    """The first ``n`` lines of ``lines``, cycling."""
+    return [lines[i % len(lines)] for i in range(n)]
+
+
+def serve_text(i: int) -> str:
+    """Request ``i``'s text for the speech-server bench (distinct per request)."""
+    return f"Bulletin item {i + 1} opens tonight's programme. The details follow after a short break."
+
+
+def reference_wave(seconds: float = 3.0, sr: int = REF_SR) -> np.ndarray:
+    """The benches' voice: a voiced-like test signal (harmonics under a syllable envelope), float32."""
+    import numpy as np
+
+    t = np.arange(int(seconds * sr)) / sr
+    phase = 2 * np.pi * np.cumsum(130 + 25 * np.sin(2 * np.pi * 0.6 * t)) / sr
+    wave = sum(np.sin(k * phase) / k for k in range(1, 9)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3.5 * t)) ** 2
+    return (0.12 * wave).astype(np.float32)
+
+
+def reference_prompt(engine: Any, seconds: float = 3.0) -> Any:
+    """``reference_wave`` encoded as ``engine``'s voice prompt (with ``REF_TEXT`` as its transcript)."""
+    return engine.prompt_from_audio(reference_wave(seconds), REF_SR, REF_TEXT)
+
+
+def write_reference(path: Any, seconds: float = 3.0) -> None:
+    """``reference_wave`` as a WAV file (for benches that drive the CLI with ``--ref-audio``)."""
+    import soundfile as sf
+
+    sf.write(str(path), reference_wave(seconds), REF_SR)
