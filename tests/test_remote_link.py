@@ -14,7 +14,7 @@ import pytest
 
 from support.remote import Connects, FakeServer, fake_pcm, refused_port
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(300)
 
 
 def Options():  # noqa: N802 - the options every render here uses

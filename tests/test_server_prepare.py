@@ -10,7 +10,7 @@ from websockets.sync.client import connect
 
 from support.server import Server
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import soundfile as sf
 
 from support.studio import make_app, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(400)
 
 
 

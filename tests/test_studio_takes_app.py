@@ -10,7 +10,7 @@ from support.studio import make_app, wait_for
 
 from omnistudio.projects.project import Project
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(500)
 SCRIPT = "Good evening. Here is the news.\nAnd now the weather."
 
 

@@ -69,6 +69,10 @@ def set_local_env() -> None:
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault(CALLBACK_ENV, CALLBACK_PATH)
+    # Serve kills a proxy not ready in 5 s (health checks time out after 10 s): on a small or busy
+    # machine a local proxy can take longer to start, so it gets a minute (a cluster sets its own).
+    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+    os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
 
 
 def check_address(address: str | None) -> str | None:

@@ -85,3 +85,18 @@ class Recorder:
     def first(self, kind: type, since: float = 0.0, **fields: object):  # noqa: ANN201
         return next(((at, e) for at, e in self.events if at >= since and isinstance(e, kind)
                      and all(getattr(e, k) == v for k, v in fields.items())), None)
+
+
+async def ui_answers_while_link_blocked(pilot: Any, gate: Any, editor: Any, ticks: list[int]) -> None:
+    """With the link's next network call held at ``gate`` (support.remote.LinkGate), the UI still handles
+    key presses and runs its timers (``ticks[0]`` counts a 10 ms timer's ticks while the gate holds);
+    then the gate is released. Fails if the gate had to give up waiting (the UI was stuck)."""
+    stuck = "the UI was stuck while the link was blocked on the network (the gate gave up waiting for its release)"
+    assert not gate.expired, stuck
+    editor.focus()
+    editor.move_cursor((0, 0))
+    await pilot.press("right", "right", "right")
+    await wait_for(pilot, lambda: ticks[0] >= 5 or gate.expired, what="UI timer ticks while the link was blocked")
+    assert not gate.expired, stuck
+    assert gate.held and editor.cursor_location == (0, 3), "a key press was not handled while the link was blocked"
+    gate.release()
