@@ -14,14 +14,14 @@ import pytest
 import soundfile as sf
 
 from omnistudio.cli import main
-from omnistudio.take.link import LinkInfo, Rendered
+from omnistudio.take.link import LinkInfo, Rendered, WholeGroupLink
 from omnistudio.projects.project import MANIFEST, Project
 from support.speech import GOOD, MINISTER, WRONG, Recordings, flite
 from support.audio import REF_TEXT
 
 
 
-class FliteLink:
+class FliteLink(WholeGroupLink):
     """An EngineLink whose takes are flite recordings (see Recordings): real speech for the check."""
 
     sample_rate = 24_000

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from omnistudio.errors import Cancelled, UserError
-from omnistudio.take.link import LinkInfo, LocalEngine, PrepareEvent, Rendered, RenderItem, VoiceList
+from omnistudio.take.link import LinkInfo, LocalEngine, PrepareEvent, Rendered, RenderItem, VoiceList, WholeGroupLink
 from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.take.pipeline import TakeCache, build_take, plan
 from omnistudio.take.sinks import FileSink, MemorySink
@@ -21,7 +21,7 @@ from support.audio import REF_TEXT
 
 
 
-class FakeLink:
+class FakeLink(WholeGroupLink):
     """An EngineLink that is not an engine (as a remote one is): deterministic tones, counted calls."""
 
     sample_rate = 24_000

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 _ITEM = 4  # bytes per float32 sample
 
@@ -39,7 +40,7 @@ class PcmSpool:
         self.frames += data.size
         return start
 
-    def read(self, start: int, frames: int) -> np.ndarray:
+    def read(self, start: int, frames: int) -> NDArray[np.float32]:
         """``frames`` samples from ``start`` (fewer at the end)."""
         start, stop = max(0, start), min(self.frames, start + frames)
         if stop <= start:
@@ -47,7 +48,7 @@ class PcmSpool:
         raw = os.pread(self._fh.fileno(), (stop - start) * _ITEM, start * _ITEM)
         return np.frombuffer(raw, dtype="<f4").astype(np.float32)
 
-    def blocks(self, size: int) -> Iterator[np.ndarray]:
+    def blocks(self, size: int) -> Iterator[NDArray[np.float32]]:
         for start in range(0, self.frames, size):
             yield self.read(start, size)
 

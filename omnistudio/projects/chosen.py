@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import UserError
-from omnistudio.take.link import LinkInfo, Rendered
+from omnistudio.take.link import EngineLink, LinkInfo, Rendered, VoiceList, WholeGroupLink
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
 from omnistudio.projects.project import Project, StoredTake
 
+if TYPE_CHECKING:
+    from omnistudio.audio.finishing import FinishedRender
 
-class StoredTakesLink:
+
+class StoredTakesLink(WholeGroupLink):
     """The link of a take made only of stored takes: it renders nothing (the cache holds every sentence)."""
 
     def __init__(self, sample_rate: int) -> None:
@@ -27,8 +30,14 @@ class StoredTakesLink:
     def render(self, *_a: Any, **_k: Any) -> Any:
         raise UserError("stored takes render nothing (internal)")
 
+    def voices(self) -> VoiceList:
+        return VoiceList((), ())  # it renders nothing, so it offers no voice
 
-def use_chosen(project: Project, sentences: list[PlannedSentence], options: TakeOptions, link: Any,
+    def close(self) -> None:
+        """Nothing is held."""
+
+
+def use_chosen(project: Project, sentences: list[PlannedSentence], options: TakeOptions, link: EngineLink,
                cache: TakeCache) -> list[PlannedSentence]:
     """``sentences`` (planned, ids = project line indices) where each one whose line has a fresh
     chosen take in the same voice takes that take's seed, with its audio in ``cache``: a take of
@@ -44,7 +53,7 @@ def use_chosen(project: Project, sentences: list[PlannedSentence], options: Take
     return out
 
 
-def use_take(project: Project, sentence: PlannedSentence, take: StoredTake, options: TakeOptions, link: Any,
+def use_take(project: Project, sentence: PlannedSentence, take: StoredTake, options: TakeOptions, link: EngineLink,
              cache: TakeCache) -> PlannedSentence:
     """``sentence`` as the stored ``take`` plays it: the take's seed, and its audio in ``cache``, so
     a pipeline take of it renders nothing (what the studio's step and A/B play)."""
@@ -70,7 +79,8 @@ def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: li
     return added
 
 
-def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeOptions, link: Any = None) -> Take:
+def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeOptions,
+                link: EngineLink | None = None) -> Take:
     """The pipeline take of ``project``'s chosen takes (``planned``: the script's planned sentences)."""
     missing = project.missing()
     if missing:
@@ -81,7 +91,8 @@ def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeO
     return Take(link, use_chosen(project, planned, options, link, cache), options, cache, base_seed=options.seed)
 
 
-def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions, output: Path) -> Any:
+def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions,
+                 output: Path) -> FinishedRender | None:
     """Write the chosen takes to ``output`` through the pipeline's file sink; the FinishedRender."""
     from omnistudio.take.sinks import FileSink
 

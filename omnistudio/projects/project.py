@@ -19,7 +19,7 @@ import difflib
 import hashlib
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
 from pathlib import Path
@@ -284,7 +284,7 @@ class Project:
         for take_id, data in list(self._pending.items()):
             target = folder / TAKES / f"{take_id}.flac"
             if not target.is_file():
-                atomic_write_bytes(target, lambda tmp, d=data: tmp.write_bytes(d), suffix=".flac")
+                atomic_write_bytes(target, _bytes_writer(data), suffix=".flac")
             del self._pending[take_id]
         atomic_write_bytes(folder / SCRIPT, lambda tmp: tmp.write_text(self.script, encoding="utf-8"))
         text = json.dumps(self.manifest(), indent=1, ensure_ascii=False) + "\n"
@@ -364,6 +364,11 @@ def _open_take(folder: Path, number: int, raw: Any, problems: list[str]) -> Stor
                         "the take was dropped")
         return None
     return take
+
+
+def _bytes_writer(data: bytes) -> Callable[[Path], int]:
+    """A writer for :func:`atomic_write_bytes` that writes ``data``."""
+    return lambda tmp: tmp.write_bytes(data)
 
 
 def _read_script_copy(folder: Path) -> str | None:

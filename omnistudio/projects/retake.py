@@ -17,6 +17,7 @@ import numpy as np
 
 from omnistudio.projects.project import Line, Project, StoredTake
 from omnistudio.projects.speech_check import TakeChecker
+from omnistudio.take.link import EngineLink
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, TakeResult
 
@@ -37,7 +38,7 @@ def new_seed(seed: int, used: Sequence[int] | set[int], attempt: int = 1) -> int
         attempt += 1
 
 
-def pipeline_synth(project: Project, planned: Sequence[PlannedSentence], link: Any, options: TakeOptions,
+def pipeline_synth(project: Project, planned: Sequence[PlannedSentence], link: EngineLink, options: TakeOptions,
                    cache: TakeCache | None = None, run: Callable[[Take], TakeResult] | None = None) -> Synthesise:
     """The synthesiser of ``render`` and the studio: a line's planned sentence (``planned``, by
     sentence id = line index) with the try's seed, rendered as a pipeline take of that one sentence

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnistudio.checks import DEFAULT_NUM_STEP, check_language, check_seed, check_text
+from omnistudio.checks import DEFAULT_NUM_STEP, check_language, check_num_step, check_seed, check_text
 from omnistudio.errors import UserError
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
 from omnistudio.take.remote_conn import WS_ROUTE as WS_ROUTE  # the one route string, shared with the client
@@ -153,7 +153,8 @@ def check_target(value: float | None) -> float | None:
 
 
 def _options(req: _Options, lang: str, voice: VoiceRef | None) -> TakeOptions:
-    return TakeOptions(num_step=req.num_step, guidance_scale=req.guidance_scale, seed=req.seed,
+    return TakeOptions(num_step=check_num_step(req.num_step), guidance_scale=req.guidance_scale,
+                       seed=check_seed(req.seed),
                        speed=1.0 if req.speed is None else req.speed, batch=1, lang=lang, voice=voice).validated()
 
 

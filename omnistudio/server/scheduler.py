@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omnistudio.errors import Cancelled, UserError, describe
-from omnistudio.server.pipeline import RenderItem, Rendered, TakeOptions
+from omnistudio.server.pipeline import CancelFlag, RenderItem, Rendered, TakeOptions, WholeGroupLink
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class _Flag:
         self.is_set = check
 
 
-class BatchingLink:
+class BatchingLink(WholeGroupLink):
     """An EngineLink over ``inner`` (the in-process link) shared by every request of the server."""
 
     def __init__(self, inner: Any, max_batch: int = 8, on_pass: Callable[[int, float], None] | None = None) -> None:
@@ -134,7 +134,7 @@ class BatchingLink:
         return self.call(self.inner.voices)
 
     def render(self, items: list[RenderItem], options: TakeOptions,
-               cancel: threading.Event | None = None) -> list[Rendered]:
+               cancel: CancelFlag | None = None) -> list[Rendered]:
         cancel = cancel if cancel is not None else threading.Event()
         tickets = [_Ticket(item, options, cancel) for item in items]
         with self._cond:

@@ -12,13 +12,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from omnistudio.errors import Cancelled
 from omnistudio.take.options import TakeOptions
 from omnistudio.voices.resolve import VoiceRef, resolve_voice, voice_action, voice_label
+
+if TYPE_CHECKING:
+    import torch
+
+    from omnistudio.engine.engine import PendingAudio, Timings
 
 
 @dataclass(frozen=True)
@@ -37,8 +43,8 @@ class Rendered:
     """One rendered sentence: float32 mono PCM at the link's rate (24 kHz), or the error that stopped it."""
 
     index: int
-    pcm: np.ndarray
-    timings: Any = None  # omnistudio.engine.engine.Timings (None on error)
+    pcm: NDArray[np.float32]
+    timings: Timings | None = None  # None on error
     steps: int = 0  # diffusion steps the pass that made it ran
     error: str | None = None
 
@@ -91,19 +97,45 @@ PrepareProgress = Callable[[PrepareEvent], None]
 
 
 @runtime_checkable
+class CancelFlag(Protocol):
+    """A cancel flag: a threading.Event, or one set when any of several is (the stream's)."""
+
+    def is_set(self) -> bool: ...
+
+
+@runtime_checkable
 class EngineLink(Protocol):
-    """What the take pipeline needs from an engine, local or remote."""
+    """What the take pipeline needs from an engine, local or remote.
+
+    A stream renders each group in two halves, ``render_tokens`` (diffusion) then ``decode`` (vocoder).
+    A link that ``splits_decode`` does only the diffusion in the first, so the decode may run on its own
+    lane (``decode_stream``) while the next group diffuses (by default when ``overlap_decode``); one that
+    renders whole groups (remote, batching: :class:`WholeGroupLink`) renders in the first and hands the
+    result over in the second."""
 
     sample_rate: int
 
     @property
     def info(self) -> LinkInfo: ...
 
+    @property
+    def splits_decode(self) -> bool: ...
+
+    @property
+    def overlap_decode(self) -> bool: ...
+
     def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
                 cancel: threading.Event | None = None) -> None: ...
 
     def render(self, items: Sequence[RenderItem], options: TakeOptions,
-               cancel: threading.Event | None = None) -> list[Rendered]: ...
+               cancel: CancelFlag | None = None) -> list[Rendered]: ...
+
+    def render_tokens(self, items: Sequence[RenderItem], options: TakeOptions, cancel: CancelFlag | None = None,
+                      on_step: Callable[[], None] | None = None) -> Pending: ...
+
+    def decode(self, pending: Pending, cuda_stream: torch.cuda.Stream | None = None) -> list[Rendered]: ...
+
+    def decode_stream(self) -> torch.cuda.Stream | None: ...
 
     def voices(self) -> VoiceList: ...
 
@@ -112,11 +144,40 @@ class EngineLink(Protocol):
 
 @dataclass
 class Pending:
-    """The diffusion half done by :meth:`LocalEngine.render_tokens`, waiting for :meth:`LocalEngine.decode`."""
+    """A group's first half (:meth:`EngineLink.render_tokens`), waiting for :meth:`EngineLink.decode`:
+    the diffusion's tokens (``audio``) or, from a link that renders whole groups, the ``rendered`` group."""
 
     items: list[RenderItem]
-    audio: Any  # omnistudio.engine.engine.PendingAudio
+    audio: PendingAudio | None
     steps: int
+    rendered: list[Rendered] | None = None
+
+
+class WholeGroupLink:
+    """Base of the links that render whole groups (remote, batching, tests): the two halves over
+    ``render``, no decode lane. ``on_step`` runs once per diffusion step the pass ran, after it."""
+
+    splits_decode = False
+    overlap_decode = False
+
+    def render(self, items: Sequence[RenderItem], options: TakeOptions,
+               cancel: CancelFlag | None = None) -> list[Rendered]:
+        raise NotImplementedError
+
+    def render_tokens(self, items: Sequence[RenderItem], options: TakeOptions, cancel: CancelFlag | None = None,
+                      on_step: Callable[[], None] | None = None) -> Pending:
+        rendered = self.render(items, options, cancel)
+        steps = max((r.steps for r in rendered), default=0)
+        if on_step is not None:
+            for _ in range(steps):
+                on_step()
+        return Pending(list(items), None, steps, rendered)
+
+    def decode(self, pending: Pending, cuda_stream: torch.cuda.Stream | None = None) -> list[Rendered]:
+        return list(pending.rendered or [])
+
+    def decode_stream(self) -> torch.cuda.Stream | None:
+        return None
 
 
 class LocalEngine:
@@ -139,9 +200,23 @@ class LocalEngine:
                         "fast" if self.engine.sampler is not None else "stock")
 
     @property
+    def splits_decode(self) -> bool:
+        """``render_tokens`` is the diffusion only: the decode may run on its own lane."""
+        return True
+
+    @property
     def overlap_decode(self) -> bool:
         """On CUDA the vocoder runs on its own stream, overlapping the next group's diffusion."""
         return self._decode_lane
+
+    def decode_stream(self) -> torch.cuda.Stream | None:
+        """A CUDA stream of the model's device for the decode lane (None off CUDA)."""
+        device = getattr(self.engine, "model", None)
+        if device is None or not str(device.device).startswith("cuda"):
+            return None
+        import torch
+
+        return torch.cuda.Stream(device=device.device)
 
     # --------------------------------------------------------------- voices
     def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
@@ -175,7 +250,7 @@ class LocalEngine:
 
     # -------------------------------------------------------------- render
     def render_tokens(self, items: Sequence[RenderItem], options: TakeOptions,
-                      cancel: threading.Event | None = None, on_step: Callable[[], None] | None = None) -> Pending:
+                      cancel: CancelFlag | None = None, on_step: Callable[[], None] | None = None) -> Pending:
         """The diffusion half for a group (one pass, one seed per item); raises Cancelled within one
         step. ``on_step`` runs before every diffusion step that is not cancelled."""
         items = list(items)
@@ -200,13 +275,15 @@ class LocalEngine:
             handle.remove()
         return Pending(items, audio, steps[0])
 
-    def decode(self, pending: Pending, cuda_stream: Any = None) -> list[Rendered]:
+    def decode(self, pending: Pending, cuda_stream: torch.cuda.Stream | None = None) -> list[Rendered]:
         """The vocoder half (on ``cuda_stream`` when given, after the tokens' event)."""
+        if pending.audio is None:
+            raise ValueError("nothing to decode: the group was not rendered by this link's render_tokens")
         results = self.engine.decode(pending.audio, cuda_stream)
         return [Rendered(item.index, r.pcm, r.timings, pending.steps) for item, r in zip(pending.items, results)]
 
     def render(self, items: Sequence[RenderItem], options: TakeOptions,
-               cancel: threading.Event | None = None) -> list[Rendered]:
+               cancel: CancelFlag | None = None) -> list[Rendered]:
         return self.decode(self.render_tokens(items, options, cancel))
 
     def close(self) -> None:

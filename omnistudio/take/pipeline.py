@@ -18,16 +18,15 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
-
-import numpy as np
 
 from omnistudio.audio.finishing import live_stitcher, pauses
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.script import Script, parse_script
 from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem
 from omnistudio.take.options import SEED_LIMIT, TakeOptions, sentence_seed
+from omnistudio.take.result import TakeResult as TakeResult  # re-exported: the clients import it from here
 from omnistudio.take.sinks import Sink
 from omnistudio.take.stream import Chunk, Stream, sentence_voice
 from omnistudio.voices.resolve import VoiceRef
@@ -144,54 +143,6 @@ def cache_key(link: EngineLink, sentence: PlannedSentence, options: TakeOptions)
 
 
 # ------------------------------------------------------------------- take
-@dataclass
-class TakeResult:
-    """What a finished take reports (timings, per-sentence rows) and where its audio waits (on disk).
-
-    Nothing of the take's audio is held in memory: the live-stitched take (what the player got) is in
-    ``stitched`` and the sentences for finishing are in ``chunks``, both disk spools, so a long render
-    runs in flat memory. ``pcm`` reads the stitched take back whole, for the clients that want it so."""
-
-    stitched: Any  # PcmSpool: the live-stitched take (seams, breaths, room tone); None once detached
-    frames: int  # length of the stitched take
-    sample_rate: int
-    chunks: Any  # ChunkSpool: (sentence pcm, pause after, sentence id) for finishing
-    sentences: list[dict[str, Any]]
-    base_seed: int
-    rendered: int  # sentences rendered by the link in this take
-    reused: int  # sentences taken from the cache
-    steps: int
-    ttfa_s: float
-    total_s: float
-    prepare_s: float
-    events: list[PrepareEvent] = field(default_factory=list)
-    skipped: list[int] = field(default_factory=list)  # ids of failed sentences left out (skip_failed)
-
-    @property
-    def pcm(self) -> np.ndarray:
-        """The whole stitched take, read back from its spool (memory for the whole take: short takes)."""
-        if self.stitched is None:
-            raise ValueError("this take result was detached from its stitched audio")
-        return self.stitched.read(0, self.frames)
-
-    def detached(self) -> TakeResult:
-        """This result without its spools (which are files of this process): the sentences come along
-        as arrays, the stitched take is dropped; for sending to another process to be finished."""
-        chunks = list(self.chunks)
-        return replace(self, stitched=None, chunks=chunks)
-
-    @property
-    def audio_s(self) -> float:
-        return self.frames / self.sample_rate
-
-    def timings(self) -> dict[str, Any]:
-        audio = self.audio_s
-        return {"ttfa_s": round(self.ttfa_s, 4), "total_s": round(self.total_s, 4), "audio_s": round(audio, 3),
-                "rtf": round(self.total_s / audio, 4) if audio else None, "prepare_s": round(self.prepare_s, 4),
-                "rendered": self.rendered, "reused": self.reused, "skipped": [i + 1 for i in self.skipped],
-                "sentences": self.sentences}
-
-
 class Take:
     """One rendering of planned sentences through a link, into sinks. Use :func:`build_take`."""
 
@@ -288,7 +239,8 @@ class Take:
         for chunk in self._chunks(todo, hits, started, cancel):
             if cancel.is_set():
                 break
-            sentence: PlannedSentence = chunk.sentence
+            sentence = chunk.sentence
+            assert isinstance(sentence, PlannedSentence)  # a take's stream carries its planned sentences
             if ttfa is None:
                 ttfa = time.perf_counter() - started
             rows.append(chunk.as_dict())

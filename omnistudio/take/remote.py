@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -30,8 +30,11 @@ from omnistudio.config import SAMPLE_RATE
 from omnistudio.engine.engine import Timings
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.take import remote_conn as net
-from omnistudio.take.link import AnchorInfo, LinkInfo, PrepareEvent, Rendered, VoiceList
+from omnistudio.take.link import (AnchorInfo, CancelFlag, LinkInfo, PrepareEvent, PrepareProgress, Rendered, RenderItem,
+                                  VoiceList, WholeGroupLink)
+from omnistudio.take.options import TakeOptions
 from omnistudio.take.remote_conn import RemoteError, ServerAddress, ServerDropped, ServerRefused
+from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +42,15 @@ POLL_S = 0.05  # how often a wait on the server looks at the cancel flag
 CANCEL_WAIT_S = 2.0  # after a cancel: how long to wait for the server's acknowledgement
 
 
-def _cancel_check(cancel: Any) -> Callable[[], bool]:
+def _cancel_check(cancel: CancelFlag | Callable[[], bool] | None) -> Callable[[], bool]:
     if cancel is None:
         return lambda: False
-    if hasattr(cancel, "is_set"):
+    if isinstance(cancel, CancelFlag):
         return cancel.is_set
     return cancel
 
 
-def voice_to_wire(voice: Any) -> str:
+def voice_to_wire(voice: VoiceRef) -> str:
     """A VoiceRef as the server parses it: its canonical key (``ruby``, ``ruby+storm@0.70``; a Blend's
     alpha is already rounded to 0.01, so the key carries it exactly)."""
     if getattr(voice, "anchor", None) is None and getattr(voice, "blend", None) is None:
@@ -57,23 +60,24 @@ def voice_to_wire(voice: Any) -> str:
     return voice.key()
 
 
-def item_to_wire(item: Any) -> dict[str, Any]:
+def item_to_wire(item: RenderItem) -> dict[str, Any]:
     return {"text": item.text, "voice": voice_to_wire(item.voice), "lang": item.lang, "seed": int(item.seed)}
 
 
-def options_to_wire(options: Any) -> dict[str, Any]:
+def options_to_wire(options: TakeOptions) -> dict[str, Any]:
     return {"num_step": int(options.num_step), "guidance_scale": float(options.guidance_scale),
             "speed": options.speed_arg}
 
 
-def link_info_from_wire(health: dict[str, Any], address: ServerAddress) -> Any:
+def link_info_from_wire(health: dict[str, Any], address: ServerAddress) -> LinkInfo:
     """``GET /health`` -> LinkInfo; the device names the server too (``cuda:0 @ gpu-box:8005``)."""
-    engine = health.get("engine") if isinstance(health.get("engine"), dict) else health
+    nested = health.get("engine")
+    engine = nested if isinstance(nested, dict) else health
     model, device, dtype, sampler = (str(engine.get(k) or "?") for k in ("model", "device", "dtype", "sampler"))
     return LinkInfo(model, f"{device} @ {urlsplit(address.base).netloc}", dtype, sampler)
 
 
-def voice_list_from_wire(data: Any) -> Any:
+def voice_list_from_wire(data: Any) -> VoiceList:
     """``GET /v1/audio/voices`` -> VoiceList: anchors (id, name, languages, prompt state per language), duos."""
     if not isinstance(data, dict):
         raise ServerRefused("the server's voice list is not a JSON object")
@@ -102,11 +106,17 @@ def _timings(data: dict[str, Any] | None) -> Timings | None:
     return Timings(**known)
 
 
+class _WsOptions(TypedDict):
+    open_timeout: float
+    ping_interval: float | None
+    ping_timeout: float | None
+
+
 class _Dropped(Exception):
     """The connection went away mid-answer (internal: turned into a resend or a ServerDropped)."""
 
 
-class RemoteEngine:
+class RemoteEngine(WholeGroupLink):
     """The EngineLink of a studio or CLI whose engine runs in ``omnistudio serve`` at ``url``."""
 
     def __init__(self, url: str | ServerAddress, api_key: str | None = None, *, connect_budget_s: float = 1.0,
@@ -116,15 +126,15 @@ class RemoteEngine:
         self.api_key = api_key
         self.sample_rate = SAMPLE_RATE
         self.connect_budget_s = connect_budget_s
-        self._ws_options = {"open_timeout": open_timeout, "ping_interval": ping_interval,
+        self._ws_options: _WsOptions = {"open_timeout": open_timeout, "ping_interval": ping_interval,
                             "ping_timeout": ping_timeout}
-        self._info: Any = None
+        self._info: LinkInfo | None = None
         self._health: dict[str, Any] = {}
         self.reconnects = 0  # requests sent again after a lost connection (how flaky the link was)
 
     # ------------------------------------------------------------ link API
     @property
-    def info(self) -> Any:
+    def info(self) -> LinkInfo:
         """The server's model, device, dtype and sampler (``GET /health``, asked once) as a LinkInfo."""
         if self._info is None:
             self._info = link_info_from_wire(self.check(), self.address)
@@ -137,7 +147,7 @@ class RemoteEngine:
         self._health = health if isinstance(health, dict) else {}
         return self._health
 
-    def wait_ready(self, progress: Callable[[str], None] | None = None, timeout_s: float = 600.0) -> Any:
+    def wait_ready(self, progress: Callable[[str], None] | None = None, timeout_s: float = 600.0) -> LinkInfo:
         """Wait while the server loads its model (503), reporting what it says; then its LinkInfo."""
         deadline = time.monotonic() + timeout_s
         while True:
@@ -150,12 +160,12 @@ class RemoteEngine:
                     progress(str(exc))
                 time.sleep(0.5)
 
-    def voices(self) -> Any:
+    def voices(self) -> VoiceList:
         """The server's roster (``GET /v1/audio/voices``): anchors with languages and prompt states, and duos."""
         return voice_list_from_wire(net.get_json(self.address, "/v1/audio/voices", self.api_key))
 
-    def prepare(self, voices: Sequence[tuple[Any, str]], progress: Callable[[Any], None] | None = None,
-                cancel: Any = None) -> None:
+    def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
+                cancel: CancelFlag | None = None) -> None:
         """Have the server resolve every (voice, lang) (building missing or stale prompts), with progress."""
         todo = list(dict.fromkeys(voices))
         if not todo:
@@ -172,7 +182,8 @@ class RemoteEngine:
 
         self._exchange(request, on_message, None, _cancel_check(cancel))
 
-    def render(self, items: Sequence[Any], options: Any, cancel: Any = None) -> list[Any]:
+    def render(self, items: Sequence[RenderItem], options: TakeOptions,
+               cancel: CancelFlag | None = None) -> list[Rendered]:
         """One group of sentences rendered by the server; the exact float32 samples its engine made."""
         items = list(items)
         if not items:

@@ -226,7 +226,7 @@ def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.
                            max_size=MAX_MESSAGE, compression=None, proxy=None, legacy=True)
         except InvalidStatus as exc:
             response = exc.response
-            error = status_error(address, response.status_code, response.body or b"",
+            error = status_error(address, response.status_code, bytes(response.body or b""),
                                  response.headers.get("Retry-After"))
             if not isinstance(error, (ServerBusy, ServerNotReady)):  # busy or restarting: worth a retry
                 raise error from None

@@ -11,13 +11,30 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
-# The sink methods take the pipeline's Take, TakeResult and stream Chunk; typed Any here so this
-# module imports nothing of the pipeline (which imports it): no import cycle, not even for types.
-Take = TakeResult = Chunk = Any
+from omnistudio.take.link import EngineLink
+from omnistudio.take.result import TakeResult
+from omnistudio.take.stream import Chunk
+
+if TYPE_CHECKING:
+    from omnistudio.audio.finishing import FinishedRender, FinishingOptions
+    from omnistudio.audio.player import Player
+
+Pcm = NDArray[np.float32]
+
+
+class TakeView(Protocol):
+    """What a sink reads of the take it is attached to (the pipeline's Take, which imports this module)."""
+
+    @property
+    def link(self) -> EngineLink: ...
+
+    @property
+    def finishing(self) -> FinishingOptions: ...
 
 SPOOL_BLOCK = 1 << 18  # frames read back from a take's disk spool at a time (about 11 s, 1 MB)
 
@@ -25,13 +42,13 @@ SPOOL_BLOCK = 1 << 18  # frames read back from a take's disk spool at a time (ab
 class Sink:
     """No-op base: override what the sink needs."""
 
-    def begin(self, take: Take) -> None:
+    def begin(self, take: TakeView) -> None:
         """The take is about to render (its voices are not prepared yet)."""
 
-    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None:
+    def chunk(self, chunk: Chunk, piece: Pcm) -> None:
         """Sentence ``chunk`` is ready; ``piece`` is its live-stitched audio (seams, pause, room tone)."""
 
-    def tail(self, pcm: np.ndarray) -> None:
+    def tail(self, pcm: Pcm) -> None:
         """The stitcher's last samples (the end of the take)."""
 
     def end(self, result: TakeResult) -> None:
@@ -47,15 +64,15 @@ class PlayerSink(Sink):
     ``on_piece(start_frame, end_frame, chunk)`` runs before each piece is queued (the studio maps
     frames to sentences with it); ``cancel`` stops a blocked write; ``drain`` waits for the end."""
 
-    def __init__(self, player: Any, cancel: threading.Event | None = None,
-                 on_piece: Callable[[int, int, Any], None] | None = None, drain: bool = False) -> None:
+    def __init__(self, player: Player, cancel: threading.Event | None = None,
+                 on_piece: Callable[[int, int, Chunk], None] | None = None, drain: bool = False) -> None:
         self.player = player
         self.cancel = cancel or threading.Event()
         self.on_piece = on_piece
         self.drain = drain
         self.frames = 0
 
-    def _write(self, pcm: np.ndarray) -> None:
+    def _write(self, pcm: Pcm) -> None:
         done = 0
         while done < len(pcm) and not self.cancel.is_set():
             wrote = self.player.write(pcm[done:], timeout=0.1)
@@ -64,13 +81,13 @@ class PlayerSink(Sink):
             done += wrote
         self.frames += done
 
-    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None:
+    def chunk(self, chunk: Chunk, piece: Pcm) -> None:
         if self.on_piece is not None:
             start = self.player.ring.total_written
             self.on_piece(start, start + len(piece), chunk)
         self._write(piece)
 
-    def tail(self, pcm: np.ndarray) -> None:
+    def tail(self, pcm: Pcm) -> None:
         self._write(pcm)
 
     def end(self, result: TakeResult) -> None:
@@ -97,15 +114,17 @@ class FileSink(Sink):
         self.extra = dict(extra or {})
         self.shm_root = shm_root
         self.source = source  # what the take was made from, kept in the sidecar (batch renders resume by it)
-        self.finished: Any = None  # audio.finishing.FinishedRender once written
-        self._take: Any = None
+        self.finished: FinishedRender | None = None  # once written
+        self._take: TakeView | None = None
 
-    def begin(self, take: Take) -> None:
+    def begin(self, take: TakeView) -> None:
         self._take = take
 
     def end(self, result: TakeResult) -> None:
         from omnistudio.audio.finishing import finish_render
 
+        if self._take is None:
+            raise ValueError("FileSink.end without begin")
         timings = {**result.timings(), **self.extra}
         self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
                                       timings=timings, shm_root=self.shm_root, engine=_engine_info(self._take),
@@ -125,6 +144,8 @@ class ShmSink(Sink):
     def end(self, result: TakeResult) -> None:
         from omnistudio.audio.shm import SHM_DIR, write_shm_blocks
 
+        if result.stitched is None:
+            raise ValueError("this take result was detached from its stitched audio")
         self.path = write_shm_blocks(self.name, result.frames, result.sample_rate,
                                      result.stitched.blocks(SPOOL_BLOCK), self.root or SHM_DIR)
 
@@ -133,15 +154,15 @@ class MemorySink(Sink):
     """Keeps the live-stitched pieces (tests, a client that wants the whole take in memory)."""
 
     def __init__(self) -> None:
-        self.pieces: list[np.ndarray] = []
+        self.pieces: list[Pcm] = []
         self.sentences: list[int] = []
         self.ended = self.aborted = False
 
-    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None:
+    def chunk(self, chunk: Chunk, piece: Pcm) -> None:
         self.pieces.append(piece)
         self.sentences.append(chunk.sentence.id)
 
-    def tail(self, pcm: np.ndarray) -> None:
+    def tail(self, pcm: Pcm) -> None:
         self.pieces.append(pcm)
 
     def end(self, result: TakeResult) -> None:
@@ -151,13 +172,13 @@ class MemorySink(Sink):
         self.aborted = True
 
     @property
-    def pcm(self) -> np.ndarray:
+    def pcm(self) -> Pcm:
         return np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)
 
 
-def _engine_info(take: Any) -> dict[str, Any] | None:
+def _engine_info(take: TakeView) -> dict[str, Any] | None:
     """What rendered the take (model, device, backbone dtype) for the sidecar, when the link says."""
     from dataclasses import asdict, is_dataclass
 
     info = getattr(getattr(take, "link", None), "info", None)
-    return asdict(info) if is_dataclass(info) else None
+    return asdict(info) if is_dataclass(info) and not isinstance(info, type) else None

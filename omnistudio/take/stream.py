@@ -6,8 +6,9 @@ gives it back when it takes that group's last chunk, so at most ``lookahead`` fi
 unconsumed. Chunks come out in order with their sentence and timings. Time to first audio (TTFA)
 runs from the call that made the stream to the first chunk being ready.
 
-With a :class:`~omnistudio.take.link.LocalEngine` on CUDA the decode half of group k runs on its own
-lane (a CUDA stream) while group k+1 diffuses; a remote link renders whole groups.
+With a link that splits the decode from the diffusion (a :class:`~omnistudio.take.link.LocalEngine`;
+by default on CUDA) the decode half of group k runs on its own lane (a CUDA stream there) while group
+k+1 diffuses; a remote link renders whole groups.
 
 Cancel takes effect within one diffusion step (the link raises :class:`Cancelled` in the worker
 once the cancel event is set). A failure in one sentence becomes a chunk with ``error`` set (naming
@@ -22,9 +23,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe
@@ -35,18 +37,48 @@ from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
 
+if TYPE_CHECKING:
+    import torch
+
+    from omnistudio.engine.engine import Timings
+
 VoiceResolver = Callable[[Sentence], Any]
-_END = object()
+
+
+class _End:
+    """The end of a queue (the worker's to the lane, the stream's to the consumer)."""
+
+
+_END = _End()
+
+
+class StreamSentence(Protocol):
+    """What a stream and its chunks read of a sentence: a script's Sentence or a planned one."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def lang(self) -> str: ...
+
+    @property
+    def speaker(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
 class Chunk:
     """One rendered sentence (or the error that stopped it)."""
 
-    sentence: Any  # script.Sentence or the pipeline's planned sentence (.id, .text, .line, .lang, .speaker)
-    pcm: np.ndarray  # float32 mono; empty when ``error`` is set
+    sentence: StreamSentence  # script.Sentence or the pipeline's PlannedSentence
+    pcm: NDArray[np.float32]  # mono; empty when ``error`` is set
     sample_rate: int
-    timings: Any  # engine Timings, None on error
+    timings: Timings | None  # None on error
     steps: int  # diffusion steps (backbone forwards) this sentence ran
     started_s: float  # since the stream was made
     ready_s: float
@@ -72,8 +104,8 @@ class Chunk:
 class _Job:
     """A group whose diffusion is done (or failed), waiting to be decoded and handed over."""
 
-    group: list[Any]
-    pending: Any  # link.Pending (local split) or list[Rendered] (whole render); None on error
+    group: list[StreamSentence]
+    pending: Pending | None  # None on error
     started: float
     steps: int
     error: str | None = None
@@ -113,7 +145,7 @@ class Stream:
     ``sentences[i]`` is rendered as ``items[i]`` (same index); ``options`` gives steps, guidance,
     speed and the batch size (the first sentence alone, for time to first audio, then groups)."""
 
-    def __init__(self, link: EngineLink, sentences: Sequence[Any], items: Sequence[RenderItem],
+    def __init__(self, link: EngineLink, sentences: Sequence[StreamSentence], items: Sequence[RenderItem],
                  options: TakeOptions, lookahead: int = 1, overlap_decode: bool | None = None,
                  cancel: threading.Event | None = None) -> None:
         self.created = time.perf_counter()
@@ -126,16 +158,16 @@ class Stream:
         self.link = link
         self.sentences = list(sentences)
         self._items = {id(s): item for s, item in zip(self.sentences, items)}
-        self._cancel: Any = _AnyOf(threading.Event(), cancel) if cancel is not None else threading.Event()
-        local = isinstance(link, LocalEngine)
+        self._cancel: _AnyOf | threading.Event = (_AnyOf(threading.Event(), cancel) if cancel is not None
+                                                  else threading.Event())
+        split = link.splits_decode
         if overlap_decode is None:  # on CUDA the vocoder has its own stream; on CPU it shares the cores
-            overlap_decode = local and link.overlap_decode
-        overlap_decode = bool(overlap_decode and local)
-        self._local = local
+            overlap_decode = split and link.overlap_decode
+        overlap_decode = bool(overlap_decode and split)
         # With the decode lane one more group may be in flight: k decoding while k+1 diffuses.
-        self._lane: queue.Queue[Any] | None = queue.Queue() if overlap_decode else None
+        self._lane: queue.Queue[_Job | _End] | None = queue.Queue() if overlap_decode else None
         self._slots = threading.Semaphore(lookahead + (1 if overlap_decode else 0))
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue: queue.Queue[Chunk | BaseException | _End] = queue.Queue()
         self._plan = self._groups()
         self._group_ends = {id(group[-1]) for group in self._plan}  # a slot frees when a group is taken
         self.steps = 0  # diffusion steps run by this stream's worker
@@ -184,16 +216,13 @@ class Stream:
 
     def _decode_lane(self) -> None:
         """Decode group k (on its own CUDA stream there) while the worker runs group k+1's diffusion."""
-        cuda_stream = None
-        device = getattr(getattr(self.link, "engine", None), "model", None)
-        if device is not None and str(device.device).startswith("cuda"):
-            import torch
-
-            cuda_stream = torch.cuda.Stream(device=device.device)
+        lane = self._lane
+        assert lane is not None  # this thread runs only with the decode lane
+        cuda_stream = self.link.decode_stream()
         try:
             while True:
-                job = self._lane.get()  # type: ignore[union-attr]
-                if job is _END or not self._deliver(job, cuda_stream):
+                job = lane.get()
+                if isinstance(job, _End) or not self._deliver(job, cuda_stream):
                     return
         except BaseException as exc:  # noqa: BLE001
             log.exception("stream decode lane failed")
@@ -206,7 +235,7 @@ class Stream:
         self.finished_s = time.perf_counter() - self.created
         self._queue.put(_END)
 
-    def _groups(self) -> list[list[Any]]:
+    def _groups(self) -> list[list[StreamSentence]]:
         """The first sentence alone (time to first audio), then consecutive lines ``batch`` at a time."""
         sentences = self.sentences
         if self.batch == 1 or len(sentences) < 2:
@@ -214,7 +243,7 @@ class Stream:
         rest = sentences[1:]
         return [[sentences[0]]] + [rest[i:i + self.batch] for i in range(0, len(rest), self.batch)]
 
-    def _tokens(self, group: list[Any]) -> _Job | None:
+    def _tokens(self, group: list[StreamSentence]) -> _Job | None:
         """The diffusion half for ``group`` (one pass for the group, per-sentence seeds as when
         rendered alone; a remote link renders it whole); if that fails, one sentence at a time so
         an error names its sentence."""
@@ -222,14 +251,8 @@ class Stream:
         items = [self._items[id(s)] for s in group]
         steps_before = self.steps
         try:
-            if self._local:
-                pending: Any = self.link.render_tokens(items, self.options, self._cancel,  # type: ignore[attr-defined]
-                                                       on_step=self._count_step)
-                return _Job(group, pending, started, self.steps - steps_before)
-            rendered = self.link.render(items, self.options, self._cancel)
-            steps = max((r.steps for r in rendered), default=0)
-            self.steps += steps
-            return _Job(group, rendered, started, steps)
+            pending = self.link.render_tokens(items, self.options, self._cancel, on_step=self._count_step)
+            return _Job(group, pending, started, self.steps - steps_before)
         except Cancelled:
             return None
         except Unavailable:
@@ -238,22 +261,22 @@ class Stream:
             if len(group) > 1:
                 log.debug("batch failed; rendering its sentences one at a time", exc_info=True)
                 jobs = [self._tokens([s]) for s in group]
-                if any(j is None for j in jobs):
+                parts = [j for j in jobs if j is not None]
+                if len(parts) < len(jobs):
                     return None
-                return _Job(group, None, started, 0, parts=jobs)  # type: ignore[arg-type]
+                return _Job(group, None, started, 0, parts=parts)
             return _Job(group, None, started, self.steps - steps_before, error=_describe(exc))
 
-    def _deliver(self, job: _Job, cuda_stream: Any = None) -> bool:
+    def _deliver(self, job: _Job, cuda_stream: torch.cuda.Stream | None = None) -> bool:
         """Decode ``job`` and queue its chunks in order; False once cancelled."""
         if job.parts:
             return all(self._deliver(part, cuda_stream) for part in job.parts)
         if self._cancel.is_set():
             return False
         error, results = job.error, None
-        if error is None:
+        if error is None and job.pending is not None:
             try:
-                results = (self.link.decode(job.pending, cuda_stream)  # type: ignore[attr-defined]
-                           if isinstance(job.pending, Pending) else list(job.pending))
+                results = self.link.decode(job.pending, cuda_stream)
             except Exception as exc:  # noqa: BLE001
                 error = _describe(exc)
         if self._cancel.is_set():
@@ -283,7 +306,7 @@ class Stream:
                 item = self._queue.get(timeout=0.05)
             except queue.Empty:
                 continue
-            if item is _END:
+            if isinstance(item, _End):
                 return
             if isinstance(item, BaseException):
                 raise item
