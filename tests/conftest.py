@@ -172,6 +172,18 @@ def voice_stock_engine(tiny_engine):  # noqa: ANN001, ANN201
 
 # --------------------------------------------------------------- shared session fixtures
 @pytest.fixture(autouse=True)
+def one_torch_thread() -> Any:
+    """Every test starts and ends with one torch thread: float results depend on the thread count, and a
+    test that builds a replica or bench in process (``torch.set_num_threads(N)``) must not leak it into the
+    bit-for-bit comparisons of the tests after it on the same worker."""
+    import torch
+
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
 def no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
     """No blinking cursor in any app a test runs (snapshots and pilots see the same screen every time)."""
     from textual.widgets import TextArea

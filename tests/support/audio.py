@@ -31,3 +31,11 @@ def tone(seconds: float = 0.5, freq: float = 220.0, sr: int = SR, amp: float = 0
     """A steady sine, float32 mono."""
     t = np.arange(int(seconds * sr)) / sr
     return (amp * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def same_take(a: np.ndarray, b: np.ndarray, atol: float = 1e-5) -> bool:
+    """The same rendered sentence: equal length and every sample within ``atol`` (a wrong voice, blend or
+    seed moves samples by orders of magnitude more). Renders on a take's worker thread have been seen
+    differing from the same synthesis on the test's thread by ~1e-7 after other tests ran on the same
+    pytest worker (float reductions; docs/decisions.md), so takes across threads are compared this way."""
+    return a.shape == b.shape and bool(np.max(np.abs(a - b), initial=0.0) <= atol)
