@@ -19,7 +19,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import pytest
 import soundfile as sf
 
 from support.remote import LinkGate
-from support.studio import Recorder, wait_for, ui_answers_while_link_blocked
+from support.studio import Recorder, wait_for, track_ui_while_held, ui_answers_while_link_blocked
 
 pytest.importorskip("omnistudio.commands.serve")  # the server (issue 15)
 from support.server import Server  # noqa: E402
@@ -138,15 +137,7 @@ async def _play_kill_restart(pilot, app, servers: list[Server], tmp_path: Path, 
 
     # the server dies mid-render
     editor.load_text(LONG)
-    ui_thread: set[int] = set()
-    ticks_while_held = [0]
-
-    def tick() -> None:  # a UI timer: it runs on the UI thread, and only while the UI loop runs
-        ui_thread.add(threading.get_ident())
-        if gate.held:
-            ticks_while_held[0] += 1
-
-    app.set_interval(0.01, tick)
+    ui_thread, ticks_while_held = track_ui_while_held(app, gate)
     started = time.monotonic()
     await pilot.press("f5")
     await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered, started) is not None, timeout=120,

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from support.remote import FakeServer, LinkGate, refused_port
-from support.studio import Recorder, wait_for, ui_answers_while_link_blocked
+from support.studio import Recorder, wait_for, track_ui_while_held, ui_answers_while_link_blocked
 
 pytestmark = pytest.mark.timeout(500)
 
@@ -74,15 +73,7 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture, mon
             editor = screen.query_one(ScriptEditor)
             editor.load_text(LONG_SCRIPT)
             settings = app.studio.settings
-            ui_thread: set[int] = set()
-            ticks_while_held = [0]
-
-            def tick() -> None:  # a UI timer: it runs on the UI thread, and only while the UI loop runs
-                ui_thread.add(threading.get_ident())
-                if gate.held:
-                    ticks_while_held[0] += 1
-
-            app.set_interval(0.01, tick)
+            ui_thread, ticks_while_held = track_ui_while_held(app, gate)
             await pilot.press("f5")
             await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered) is not None and server.holding.is_set(),
                            timeout=60, what="a sentence played and the next one in the server's hands")

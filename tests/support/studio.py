@@ -87,6 +87,23 @@ class Recorder:
                      and all(getattr(e, k) == v for k, v in fields.items())), None)
 
 
+def track_ui_while_held(app: Any, gate: Any) -> tuple[set[int], list[int]]:
+    """A 10 ms UI timer: the UI thread's id (it runs only there) and, in ``ticks[0]``, how many times it
+    ran while ``gate`` held a network call of the link (only while the UI loop runs)."""
+    import threading
+
+    ui_thread: set[int] = set()
+    ticks = [0]
+
+    def tick() -> None:
+        ui_thread.add(threading.get_ident())
+        if gate.held:
+            ticks[0] += 1
+
+    app.set_interval(0.01, tick)
+    return ui_thread, ticks
+
+
 async def ui_answers_while_link_blocked(pilot: Any, gate: Any, editor: Any, ticks: list[int]) -> None:
     """With the link's next network call held at ``gate`` (support.remote.LinkGate), the UI still handles
     key presses and runs its timers (``ticks[0]`` counts a 10 ms timer's ticks while the gate holds);
