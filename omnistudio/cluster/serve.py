@@ -201,12 +201,18 @@ def start(cluster: Cluster, config: ServerConfig, scale: Scale, timeout_s: float
     with reserved_port(scale.host, scale.port) as port:
         host = f"[{scale.host}]" if ":" in scale.host else scale.host
         url = f"http://{host}:{port}"
-        serve.start(http_options={"host": scale.host, "port": port, "request_timeout_s": config.time_limit_s + 30})
+        deadline = time.monotonic() + timeout_s
+        http_options = {"host": scale.host, "port": port, "request_timeout_s": config.time_limit_s + 30}
+        proxy_late = False
         try:
-            deadline = time.monotonic() + timeout_s
+            serve.start(http_options=http_options)
+        except TimeoutError:  # Serve gives its proxy a fixed 60 s; its controller is up and is reused
+            proxy_late = True
+            serve.start(http_options=http_options)
+        try:
             serve.run(deployment(config, scale), name=APP_NAME, route_prefix="/", blocking=False)
             _wait_running(serve, timeout_s)
-            if scale.port == 0:
+            if scale.port == 0 or proxy_late:
                 _wait_proxy(url, deadline)  # the port is let go only once the proxy listens on it
         except BaseException:
             stop(cluster)
