@@ -227,6 +227,30 @@ def test_generate_shm_reads_back_exactly(server: Server) -> None:
     assert bad.status_code == 400 and "slash" in bad.json()["error"]["message"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (to chown the file to another user)")
+def test_generate_shm_leaves_another_users_file_and_a_symlink(server: Server, tmp_path: Path) -> None:
+    """/dev/shm is shared: the server (root here) neither takes over nobody's NAME nor writes through a
+    symlink named NAME; each is one 400 in OpenAI's error shape."""
+    theirs, link = Path(f"/dev/shm/omnistudio-theirs-{os.getpid()}"), Path(f"/dev/shm/omnistudio-link-{os.getpid()}")
+    target = tmp_path / "target"
+    target.write_bytes(b"X\n")
+    request = {"text": "Good evening.", "voice": "ruby", "num_step": STEPS, "seed": 4}
+    try:
+        theirs.write_bytes(b"X\n")
+        os.chown(theirs, 65534, 65534)
+        link.symlink_to(target)
+        for path, needle in ((theirs, "another user"), (link, "symbolic link")):
+            resp = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": path.name}, timeout=120)
+            error = resp.json()["error"]
+            assert resp.status_code == 400 and needle in error["message"], resp.text
+            assert error["type"] == "invalid_request_error"
+        assert os.lstat(theirs).st_uid == 65534 and theirs.read_bytes() == b"X\n"
+        assert link.is_symlink() and target.read_bytes() == b"X\n"
+    finally:
+        theirs.unlink(missing_ok=True)
+        link.unlink(missing_ok=True)
+
+
 class InProcessServer:
     """The server's app (routes, guard, batching link) on the session's tiny engine, served by uvicorn
     on a thread of this process: the test reaches its link, to hold the engine worker."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import struct
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -72,12 +73,31 @@ def check_shm_target(name: str, root: Path = SHM_DIR) -> Path:
     path = shm_path(name, root)
     if not Path(root).is_dir():
         raise UserError(f"shared-memory folder {root} does not exist (is /dev/shm mounted?)")
-    if path.is_dir():
-        raise UserError(f"--shm {name}: {path} is a directory; give the name of a file to write")
+    check_replaceable(name, path)
     if not os.access(root, os.W_OK):
         raise UserError(f"shared-memory folder {root} is not writable")
     tempfiles.sweep(Path(root))
     return path
+
+
+def check_replaceable(name: str, path: Path) -> None:
+    """Refuse what is already at ``path`` unless it is a plain file of ours: /dev/shm is shared by every
+    user, so a symlink there is never followed nor replaced, and another user's file is left alone
+    (root could otherwise take it over). Checked with lstat before any work and again once the new
+    file is staged."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UserError(f"--shm {name}: {path} is a symbolic link; refusing to write through or over it")
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"--shm {name}: {path} is a directory; give the name of a file to write")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"--shm {name}: {path} is not a regular file; give another name")
+    if st.st_uid != os.geteuid():
+        raise UserError(f"--shm {name}: {path} belongs to another user (uid {st.st_uid}); "
+                        "refusing to replace it: give another name")
 
 
 def shm_writer(name: str, frames: int, sample_rate: int, root: Path, write_pcm: Callable[[BinaryIO], None],
@@ -94,7 +114,13 @@ def shm_writer(name: str, frames: int, sample_rate: int, root: Path, write_pcm: 
             if fh.tell() != HEADER.size + frames * channels * 4:
                 raise RuntimeError(f"shm handoff {name}: wrote {fh.tell()} bytes for {frames} frames")
 
-    return stage(path, write, suffix=".tmp", mode=0o600), path
+    tmp = stage(path, write, suffix=".tmp", mode=0o600)
+    try:
+        check_replaceable(name, path)  # again: something may have appeared there while the take was written
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp, path
 
 
 def write_shm(name: str, pcm: np.ndarray, sample_rate: int, root: Path = SHM_DIR) -> Path:
@@ -123,7 +149,9 @@ def write_shm_blocks(name: str, frames: int, sample_rate: int, blocks: Iterable[
 def read_shm(name_or_path: str | Path, root: Path = SHM_DIR) -> tuple[np.ndarray, int]:
     """Read a handoff file back: (float32 [frames, channels], sample rate)."""
     path = Path(name_or_path) if "/" in str(name_or_path) else shm_path(str(name_or_path), root)
-    raw = path.read_bytes()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # a symlink in the shared folder is not followed
+    with open(fd, "rb") as fh:
+        raw = fh.read()
     if len(raw) < HEADER.size:
         raise UserError(f"{path} is too short to be an OmniStudio PCM handoff")
     magic, version, channels, rate, dtype, _, frames, offset = HEADER.unpack_from(raw)
