@@ -63,7 +63,8 @@ def bf16_engine(omnistudio_home: Path):  # noqa: ANN201
 # The fast tier (`make check`) runs every test that has none of these; `make test` runs them all.
 TIERS: dict[str, set[str]] = {
     "server": {"test_server_api", "test_server_cache", "test_server_limits", "test_server_prepare",
-               "test_remote_link", "test_signals", "test_finishing_path"},
+               "test_remote_link", "test_signals", "test_finishing_path", "test_server_faults",
+               "test_blend_server"},
     "ray": {"test_cluster_batch", "test_cluster_errors", "test_cluster_serve", "test_cluster_proxy"},
     "whisper": {"test_asr", "test_retake", "test_render_takes", "test_prompt_recipes"},
     "ui": {"test_remote_studio", "test_remote_studio_faults", "test_studio_app", "test_studio_responsive",

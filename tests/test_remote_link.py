@@ -39,7 +39,7 @@ def server():  # noqa: ANN201
 
 
 def _link(url: str, **kwargs):  # noqa: ANN202
-    from omnistudio.take.remote import RemoteEngine
+    from omnistudio.client.engine import RemoteEngine
 
     return RemoteEngine(url, **kwargs)
 
@@ -74,12 +74,39 @@ def test_prepare_reports_progress(server: FakeServer) -> None:
     link.prepare([(VoiceRef(anchor="ruby"), "en"), (VoiceRef(anchor="storm"), "es")], events.append)
     assert [(e.done, e.total, e.lang) for e in events] == [(1, 2, "en"), (2, 2, "es")]
     assert link.info.device == f"cpu @ 127.0.0.1:{server.port}" and link.info.sampler == "fast"
-    assert [a.id for a in link.voices().anchors] == ["ruby"]
     link.close()
 
 
+def test_the_voice_list_is_read_as_the_server_writes_it(server: FakeServer) -> None:
+    from omnistudio.take.link import AnchorInfo
+
+    voices = _link(server.url).voices()
+    assert voices.anchors == (AnchorInfo("ruby", "Ruby", ("en", "es"), {"en": "ready", "es": "missing"}),
+                              AnchorInfo("storm", "Storm", ("en",), {"en": "stale"}))
+    assert voices.duos == (("ruby", "storm", 0.7, ("en",)),)
+
+
+def test_a_server_of_another_protocol_is_refused_with_one_line(server: FakeServer) -> None:
+    from omnistudio.client.connection import ServerRefused
+
+    server.behaviour = "old-protocol"
+    with pytest.raises(ServerRefused) as err:
+        _link(server.url).info  # noqa: B018
+    assert "no protocol version" in str(err.value) and "same OmniStudio version" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_an_unknown_server_message_is_one_clear_error_not_a_guess(server: FakeServer) -> None:
+    from omnistudio.client.connection import ServerRefused
+
+    server.behaviour = "unknown-event"
+    with pytest.raises(ServerRefused) as err:
+        _link(server.url).render(_items(1), Options())
+    assert "unknown server message type 'sentence_words'" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_a_loading_server_is_waited_for(server: FakeServer) -> None:
-    from omnistudio.take.remote_conn import ServerNotReady
+    from omnistudio.client.connection import ServerNotReady
 
     server.behaviour = "loading"
     with pytest.raises(ServerNotReady, match="loading model"):
@@ -91,7 +118,7 @@ def test_a_loading_server_is_waited_for(server: FakeServer) -> None:
 
 
 def test_unreachable_is_one_typed_line_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    from omnistudio.take.remote_conn import ServerUnreachable
+    from omnistudio.client.connection import ServerUnreachable
 
     connects = Connects(monkeypatch)
     with refused_port() as held:  # nothing listens there, and nothing else can take the port meanwhile
@@ -109,7 +136,7 @@ def test_unreachable_is_one_typed_line_within_the_budget(monkeypatch: pytest.Mon
 
 
 def test_wrong_key_is_an_auth_error_and_nothing_is_rendered() -> None:
-    from omnistudio.take.remote_conn import ServerAuthError
+    from omnistudio.client.connection import ServerAuthError
 
     fake = FakeServer(key="sesame").start()
     try:
@@ -124,7 +151,7 @@ def test_wrong_key_is_an_auth_error_and_nothing_is_rendered() -> None:
 
 
 def test_full_queue_is_busy_with_its_retry_after() -> None:
-    from omnistudio.take.remote_conn import ServerBusy
+    from omnistudio.client.connection import ServerBusy
 
     fake = FakeServer(behaviour="429").start()
     try:
@@ -147,7 +174,7 @@ def test_a_dropped_socket_is_reconnected_and_the_group_resent_whole(server: Fake
 
 def test_server_gone_mid_render_is_a_dropped_error_within_the_connect_budget(
         server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from omnistudio.take.remote_conn import ServerDropped, ServerUnreachable
+    from omnistudio.client.connection import ServerDropped, ServerUnreachable
 
     server.behaviour = "die"
     link = _link(server.url, connect_budget_s=0.8)
@@ -190,7 +217,7 @@ def test_cancel_sends_cancel_and_raises_cancelled(server: FakeServer) -> None:
 
 def test_local_only_voices_are_refused_with_one_line() -> None:
     from omnistudio.errors import UserError
-    from omnistudio.take.remote import voice_to_wire
+    from omnistudio.client.engine import voice_to_wire
 
     class Recording:
         def key(self) -> str:
@@ -204,7 +231,7 @@ def test_local_only_voices_are_refused_with_one_line() -> None:
     ("gpu-box:8005", "http://gpu-box:8005"), ("http://10.0.0.5:8005/", "http://10.0.0.5:8005"),
     ("ws://h:1/ws/tts/stream-omni", "http://h:1"), ("https://tts.example.org/omni", "https://tts.example.org/omni")])
 def test_server_urls(given: str, base: str) -> None:
-    from omnistudio.take.remote_conn import parse_server_url
+    from omnistudio.client.connection import parse_server_url
 
     address = parse_server_url(given)
     assert address.base == base
@@ -214,7 +241,7 @@ def test_server_urls(given: str, base: str) -> None:
 @pytest.mark.parametrize("bad", ["", "ftp://h:1", "http://:80", "http://h:99999", "http://h:1/?x=1"])
 def test_bad_server_urls_are_one_line(bad: str) -> None:
     from omnistudio.errors import UserError
-    from omnistudio.take.remote_conn import parse_server_url
+    from omnistudio.client.connection import parse_server_url
 
     with pytest.raises(UserError):
         parse_server_url(bad)
@@ -222,7 +249,7 @@ def test_bad_server_urls_are_one_line(bad: str) -> None:
 
 def test_api_key_file(tmp_path) -> None:  # noqa: ANN001
     from omnistudio.errors import UserError
-    from omnistudio.take.remote_conn import read_api_key
+    from omnistudio.client.connection import read_api_key
 
     (tmp_path / "k").write_text("# the key\n  sesame  \n")
     assert read_api_key(tmp_path / "k") == "sesame"
@@ -239,9 +266,10 @@ def test_api_key_file(tmp_path) -> None:  # noqa: ANN001
     ({"type": "error", "message": "the engine is warming; retry shortly", "status": 503}, "ServerNotReady", "warming"),
     ({"type": "error", "message": "no status"}, "ServerRefused", "no status")])
 def test_error_frames_are_typed_by_their_status(frame: dict, kind: str, words: str) -> None:
-    from omnistudio.take import remote_conn
+    from omnistudio import protocol as wire
+    from omnistudio.client import connection
 
     link = _link("http://127.0.0.1:1")
-    with pytest.raises(getattr(remote_conn, kind)) as err:
-        link._raise_server_error(frame)  # noqa: SLF001
+    with pytest.raises(getattr(connection, kind)) as err:
+        link._raise_server_error(wire.parse_server_event(frame))  # noqa: SLF001
     assert words in str(err.value) and "\n" not in str(err.value)

@@ -91,7 +91,7 @@ def _restart(port: int) -> Server:
 
 
 async def _remote(servers: list[Server], tmp_path: Path, caplog: pytest.LogCaptureFixture, gate: LinkGate) -> None:
-    from omnistudio.take.remote import RemoteEngine
+    from omnistudio.client.engine import RemoteEngine
 
     autosave = tmp_path / "autosave.script"
     app = _studio_app(RemoteEngine(servers[0].url), autosave)
@@ -197,7 +197,7 @@ def test_render_server_equals_local_render(tmp_path: Path) -> None:
     server = Server()
     try:
         # the prepare phase over the network: the server builds what is missing and reports each voice
-        from omnistudio.take.remote import RemoteEngine
+        from omnistudio.client.engine import RemoteEngine
         from omnistudio.voices.resolve import VoiceRef
 
         events: list = []

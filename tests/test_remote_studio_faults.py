@@ -35,7 +35,7 @@ def _app(url: str, autosave: Path):  # noqa: ANN202
     from omnistudio.studio.autosave import Autosave
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import StudioSettings
-    from omnistudio.take.remote import RemoteEngine
+    from omnistudio.client.engine import RemoteEngine
 
     studio = Studio(link=RemoteEngine(url, connect_budget_s=0.8), audio="virtual",
                     settings=StudioSettings(anchor="ruby", seed=7))

@@ -185,10 +185,11 @@ def test_time_limit_cancels_a_request_with_504() -> None:
     """Only the time limit can end this request (its pass never finishes by itself): 504, within the pass."""
     import asyncio
 
-    from omnistudio.server import protocol as p
+    from omnistudio import protocol as wire
+    from omnistudio.server import jobs
     from omnistudio.server.serving import Failed, TakeRun
 
-    job = p.generate_job(p.GenerateRequest(text="One. Two. Three. Four. Five.", voice="ruby"))
+    job = jobs.generate_job(wire.GenerateRequest(text="One. Two. Three. Four. Five.", voice="ruby"))
     stuck = StuckLink()
     link = BatchingLink(stuck)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from omnistudio.bench.corpus import serve_text
 from omnistudio.errors import UserError
+from omnistudio.protocol import SpeechRequest
 
 Progress = Callable[[int, int, str], None]
 DEFAULT_SENTENCES = 8
@@ -69,26 +70,8 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def _one(url: str, body: dict[str, Any]) -> tuple[float, float, int]:
-    """(TTFA s, wall s, PCM bytes) of one streamed request."""
-    import httpx
-
-    started = time.perf_counter()
-    ttfa, size = None, 0
-    with httpx.stream("POST", f"{url}/v1/audio/speech", json=body, timeout=600) as resp:
-        if resp.status_code != 200:
-            raise RuntimeError(f"request failed with {resp.status_code}: {resp.read()[:200]!r}")
-        for chunk in resp.iter_bytes():
-            if ttfa is None and chunk:
-                ttfa = time.perf_counter() - started
-            size += len(chunk)
-    wall = time.perf_counter() - started
-    return ttfa if ttfa is not None else wall, wall, size
-
-
-def bench_requests(count: int, num_step: int, voice: str) -> list[dict[str, Any]]:
-    return [{"model": "omnivoice", "voice": voice, "response_format": "pcm", "num_step": num_step, "seed": 100 + i,
-             "input": serve_text(i)}
+def bench_requests(count: int, num_step: int, voice: str) -> list[SpeechRequest]:
+    return [SpeechRequest(voice=voice, response_format="pcm", num_step=num_step, seed=100 + i, input=serve_text(i))
             for i in range(count)]
 
 
@@ -124,7 +107,8 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
         say(done, total, "warming up (every batch shape once)")
         for label in ("off", "on"):
             state.link = links[label]
-            _measure(url, [{**b, "seed": 1} for b in bodies[:max(clients)]], max(clients), label, state.link)
+            _measure(url, [b.model_copy(update={"seed": 1}) for b in bodies[:max(clients)]], max(clients), label,
+                     state.link)
         done += 1
         for c in clients:  # interleaved, so that a change of machine load hits both settings alike
             for label in ("off", "on"):
@@ -146,14 +130,16 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
             "max_batch": max_batch, "rows": rows}
 
 
-def _measure(url: str, bodies: list[dict[str, Any]], clients: int, label: str, link: Any) -> dict[str, Any]:
+def _measure(url: str, bodies: list[SpeechRequest], clients: int, label: str, link: Any) -> dict[str, Any]:
+    from omnistudio.client.speech import speech
+
     passes_before, items_before = link.stats.passes, link.stats.items
     started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
-        results = list(pool.map(lambda b: _one(url, b), bodies))
+        results = list(pool.map(lambda b: speech(url, b), bodies))
     wall = time.perf_counter() - started
-    audio_s = sum(size for _t, _w, size in results) / 2 / 24_000
-    ttfas = [t for t, _w, _s in results]
+    audio_s = sum(len(r.audio) for r in results) / 2 / 24_000
+    ttfas = [r.first_byte_s for r in results]
     passes = link.stats.passes - passes_before
     return {"batching": label, "clients": clients, "wall_s": round(wall, 3), "audio_s": round(audio_s, 3),
             "throughput": round(audio_s / wall, 4), "ttfa_p50_s": round(statistics.median(ttfas), 4),

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnistudio.server.protocol import error_json  # loaded with the proxy, not on its first error
+from omnistudio.protocol import REPLICA_HEADER as REPLICA, error_json  # loaded with the proxy, not on its first error
 
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 CALLBACK_PATH = "omnistudio.cluster.proxy:middlewares"
-REPLICA_HEADER = b"x-omnistudio-replica"
+REPLICA_HEADER = REPLICA.encode()
 MAX_REPLAY_BYTES = 2 << 20
 RETRIES = 1
 

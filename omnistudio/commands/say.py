@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.take.options import TakeOptions, sentence_seed
 
     if check_link_args(args) is not None:
-        from omnistudio.take.remote import voice_to_wire
+        from omnistudio.client.engine import voice_to_wire
 
         voice_to_wire(ref)  # a recording lives here, not on the server: one line, before connecting
     options = TakeOptions(num_step=num_step, guidance_scale=args.guidance, seed=seed, lang=lang)

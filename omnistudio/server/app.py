@@ -1,7 +1,7 @@
 """What the routes share (the routes themselves: :mod:`omnistudio.server.routers`, assembled by
 :func:`omnistudio.server.factory.build_server`): thin, each one a request -> take -> sink.
 
-Routes check the request (:mod:`protocol`), admit it (:class:`Admission`, 429 when full), start its
+Routes check the request (:mod:`jobs`), admit it (:class:`Admission`, 429 when full), start its
 take (:class:`TakeRun` over the shared :class:`BatchingLink`) and turn the take's events into bytes
 (:mod:`encode`). Every error is OpenAI's JSON error shape with one line of message.
 """
@@ -17,9 +17,10 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
-from starlette.requests import HTTPConnection
+from starlette.requests import ClientDisconnect, HTTPConnection
 
-from omnistudio.server import protocol as p
+from omnistudio.protocol import MAX_BODY_BYTES, error_body, error_kind
+from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.metrics import Metrics
 from omnistudio.server.pipeline import TakeCache
 from omnistudio.server.scheduler import Admission, BatchingLink
@@ -43,6 +44,9 @@ class ServerState:
         self.admission = Admission(self.max_queue)
 
 
+CLIENT_CLOSED = 499  # nginx's status for a client that went away before its answer (counted, never sent)
+
+
 class HTTPError(Exception):
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
@@ -50,7 +54,7 @@ class HTTPError(Exception):
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(p.error_body(message.splitlines()[0] if message else "error", p.error_kind(status),
+    return JSONResponse(error_body(message.splitlines()[0] if message else "error", error_kind(status),
                                      code=str(status)),
                         status_code=status, headers=headers)
 
@@ -63,11 +67,14 @@ def validation_line(exc: ValidationError | RequestValidationError) -> str:
 
 async def read_json(request: Request, model: type[BaseModel]) -> Any:
     parts, size = [], 0
-    async for part in request.stream():  # counted as it arrives: a chunked body has no length header
-        size += len(part)
-        if size > p.MAX_BODY_BYTES:
-            raise HTTPError(413, f"the request body is over {p.MAX_BODY_BYTES} bytes")
-        parts.append(part)
+    try:
+        async for part in request.stream():  # counted as it arrives: a chunked body has no length header
+            size += len(part)
+            if size > MAX_BODY_BYTES:
+                raise HTTPError(413, f"the request body is over {MAX_BODY_BYTES} bytes")
+            parts.append(part)
+    except ClientDisconnect:  # the client went away mid-body: nobody to answer, nothing to render
+        raise HTTPError(CLIENT_CLOSED, "the client closed the connection before its request body ended") from None
     raw = b"".join(parts)
     try:
         data = json.loads(raw or b"null")
@@ -92,7 +99,7 @@ def current_link(state: ServerState) -> BatchingLink:
     return state.link
 
 
-async def start_take(state: ServerState, request: Request, job: p.SpeechJob) -> TakeRun:
+async def start_take(state: ServerState, request: Request, job: SpeechJob) -> TakeRun:
     shared = current_link(state)
     state.admission.enter()
     run = TakeRun(shared, job, state.time_limit_s, cache=state.cache)

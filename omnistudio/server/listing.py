@@ -3,10 +3,11 @@ prompt states, and the canonical duos, written as ``voice`` strings the speech r
 
 from __future__ import annotations
 
-from typing import Any
+from omnistudio.protocol import DuoEntry, VoiceEntry, VoiceListing
+from omnistudio.take.link import VoiceList
 
 
-def voice_listing(voices: Any) -> dict[str, Any]:
+def voice_listing(voices: VoiceList) -> VoiceListing:
     """``voices``: the link's :class:`~omnistudio.take.link.VoiceList`."""
     from omnistudio.voices.roster import load_roster, user_roster_path
 
@@ -14,10 +15,9 @@ def voice_listing(voices: Any) -> dict[str, Any]:
     out = []
     for anchor in voices.anchors:
         known = roster.anchors.get(anchor.id)
-        out.append({"id": anchor.id, "name": anchor.name, "languages": list(anchor.langs), "prompts": dict(anchor.state),
-                    "custom": known is not None and known.origin == custom,
-                    "examples": [anchor.id] + [f"{anchor.id}:{lang}" for lang in anchor.langs]})
-    duos = [{"voice": f"{a}+{b}@{ratio:g}", "anchors": [a, b], "languages": list(langs), "alpha": ratio}
+        out.append(VoiceEntry(id=anchor.id, name=anchor.name, languages=list(anchor.langs), prompts=dict(anchor.state),
+                              custom=known is not None and known.origin == custom,
+                              examples=[anchor.id] + [f"{anchor.id}:{lang}" for lang in anchor.langs]))
+    duos = [DuoEntry(voice=f"{a}+{b}@{ratio:g}", anchors=(a, b), languages=list(langs), alpha=ratio)
             for a, b, ratio, langs in voices.duos]
-    return {"object": "list", "voices": out, "duos": duos,
-            "blend_syntax": "anchor_a+anchor_b@alpha (alpha in [0, 1]); add :lang for a language"}
+    return VoiceListing(voices=out, duos=duos)

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from omnistudio.server.auth import OPEN_ROUTES, authorised
-from omnistudio.server.protocol import MAX_BODY_BYTES, WS_ROUTE, error_json
+from omnistudio.protocol import MAX_BODY_BYTES, WS_ROUTE, error_json
 
 log = logging.getLogger("omnistudio.server")
 
@@ -65,6 +65,9 @@ class Guard:
                 await _refuse(watched, 413, f"the request body is over {MAX_BODY_BYTES} bytes")
                 return
             await self.app(scope, receive, watched)
+        except BaseException:
+            status[0] = status[0] or 500  # a failure before any answer is the server's (counted, then raised)
+            raise
         finally:
             take = scope.get("state", {}).get("take")
             self.state.metrics.requests.labels(route=path if path in KNOWN_ROUTES else "other",

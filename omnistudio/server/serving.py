@@ -25,7 +25,7 @@ import numpy as np
 from omnistudio.audio.loudness import measure
 from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
-from omnistudio.server.protocol import SpeechJob
+from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.scheduler import CancelEvent
 
 

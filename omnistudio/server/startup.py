@@ -15,7 +15,7 @@ def start_engine(config: ServerConfig, state: Any, server: Any) -> None:
     """Load, warm up, then publish the link (the routes answer 503 until then)."""
     from omnistudio.console import status
     from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
-    from omnistudio.server.protocol import DEFAULT_VOICE
+    from omnistudio.protocol import DEFAULT_VOICE
     from omnistudio.server.scheduler import BatchingLink
     from omnistudio.voices.session import open_engine
     from omnistudio.voices.startup import start_prompts

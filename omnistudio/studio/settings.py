@@ -64,7 +64,7 @@ class StudioSettings:
         target = _float("target loudness", self.target_lufs, -70.0, 0.0)
         server = str(self.server or "").strip()
         if server:
-            from omnistudio.take.remote_conn import parse_server_url
+            from omnistudio.client.connection import parse_server_url
 
             server = parse_server_url(server).base
         if target not in TARGETS:

@@ -203,7 +203,7 @@ class Stream:
                 elif not self._deliver(job):
                     return
         except Unavailable as exc:
-            log.info("stream stopped: %s", exc)
+            log.debug("stream stopped: %s", exc)  # the consumer reports it
             self._queue.put(exc)
         except BaseException as exc:  # noqa: BLE001 - a bug here must not hang the consumer
             log.exception("stream worker failed")

@@ -26,6 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from omnistudio import protocol as wire
+
+# the stand-in's roster, as the real server lists it: two anchors (prompt states per language) and a duo
+VOICES = wire.VoiceListing(
+    voices=[wire.VoiceEntry(id="ruby", name="Ruby", languages=["en", "es"], prompts={"en": "ready", "es": "missing"}),
+            wire.VoiceEntry(id="storm", name="Storm", languages=["en"], prompts={"en": "stale"})],
+    duos=[wire.DuoEntry(voice="ruby+storm@0.7", anchors=("ruby", "storm"), languages=["en"], alpha=0.7)])
+
 
 def listening_socket(port: int = 0, retry_s: float = 5.0) -> socket.socket:
     """A TCP socket listening on 127.0.0.1:``port`` (0: a free port the system picks).
@@ -121,13 +129,16 @@ class FakeServer:
             response.headers["Retry-After"] = "3"
             return response
         if request.path == "/health":
-            engine = {"model": "fake", "device": "cpu", "dtype": "fp32", "sampler": "fast"}
+            health = wire.Health(status="ready", protocol=wire.PROTOCOL, sample_rate=24000,
+                                 engine=wire.EngineInfo(model="fake", device="cpu", dtype="fp32", sampler="fast"))
             if self.behaviour == "loading":
                 self.behaviour = "ok"  # ready at the next look
-                return connection.respond(503, json.dumps({"status": "loading", "detail": "loading model"}))
-            return connection.respond(200, json.dumps({"status": "ready", "engine": engine}))
+                return connection.respond(503, wire.frame(wire.Health(status="loading", detail="loading model")))
+            if self.behaviour == "old-protocol":  # a server from before the protocol's version field
+                return connection.respond(200, health.model_dump_json(exclude={"protocol"}))
+            return connection.respond(200, wire.frame(health))
         if request.path == "/v1/audio/voices":
-            return connection.respond(200, json.dumps({"voices": [{"id": "ruby", "langs": ["en"]}], "duos": []}))
+            return connection.respond(200, wire.frame(VOICES))
         return None  # the WebSocket route
 
     # --------------------------------------------------------- WebSocket
@@ -142,9 +153,9 @@ class FakeServer:
             if message.get("type") == "prepare":
                 total = len(message["voices"])
                 for done, v in enumerate(message["voices"], 1):
-                    ws.send(json.dumps({"type": "prepare", "done": done, "total": total,
-                                        "voice": str(v["voice"]), "lang": v["lang"], "action": "build"}))
-                ws.send(json.dumps({"type": "prepared"}))
+                    ws.send(wire.frame(wire.WsPrepareStep(done=done, total=total, voice=str(v["voice"]),
+                                                          lang=v["lang"], action="build")))
+                ws.send(wire.frame(wire.WsPrepared()))
             elif self._render(ws, message):
                 ws.close()
         except ConnectionClosed:
@@ -163,7 +174,7 @@ class FakeServer:
                     continue
                 if got.get("type") == "cancel":
                     self.cancels += 1
-                    ws.send(json.dumps({"type": "cancelled"}))
+                    ws.send(wire.frame(wire.WsCancelled()))
                     return False
             self.release.set()  # released, or never: after one hang guard the server holds nothing more
             return True
@@ -171,18 +182,20 @@ class FakeServer:
             self.holding.clear()
 
     def _render(self, ws: Any, message: dict[str, Any]) -> bool:
-        ws.send(json.dumps({"type": "start", "sample_rate": 24000, "pcm": message.get("pcm", "s16"),
-                            "sentences": len(message["items"])}))
+        ws.send(wire.frame(wire.WsStart(sample_rate=24000, pcm=message.get("pcm", "s16"),
+                                        sentences=len(message["items"]))))
+        if self.behaviour == "unknown-event":  # a newer server's message this client does not know
+            ws.send(json.dumps({"type": "sentence_words", "index": 0}))
         for n, item in enumerate(message["items"]):
             if self.behaviour == "hold" and self.sent >= self.free and not self._hold(ws):
                 return True  # cancelled: nothing more of this request is sent
             pcm = fake_pcm(item["text"], item["seed"])
-            ws.send(json.dumps({"type": "sentence_start", "index": n, "text": item["text"]}))
+            ws.send(wire.frame(wire.WsSentenceStart(index=n, text=item["text"])))
             half = len(pcm) // 2  # two frames, as a server streaming a sentence in pieces would
             ws.send(pcm[:half].astype("<f4").tobytes())
             ws.send(pcm[half:].astype("<f4").tobytes())
-            ws.send(json.dumps({"type": "sentence_end", "index": n, "steps": 10, "frames": len(pcm),
-                                "timings": {"wall_s": 0.05, "audio_s": len(pcm) / 24000, "rtf": 0.5}}))
+            ws.send(wire.frame(wire.WsSentenceEnd(index=n, steps=10, frames=len(pcm), timings={
+                "wall_s": 0.05, "audio_s": len(pcm) / 24000, "rtf": 0.5})))
             self.sent += 1
             if n == 0 and self.behaviour in ("drop", "die"):
                 if self.behaviour == "drop":
@@ -195,7 +208,7 @@ class FakeServer:
                     server.socket_closed.wait(timeout=5)
                 ws.socket.shutdown(socket.SHUT_RDWR)
                 return False
-        ws.send(json.dumps({"type": "done"}))
+        ws.send(wire.frame(wire.WsDone()))
         return True
 
 
@@ -207,7 +220,7 @@ class Connects:
     ``waits`` holds, per ``connect_ws`` call, the delays its Backoff gave before it raised."""
 
     def __init__(self, monkeypatch: Any) -> None:
-        from omnistudio.take import remote_conn as net
+        from omnistudio.client import connection as net
 
         self.attempts = 0
         self.waits: list[list[float]] = []
@@ -243,7 +256,7 @@ class LinkGate:
     in ``expired``, and the gate holds nothing more."""
 
     def __init__(self, monkeypatch: Any, hang_s: float = 30.0) -> None:
-        from omnistudio.take import remote_conn as net
+        from omnistudio.client import connection as net
 
         self.calls: list[tuple[str, int, bool]] = []  # (what, thread ident, made while armed)
         self.hang_s = hang_s

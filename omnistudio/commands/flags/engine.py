@@ -42,8 +42,8 @@ def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] |
 
 def remote_link(server: str | None, api_key_file: Any = None) -> Any:
     """A RemoteEngine for ``server`` (checked, key read), or None when no server is given."""
-    from omnistudio.take.remote import RemoteEngine
-    from omnistudio.take.remote_conn import parse_server_url, read_api_key
+    from omnistudio.client.connection import parse_server_url, read_api_key
+    from omnistudio.client.engine import RemoteEngine
 
     if not server:
         if api_key_file:

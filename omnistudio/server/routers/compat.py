@@ -7,16 +7,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from omnistudio.server import encode
-from omnistudio.server import protocol as p
+from omnistudio import protocol as wire
+from omnistudio.server import jobs
 from omnistudio.server.app import finish, first_events, read_json, server_state, start_take
 from omnistudio.server.serving import Done, TakeRun
 
 router = APIRouter()
 
 
-async def _whole_take(request: Request, req: p.GenerateRequest) -> TakeRun:
+async def _whole_take(request: Request, req: wire.GenerateRequest) -> TakeRun:
     state = server_state(request)
-    run = await start_take(state, request, p.generate_job(req))
+    run = await start_take(state, request, jobs.generate_job(req))
     seen, _ = await first_events(state, request, run, (Done,))
     finish(state, run)
     run.done = seen[-1]  # type: ignore[attr-defined]
@@ -27,7 +28,7 @@ async def _whole_take(request: Request, req: p.GenerateRequest) -> TakeRun:
 async def generate(request: Request) -> Response:
     from omnistudio.audio.loudness import measure
 
-    req = await read_json(request, p.GenerateRequest)
+    req = await read_json(request, wire.GenerateRequest)
     run = await _whole_take(request, req)
     body = encode.encode(run.done.pcm, run.link.sample_rate, "wav")  # type: ignore[attr-defined]
     report = measure(*encode.decode_wav(body))  # figures of the samples sent, not of the floats before
@@ -43,7 +44,7 @@ async def generate(request: Request) -> Response:
 async def generate_shm(request: Request) -> JSONResponse:
     from omnistudio.audio.shm import check_shm_name, write_shm
 
-    req = await read_json(request, p.GenerateRequest)
+    req = await read_json(request, wire.GenerateRequest)
     name = check_shm_name(req.name)  # before anything renders
     run = await _whole_take(request, req)
     done: Done = run.done  # type: ignore[attr-defined]

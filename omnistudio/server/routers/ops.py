@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from omnistudio.protocol import PROTOCOL, EngineInfo, Health
 from omnistudio.server.app import link_info, server_state
 from omnistudio.server.metrics import CONTENT_TYPE
 
@@ -14,11 +15,12 @@ router = APIRouter()
 @router.get("/health")
 async def health(request: Request) -> JSONResponse:
     state = server_state(request)
-    body = {"status": state.status, "detail": state.detail, "active": state.admission.active,
-            "max_queue": state.admission.max_queue}
+    body = Health(status=state.status, detail=state.detail, protocol=PROTOCOL, active=state.admission.active,
+                  max_queue=state.admission.max_queue)
     if state.link is not None:
-        body["engine"] = link_info(state)
-    return JSONResponse(body, status_code=200 if state.status == "ready" else 503)
+        body.sample_rate = state.link.sample_rate
+        body.engine = EngineInfo(**link_info(state))
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=200 if state.status == "ready" else 503)
 
 
 @router.get("/metrics")

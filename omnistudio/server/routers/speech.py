@@ -11,7 +11,8 @@ from fastapi.responses import Response, StreamingResponse
 
 from omnistudio.errors import UserError
 from omnistudio.server import encode
-from omnistudio.server import protocol as p
+from omnistudio import protocol as wire
+from omnistudio.server import jobs
 from omnistudio.server.app import finish, first_events, link_info, read_json, server_state, start_take
 from omnistudio.server.serving import Audio, Done, Failed
 
@@ -21,11 +22,11 @@ router = APIRouter()
 @router.post("/v1/audio/speech")
 async def speech(request: Request) -> Response:
     state = server_state(request)
-    req = await read_json(request, p.SpeechRequest)
-    fmt = p.check_format(req.response_format)
+    req = await read_json(request, wire.SpeechRequest)
+    fmt = jobs.check_format(req.response_format)
     if req.stream_format not in ("audio", "sse"):
         raise UserError(f"stream_format '{req.stream_format}' is not supported: use audio or sse")
-    job = p.speech_job(req)
+    job = jobs.speech_job(req)
     run = await start_take(state, request, job)
     streaming = fmt in encode.STREAMABLE and job.target_lufs is None
     seen, events = await first_events(state, request, run, (Audio, Done) if streaming else (Done,))
@@ -60,7 +61,7 @@ async def speech(request: Request) -> Response:
 @router.get("/v1/models")
 async def models(request: Request) -> dict[str, Any]:
     info = link_info(server_state(request))
-    return {"object": "list", "data": [{"id": p.MODEL_ID, "object": "model", "created": 0,
+    return {"object": "list", "data": [{"id": wire.MODEL_ID, "object": "model", "created": 0,
                                         "owned_by": "omnistudio", "omnistudio": info}]}
 
 

@@ -16,4 +16,4 @@ router = APIRouter()
 async def voices(request: Request) -> dict[str, Any]:
     from omnistudio.server.listing import voice_listing
 
-    return voice_listing(await asyncio.to_thread(current_link(server_state(request)).voices))
+    return voice_listing(await asyncio.to_thread(current_link(server_state(request)).voices)).model_dump()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, WebSocket
 
-from omnistudio.server import protocol as p
+from omnistudio.protocol import WS_ROUTE
 from omnistudio.server.app import current_link, finish, server_state
 
 router = APIRouter()
 
 
-@router.websocket(p.WS_ROUTE)
+@router.websocket(WS_ROUTE)
 async def stream_omni(ws: WebSocket) -> None:
     from omnistudio.server.websocket import serve_session
 

@@ -8,15 +8,15 @@ script needs (progress events come back); ``voices()`` is the server's roster (`
 setting the cancel event sends ``{"type": "cancel"}`` and the server stops within one diffusion step.
 
 The server answers one request per connection (``docs/server.md``): each call opens a WebSocket (with
-a short retry with backoff, :func:`remote_conn.connect_ws`), sends its one request and reads the answer
+a short retry with backoff, :func:`connection.connect_ws`), sends its one request and reads the answer
 to ``done``. A connection lost mid-answer is reopened and the request sent once more: seeds are fixed,
 so a resent group renders the same samples. What cannot be reached within the retry budget is raised
-as a typed :class:`~omnistudio.take.remote_conn.RemoteError`, one line long.
+as a typed :class:`~omnistudio.client.connection.RemoteError`, one line long. Every message is
+:mod:`omnistudio.protocol`'s; one this client does not know is a ServerRefused, never a guess.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,15 +25,17 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection
 
+from omnistudio import protocol as wire
+from omnistudio.client import connection as net
+from omnistudio.client.connection import RemoteError, ServerAddress, ServerDropped, ServerRefused
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.engine.engine import Timings
 from omnistudio.errors import Cancelled, UserError
-from omnistudio.take import remote_conn as net
 from omnistudio.take.link import (AnchorInfo, CancelFlag, LinkInfo, PrepareEvent, PrepareProgress, Rendered, RenderItem,
                                   VoiceList, WholeGroupLink)
 from omnistudio.take.options import TakeOptions
-from omnistudio.take.remote_conn import RemoteError, ServerAddress, ServerDropped, ServerRefused
 from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
@@ -60,46 +62,24 @@ def voice_to_wire(voice: VoiceRef) -> str:
     return voice.key()
 
 
-def item_to_wire(item: RenderItem) -> dict[str, Any]:
-    return {"text": item.text, "voice": voice_to_wire(item.voice), "lang": item.lang, "seed": int(item.seed)}
+def item_to_wire(item: RenderItem) -> wire.WsItem:
+    return wire.WsItem(text=item.text, voice=voice_to_wire(item.voice), lang=item.lang, seed=int(item.seed))
 
 
-def options_to_wire(options: TakeOptions) -> dict[str, Any]:
-    return {"num_step": int(options.num_step), "guidance_scale": float(options.guidance_scale),
-            "speed": options.speed_arg}
-
-
-def link_info_from_wire(health: dict[str, Any], address: ServerAddress) -> LinkInfo:
+def link_info_from_wire(health: wire.Health, address: ServerAddress) -> LinkInfo:
     """``GET /health`` -> LinkInfo; the device names the server too (``cuda:0 @ gpu-box:8005``)."""
-    nested = health.get("engine")
-    engine = nested if isinstance(nested, dict) else health
-    model, device, dtype, sampler = (str(engine.get(k) or "?") for k in ("model", "device", "dtype", "sampler"))
-    return LinkInfo(model, f"{device} @ {urlsplit(address.base).netloc}", dtype, sampler)
+    engine = health.engine or wire.EngineInfo()
+    return LinkInfo(engine.model, f"{engine.device} @ {urlsplit(address.base).netloc}", engine.dtype, engine.sampler)
 
 
-def voice_list_from_wire(data: Any) -> VoiceList:
+def voice_list_from_wire(listing: wire.VoiceListing) -> VoiceList:
     """``GET /v1/audio/voices`` -> VoiceList: anchors (id, name, languages, prompt state per language), duos."""
-    if not isinstance(data, dict):
-        raise ServerRefused("the server's voice list is not a JSON object")
-    anchors = []
-    for v in data.get("voices") or data.get("anchors") or []:
-        if isinstance(v, str):
-            v = {"id": v}
-        langs = tuple(v.get("languages") or v.get("langs") or ())
-        states = v.get("prompts") or v.get("states") or {}
-        anchors.append(AnchorInfo(str(v["id"]), str(v.get("name") or v["id"]), langs,
-                                  {str(k): str(s) for k, s in states.items()} if isinstance(states, dict) else {}))
-    duos = []
-    for d in data.get("duos") or []:
-        pair = d.get("anchors") or [d.get("a"), d.get("b")]
-        duos.append((str(pair[0]), str(pair[1]), float(d.get("ratio", d.get("alpha", 0.5))),
-                     tuple(d.get("languages") or d.get("langs") or ())))
-    return VoiceList(tuple(anchors), tuple(duos))
+    anchors = tuple(AnchorInfo(v.id, v.name or v.id, tuple(v.languages), dict(v.prompts)) for v in listing.voices)
+    duos = tuple((d.anchors[0], d.anchors[1], d.alpha, tuple(d.languages)) for d in listing.duos)
+    return VoiceList(anchors, duos)
 
 
-def _timings(data: dict[str, Any] | None) -> Timings | None:
-    if not data:
-        return None
+def _timings(data: dict[str, Any]) -> Timings | None:
     known = {k: float(data[k]) for k in ("wall_s", "audio_s", "rtf", "prompt_s", "decode_s") if k in data}
     if not {"wall_s", "audio_s", "rtf"} <= known.keys():
         return None
@@ -129,7 +109,6 @@ class RemoteEngine(WholeGroupLink):
         self._ws_options: _WsOptions = {"open_timeout": open_timeout, "ping_interval": ping_interval,
                             "ping_timeout": ping_timeout}
         self._info: LinkInfo | None = None
-        self._health: dict[str, Any] = {}
         self.reconnects = 0  # requests sent again after a lost connection (how flaky the link was)
 
     # ------------------------------------------------------------ link API
@@ -137,15 +116,14 @@ class RemoteEngine(WholeGroupLink):
     def info(self) -> LinkInfo:
         """The server's model, device, dtype and sampler (``GET /health``, asked once) as a LinkInfo."""
         if self._info is None:
-            self._info = link_info_from_wire(self.check(), self.address)
-            self.sample_rate = int(self._health.get("sample_rate") or self.sample_rate)
+            health = self.check()
+            self._info = link_info_from_wire(health, self.address)
+            self.sample_rate = health.sample_rate or self.sample_rate
         return self._info
 
-    def check(self) -> dict[str, Any]:
+    def check(self) -> wire.Health:
         """Reach the server now (``GET /health``); its answer, or a typed RemoteError."""
-        health = net.get_json(self.address, "/health", self.api_key)
-        self._health = health if isinstance(health, dict) else {}
-        return self._health
+        return net.health(self.address, self.api_key)
 
     def wait_ready(self, progress: Callable[[str], None] | None = None, timeout_s: float = 600.0) -> LinkInfo:
         """Wait while the server loads its model (503), reporting what it says; then its LinkInfo."""
@@ -162,7 +140,11 @@ class RemoteEngine(WholeGroupLink):
 
     def voices(self) -> VoiceList:
         """The server's roster (``GET /v1/audio/voices``): anchors with languages and prompt states, and duos."""
-        return voice_list_from_wire(net.get_json(self.address, "/v1/audio/voices", self.api_key))
+        data = net.get_json(self.address, "/v1/audio/voices", self.api_key)
+        try:
+            return voice_list_from_wire(wire.parse_response(wire.VoiceListing, data, "/v1/audio/voices"))
+        except wire.ProtocolError as exc:
+            raise ServerRefused(f"server {self.address}: {exc}") from None
 
     def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
                 cancel: CancelFlag | None = None) -> None:
@@ -170,15 +152,13 @@ class RemoteEngine(WholeGroupLink):
         todo = list(dict.fromkeys(voices))
         if not todo:
             return
-        request = {"type": "prepare", "voices": [{"voice": voice_to_wire(v), "lang": lang} for v, lang in todo]}
+        request = wire.WsPrepare(type="prepare", voices=[wire.WsPrepareVoice(voice=voice_to_wire(v), lang=lang)
+                                                         for v, lang in todo])
 
-        def on_message(message: dict[str, Any]) -> bool:
-            kind = message.get("type")
-            if kind == "prepare" and progress is not None:
-                progress(PrepareEvent(int(message.get("done", 0)), int(message.get("total", 0)),
-                                      str(message.get("voice", "")), str(message.get("lang", "")),
-                                      str(message.get("action", ""))))
-            return kind == "prepared"
+        def on_message(message: wire.ServerEvent) -> bool:
+            if isinstance(message, wire.WsPrepareStep) and progress is not None:
+                progress(PrepareEvent(message.done, message.total, message.voice, message.lang, message.action))
+            return isinstance(message, wire.WsPrepared)
 
         self._exchange(request, on_message, None, _cancel_check(cancel))
 
@@ -188,8 +168,9 @@ class RemoteEngine(WholeGroupLink):
         items = list(items)
         if not items:
             return []
-        request = {"type": "speak", "pcm": "f32", "language": items[0].lang,
-                   "items": [item_to_wire(i) for i in items], **options_to_wire(options)}
+        request = wire.WsRequest(pcm="f32", language=items[0].lang, items=[item_to_wire(i) for i in items],
+                                 num_step=int(options.num_step), guidance_scale=float(options.guidance_scale),
+                                 speed=options.speed_arg)
         results: dict[int, Any] = {}  # by position in ``items`` (the server numbers them 0..n-1)
         current: list[Any] = [None, []]  # [position, frames]
 
@@ -197,19 +178,18 @@ class RemoteEngine(WholeGroupLink):
             if current[0] is not None:  # audio outside a sentence (a stitched tail) is not an item's
                 current[1].append(data)
 
-        def on_message(message: dict[str, Any]) -> bool:
-            kind = message.get("type")
-            if kind == "sentence_start":
-                current[0], current[1] = int(message["index"]), []
-            elif kind == "sentence_end":
-                position = int(message.get("index", current[0]))
+        def on_message(message: wire.ServerEvent) -> bool:
+            if isinstance(message, wire.WsSentenceStart):
+                current[0], current[1] = message.index, []
+            elif isinstance(message, wire.WsSentenceEnd):
+                position = message.index
                 if not 0 <= position < len(items):
                     raise ServerRefused(f"server {self.address} answered a sentence it was not asked for")
                 pcm = np.frombuffer(b"".join(current[1]), dtype="<f4").astype(np.float32)
-                results[position] = Rendered(items[position].index, pcm, _timings(message.get("timings")),
-                                             int(message.get("steps", 0)), message.get("error"))
+                results[position] = Rendered(items[position].index, pcm, _timings(message.timings), message.steps,
+                                             message.error)
                 current[0], current[1] = None, []
-            return kind == "done"
+            return isinstance(message, wire.WsDone)
 
         def reset() -> None:  # a resend starts the group over
             results.clear()
@@ -226,7 +206,7 @@ class RemoteEngine(WholeGroupLink):
         """Nothing is held between calls (each request has its own connection)."""
 
     # ------------------------------------------------------------ plumbing
-    def _exchange(self, request: dict[str, Any], on_message: Callable[[dict[str, Any]], bool],
+    def _exchange(self, request: wire.WsRequest | wire.WsPrepare, on_message: Callable[[wire.ServerEvent], bool],
                   on_binary: Callable[[bytes], None] | None, cancelled: Callable[[], bool],
                   reset: Callable[[], None] | None = None) -> None:
         """Send ``request`` on a new connection and feed the answers to the handlers until one says done.
@@ -234,7 +214,7 @@ class RemoteEngine(WholeGroupLink):
         A connection lost before the answer is complete is reopened (with backoff) and the request sent
         once more; a second loss, or no server within the budget, is a ServerDropped.
         """
-        payload = json.dumps(request)
+        payload = wire.frame(request)
         lost: str | None = None  # why the connection went away mid-answer, if it did
         for attempt in (1, 2):
             if cancelled():
@@ -252,7 +232,7 @@ class RemoteEngine(WholeGroupLink):
             except _Dropped as exc:
                 if reset is not None:
                     reset()
-                log.info("connection to %s lost (%s); reconnecting", self.address, exc)
+                log.debug("connection to %s lost (%s); reconnecting", self.address, exc)
                 lost = str(exc)
                 if attempt == 2:
                     raise ServerDropped(f"lost the server {self.address} twice during one request ({exc})") \
@@ -261,7 +241,7 @@ class RemoteEngine(WholeGroupLink):
             finally:
                 _close_quietly(ws)
 
-    def _converse(self, ws: Any, payload: str, on_message: Callable[[dict[str, Any]], bool],
+    def _converse(self, ws: ClientConnection, payload: str, on_message: Callable[[wire.ServerEvent], bool],
                   on_binary: Callable[[bytes], None] | None, cancelled: Callable[[], bool]) -> None:
         try:
             ws.send(payload)
@@ -278,12 +258,13 @@ class RemoteEngine(WholeGroupLink):
                         raise ServerRefused(f"server {self.address} sent audio to a request that wants none")
                     on_binary(data)
                     continue
-                message = json.loads(data)
-                if not isinstance(message, dict):
-                    continue
-                if message.get("type") == "error":
+                try:
+                    message = wire.parse_server_event(data)
+                except wire.ProtocolError as exc:
+                    raise ServerRefused(f"server {self.address}: {exc}") from None
+                if isinstance(message, wire.WsError):
                     self._raise_server_error(message)
-                if message.get("type") == "cancelled":
+                if isinstance(message, wire.WsCancelled):
                     raise Cancelled()
                 if on_message(message):
                     return
@@ -291,33 +272,27 @@ class RemoteEngine(WholeGroupLink):
             raise _Dropped(_closed_reason(exc)) from None
         except (OSError, EOFError) as exc:
             raise _Dropped(str(exc) or type(exc).__name__) from None
-        except ValueError as exc:  # bad JSON from the server
-            raise ServerRefused(f"server {self.address} sent a message that is not JSON ({exc})") from None
 
-    def _raise_server_error(self, message: dict[str, Any]) -> None:
+    def _raise_server_error(self, message: wire.WsError) -> None:
         """An ``error`` frame as the typed error its status means (the same as over HTTP)."""
-        try:
-            status = int(message.get("status") or message.get("code") or 400)
-        except (TypeError, ValueError):
-            status = 400
-        retry = message.get("retry_after")
-        raise net.status_error(self.address, status, json.dumps({"error": {"message": message.get("message")}}),
-                               str(retry) if isinstance(retry, (int, float)) else None)
+        retry = None if message.retry_after is None else f"{message.retry_after:g}"
+        raise net.status_error(self.address, message.status, message.message, retry)
 
-    def _cancel(self, ws: Any) -> None:
+    def _cancel(self, ws: ClientConnection) -> None:
         """Tell the server to stop (it stops within one diffusion step) and wait briefly for it to say so."""
         try:
-            ws.send(json.dumps({"type": "cancel"}))
+            ws.send(wire.frame(wire.WsCancel(type="cancel")))
             deadline = time.monotonic() + CANCEL_WAIT_S
             while time.monotonic() < deadline:
                 data = ws.recv(timeout=max(0.0, deadline - time.monotonic()))
-                if isinstance(data, str) and json.loads(data).get("type") in ("cancelled", "done", "error"):
+                if isinstance(data, str) and isinstance(wire.parse_server_event(data),
+                                                        (wire.WsCancelled, wire.WsDone, wire.WsError)):
                     return
-        except (ConnectionClosed, OSError, TimeoutError, ValueError):
+        except (ConnectionClosed, OSError, TimeoutError, UserError):
             pass  # gone or silent: the connection is closed after this request either way
 
 
-def _close_quietly(ws: Any) -> None:
+def _close_quietly(ws: ClientConnection) -> None:
     try:
         ws.close()
     except Exception:  # noqa: BLE001 - it is gone either way

@@ -1,4 +1,4 @@
-"""The network side of the remote engine: the server's address, its key, and every fault as a typed error.
+"""The client's network side: the server's address, its key, every HTTP call, and every fault as a typed error.
 
 A fault is an ordinary event for the clients: each is a :class:`RemoteError` (a ``UserError``, so the
 CLI prints it as one line and the studio shows it as a notification) naming the server and what to do;
@@ -14,27 +14,32 @@ the studio answers by trying again with backoff:
 
 :func:`connect_ws` opens the WebSocket with a short retry with backoff (``Backoff``), so a server
 restarting or a flaky link costs a pause, not an error; what it cannot reach within its budget is
-reported at once, so a dead server becomes a notification within about two seconds.
+reported at once, so a dead server becomes a notification within about two seconds. HTTP goes through
+httpx (:func:`get_json`, :func:`health`, :func:`post_stream`), never through a proxy (a LAN box).
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 from websockets.exceptions import InvalidStatus, WebSocketException
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from omnistudio.errors import Unavailable, UserError, first_line
+from omnistudio.protocol import PROTOCOL, WS_ROUTE, Health, ProtocolError, error_message
 
-WS_ROUTE = "/ws/tts/stream-omni"
+# websockets logs a lost keepalive with its traceback; the client reports the loss itself, in one line
+QUIET_WS_LOG = logging.getLogger("omnistudio.client.websocket")
+QUIET_WS_LOG.addHandler(logging.NullHandler())
+QUIET_WS_LOG.propagate = False
 MAX_MESSAGE = 64 * 2**20  # one sentence of f32 PCM is ~100 KB/s of audio; a group stays well under this
 
 
@@ -159,17 +164,8 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
 
 def _server_message(body: bytes | str) -> str:
     """The one-line message of an error body (OpenAI's ``{"error": {"message"}}`` shape or plain text)."""
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return first_line(Exception(text)) if text.strip() else ""
-    if isinstance(data, dict):
-        err = data.get("error", data.get("detail", data))
-        if isinstance(err, dict):
-            err = err.get("message") or err.get("detail") or ""
-        return first_line(Exception(str(err))) if str(err).strip() else ""
-    return ""
+    said = error_message(body)
+    return first_line(Exception(said)) if said else ""
 
 
 def status_error(address: ServerAddress, status: int, body: bytes | str = b"",
@@ -194,28 +190,57 @@ def status_error(address: ServerAddress, status: int, body: bytes | str = b"",
     return ServerRefused(f"server {address} answered HTTP {status}" + (f": {said}" if said else ""))
 
 
-def _opener() -> urllib.request.OpenerDirector:
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}))  # a LAN box: never via a proxy
+def _unreachable(address: ServerAddress, exc: BaseException) -> ServerUnreachable:
+    reason = first_line(exc)
+    return ServerUnreachable(f"server {address} is unreachable ({reason})", reason)
 
 
 def get_json(address: ServerAddress, route: str, api_key: str | None, timeout: float = 5.0) -> Any:
     """GET ``route`` -> the decoded JSON; every fault as a typed RemoteError."""
-    request = urllib.request.Request(address.http_url(route), headers=auth_headers(api_key))
     try:
-        with _opener().open(request, timeout=timeout) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        raise status_error(address, exc.code, exc.read() or b"", exc.headers.get("Retry-After")) from None
-    except (urllib.error.URLError, OSError) as exc:
-        cause = getattr(exc, "reason", exc)
-        reason = first_line(cause) if isinstance(cause, BaseException) else str(cause)
-        raise ServerUnreachable(f"server {address} is unreachable ({reason})", reason) from None
+        response = httpx.get(address.http_url(route), headers=auth_headers(api_key), timeout=timeout, trust_env=False)
+    except httpx.TransportError as exc:
+        raise _unreachable(address, exc) from None
+    if response.status_code >= 400:
+        raise status_error(address, response.status_code, response.content, response.headers.get("Retry-After"))
+    try:
+        return response.json()
     except ValueError:
         raise ServerRefused(f"server {address} answered {route} with something that is not JSON") from None
 
 
+def health(address: ServerAddress, api_key: str | None) -> Health:
+    """``GET /health`` as the protocol's Health, once the server says it speaks this client's protocol."""
+    from omnistudio.protocol import parse_response
+
+    try:
+        said = parse_response(Health, get_json(address, "/health", api_key), "/health")
+    except ProtocolError as exc:
+        raise ServerRefused(f"server {address}: {exc}") from None
+    if said.protocol != PROTOCOL:
+        version = "no protocol version (an older OmniStudio)" if said.protocol is None else f"protocol {said.protocol}"
+        raise ServerRefused(f"server {address} speaks {version}; this client speaks protocol {PROTOCOL}: run the "
+                            "same OmniStudio version on both")
+    return said
+
+
+@contextmanager
+def post_stream(address: ServerAddress, route: str, body: dict[str, Any], api_key: str | None,
+                timeout: float = 600.0) -> Iterator[httpx.Response]:
+    """POST ``body`` as JSON to ``route`` and hold the streamed response (its status already checked)."""
+    try:
+        with httpx.stream("POST", address.http_url(route), json=body, headers=auth_headers(api_key), timeout=timeout,
+                          trust_env=False) as response:
+            if response.status_code >= 400:
+                raise status_error(address, response.status_code, response.read(),
+                                   response.headers.get("Retry-After"))
+            yield response
+    except httpx.TransportError as exc:
+        raise _unreachable(address, exc) from None
+
+
 def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.0, open_timeout: float = 3.0,
-               ping_interval: float | None = 2.0, ping_timeout: float | None = 4.0) -> Any:
+               ping_interval: float | None = 2.0, ping_timeout: float | None = 4.0) -> ClientConnection:
     """Open the server's WebSocket, retrying with backoff within ``budget_s``; faults are typed errors."""
     backoff = Backoff(budget_s)
     last = ""
@@ -223,7 +248,8 @@ def connect_ws(address: ServerAddress, api_key: str | None, budget_s: float = 1.
         try:
             return connect(address.ws_url, additional_headers=auth_headers(api_key), open_timeout=open_timeout,
                            ping_interval=ping_interval, ping_timeout=ping_timeout, close_timeout=1.0,
-                           max_size=MAX_MESSAGE, compression=None, proxy=None, legacy=True)
+                           max_size=MAX_MESSAGE, compression=None, proxy=None, logger=QUIET_WS_LOG,
+                           legacy=True)
         except InvalidStatus as exc:
             response = exc.response
             error = status_error(address, response.status_code, bytes(response.body or b""),

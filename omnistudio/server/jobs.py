@@ -1,0 +1,114 @@
+"""A request becomes a job: the wire protocol's requests (:mod:`omnistudio.protocol`) checked and planned.
+
+Fields are checked here with the package's own checks (one clear line each), and a request
+becomes a :class:`SpeechJob`: the plain values a take is built from. Nothing in a request reaches
+the filesystem except a shm name, checked by :func:`omnistudio.audio.shm.check_shm_name`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from omnistudio.checks import check_language, check_num_step, check_seed, check_text
+from omnistudio.errors import UserError
+from omnistudio.protocol import (FORMATS, MAX_INPUT_CHARS, MAX_SCRIPT_CHARS, GenerateRequest, SpeechRequest, TakeFields,
+                                 WsPrepare, WsRequest)
+from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
+
+@dataclass(frozen=True)
+class SpeechJob:
+    """What a take is built from: its planned sentences and options (checked, no model needed)."""
+
+    sentences: list[PlannedSentence]
+    options: TakeOptions
+    stitch: bool = True  # False: each sentence's PCM as rendered (pre-planned items, for a remote link)
+    target_lufs: float | None = None
+
+
+def check_format(value: str) -> str:
+    fmt = (value or "").strip().lower()
+    if fmt not in FORMATS:
+        raise UserError(f"response_format '{value}' is not supported: use one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def check_target(value: float | None) -> float | None:
+    if value is None:
+        return None
+    from omnistudio.audio.export import check_target_lufs
+
+    return check_target_lufs(value)
+
+
+def _options(req: TakeFields, lang: str, voice: VoiceRef | None) -> TakeOptions:
+    return TakeOptions(num_step=check_num_step(req.num_step), guidance_scale=req.guidance_scale,
+                       seed=check_seed(req.seed),
+                       speed=1.0 if req.speed is None else req.speed, batch=1, lang=lang, voice=voice).validated()
+
+
+def _text(text: str | None, limit: int, field: str) -> str:
+    if text is not None and len(text) > limit:
+        raise UserError(f"{field} is {len(text)} characters; the limit is {limit}")
+    try:
+        return check_text(text)
+    except UserError:
+        raise UserError(f"{field} is empty") from None
+
+
+def plan_job(text: str, voice: str, language: str | None, req: TakeFields) -> SpeechJob:
+    """Check everything a request asks for and plan its take with the one seed policy."""
+    ref, voice_lang = parse_voice(voice)
+    _known(ref)
+    options = _options(req, check_language(language or voice_lang or "en"), ref)
+    speakers = None
+    if any(line.lstrip().startswith("[") for line in text.splitlines()):  # speaker tags: known anchors only
+        from omnistudio.voices.roster import load_roster
+
+        speakers = set(load_roster().anchors)
+    sentences = plan(text, options, None, speakers)
+    return SpeechJob(sentences, options, True, check_target(req.target_lufs))
+
+
+def _known(ref: VoiceRef) -> VoiceRef:
+    """Unknown anchors fail here, before the request is queued (one line with a close match)."""
+    from omnistudio.voices.roster import load_roster
+
+    roster = load_roster()
+    for anchor in ref.anchors():
+        roster.get(anchor)
+    return ref
+
+
+def speech_job(req: SpeechRequest) -> SpeechJob:
+    return plan_job(_text(req.input, MAX_INPUT_CHARS, "input"), req.voice, req.language, req)
+
+
+def generate_job(req: GenerateRequest) -> SpeechJob:
+    return plan_job(_text(req.text, MAX_SCRIPT_CHARS, "text"), req.voice, req.language, req)
+
+
+def ws_job(req: WsRequest) -> SpeechJob:
+    if req.items:
+        options = _options(req, check_language(req.language or req.items[0].lang), None)
+        sentences = []
+        for index, item in enumerate(req.items):
+            ref, _ = parse_voice(item.voice)
+            pause = float(item.pause_s)
+            if not (math.isfinite(pause) and 0.0 <= pause <= 10.0):
+                raise UserError(f"item {index} pause_s {item.pause_s} is outside 0..10")
+            sentences.append(PlannedSentence(index, _text(item.text, MAX_INPUT_CHARS, f"item {index} text"),
+                                             _known(ref), check_language(item.lang), check_seed(item.seed), pause))
+        return SpeechJob(sentences, options, stitch=False, target_lufs=None)
+    text = req.script if req.script is not None else req.text
+    return plan_job(_text(text, MAX_SCRIPT_CHARS, "script" if req.script is not None else "text"),
+                    req.voice, req.language, req)
+
+
+def prepare_voices(message: WsPrepare) -> list[tuple[VoiceRef, str]]:
+    """A ``prepare`` message's voices, each parsed and known, with its language."""
+    voices = []
+    for entry in message.voices:
+        ref, voice_lang = parse_voice(entry.voice)
+        voices.append((_known(ref), check_language(entry.lang or voice_lang or "en")))
+    return voices
