@@ -165,6 +165,7 @@ def test_anchor_blends_are_cached_and_checked(fast_engine) -> None:  # noqa: ANN
     (["--voice", "ruby", "--blend", "storm", "--alpha", "1.5"], "alpha"),
     (["--voice", "ruby", "--blend", "storm", "--alpha", "abc"], "alpha"),
     (["--blend", "storm"], "--voice"),
+    (["--voice", "ruby", "--blend", "nobody-here", "--alpha", "1"], "unknown anchor"),  # checked at alpha 1 too
 ])
 def test_say_blend_bad_input(extra: list[str], needle: str, tmp_path: Path,
                              capsys: pytest.CaptureFixture) -> None:
@@ -180,8 +181,9 @@ def test_say_blend_bad_input(extra: list[str], needle: str, tmp_path: Path,
 def test_say_with_a_blend_writes_audio(voice_engine, voice_roster, tmp_path: Path) -> None:  # noqa: ANN001
     """`say --voice ruby --blend storm --alpha A` writes the blend of two recorded voices (flite slt and kal):
     sample for sample what the engine makes of that blend with the seed policy's seed, and at that same
-    seed not ruby alone nor storm alone; --alpha 1 is --voice alone, --alpha 0 is storm's frames at
-    ruby's reference positions (neither voice alone, nor the 0.7 blend)."""
+    seed not ruby alone nor storm alone; --alpha 1 is `say --voice ruby` bit for bit (the voice's own key,
+    so its seed), --alpha 0 is storm's frames at ruby's reference positions (neither voice alone, nor the
+    0.7 blend)."""
     import soundfile as sf
 
     from omnistudio.cli import main
@@ -190,15 +192,17 @@ def test_say_with_a_blend_writes_audio(voice_engine, voice_roster, tmp_path: Pat
 
     text, steps, seed = "Good evening.", 6, 2
     said = {}
-    for alpha in ("0.7", "1", "0"):
+    for alpha in ("0.7", "1", "0", "alone"):
         out = tmp_path / f"blend-{alpha}.wav"
-        assert main(["say", "--model", "tiny", "--device", "cpu", "--voice", "ruby", "--blend", "storm",
-                     "--alpha", alpha, "--num-step", str(steps), "--seed", str(seed), text, "-o", str(out)]) == 0
+        blend = [] if alpha == "alone" else ["--blend", "storm", "--alpha", alpha]
+        assert main(["say", "--model", "tiny", "--device", "cpu", "--voice", "ruby", *blend,
+                     "--num-step", str(steps), "--seed", str(seed), text, "-o", str(out)]) == 0
         said[alpha], sr = sf.read(str(out), dtype="float32")
         assert sr == 24_000
 
     def engine(voice, alpha: float) -> np.ndarray:  # noqa: ANN001
-        at = sentence_seed(seed, text, f"ruby+storm@{alpha:.2f}", "en")  # the seed `say` gives the blend
+        key = "ruby" if alpha == 1.0 else f"ruby+storm@{alpha:.2f}"  # a blend at 1 is ruby: ruby's key
+        at = sentence_seed(seed, text, key, "en")  # the seed `say` gives the voice
         return voice_engine.synthesize(text, voice, num_step=steps, seed=at).pcm
 
     def same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -207,7 +211,7 @@ def test_say_with_a_blend_writes_audio(voice_engine, voice_roster, tmp_path: Pat
     ruby, storm = (anchor_prompt(voice_engine, name, "en") for name in ("ruby", "storm"))
     assert same(said["0.7"], engine(anchor_blend(voice_engine, "ruby", "storm", "en", 0.7), 0.7))
     assert not same(said["0.7"], engine(ruby, 0.7)) and not same(said["0.7"], engine(storm, 0.7))
-    assert same(said["1"], engine(ruby, 1.0))  # alpha 1: exactly --voice
+    assert same(said["1"], said["alone"]) and same(said["1"], engine(ruby, 1.0))  # alpha 1: exactly --voice
     assert same(said["0"], engine(anchor_blend(voice_engine, "ruby", "storm", "en", 0.0), 0.0))
     assert not same(said["0"], engine(ruby, 0.0)) and not same(said["0"], engine(storm, 0.0))
     assert not same(said["0"], said["0.7"])

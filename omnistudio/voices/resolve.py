@@ -48,7 +48,9 @@ class VoiceRef:
 
     Build it with :meth:`anchor_of`, :meth:`blend_of`, :meth:`recording_of`, :meth:`prompt_of` or
     :func:`parse_voice`. ``digest`` (recordings and prompt files) is the sha256 of the content,
-    taken when the reference is made, so a changed file is a different voice."""
+    taken when the reference is made, so a changed file is a different voice. A blend at alpha 1 is
+    made the plain anchor here, the one place: ``VoiceRef(blend=Blend("ruby", "storm", 1.0))`` equals
+    ``VoiceRef(anchor="ruby")`` (key ``ruby``)."""
 
     anchor: str | None = None
     blend: Blend | None = None
@@ -61,6 +63,11 @@ class VoiceRef:
         given = [x is not None for x in (self.anchor, self.blend, self.recording, self.prompt)]
         if sum(given) != 1:
             raise UserError("a voice is one of: an anchor, a blend, a recording with its transcript, a prompt file")
+        if self.blend is not None and self.blend.alpha == 1.0:
+            # A blend at alpha 1 overrides nothing (engine/morph.py): it IS its first anchor, with the
+            # anchor's key, so the seed policy, the prompt and the caches are the anchor's on every path.
+            object.__setattr__(self, "anchor", self.blend.a)
+            object.__setattr__(self, "blend", None)
         if self.anchor is not None:
             name = self.anchor.strip().lower()
             if not SPEAKER_RE.match(name):

@@ -20,7 +20,10 @@ def check_voice_args(args: argparse.Namespace) -> str | None:
     if args.voice:
         from omnistudio.voices.roster import load_roster
 
-        load_roster().get(args.voice)  # unknown anchor: one line with a close match
+        roster = load_roster()
+        roster.get(args.voice)  # unknown anchor: one line with a close match
+        if getattr(args, "blend", None):
+            roster.get(args.blend)  # checked at every alpha (at 1 the blend is --voice alone and never loads it)
         return "anchor"
     if args.ref_audio is not None:
         check_transcript(args.ref_text)
