@@ -58,6 +58,12 @@ MUTATIONS = [
              "for sd in [*seed_list[:1], *[s + 1 for s in seed_list[1:2]], *seed_list[2:]]]",
              ("tests/test_dialogue.py::test_each_streamed_line_is_its_speaker_and_seed",
               "tests/test_blend.py::test_batched_dialogue_equals_one_at_a_time")),
+    Mutation("blend-at-one-own-key", "a blend at alpha 1 keeps its blend key (and so another seed than the voice's)",
+             "omnistudio/voices/resolve.py",
+             "if self.blend is not None and self.blend.alpha == 1.0:",
+             "if self.blend is not None and self.blend.alpha == 2.0:",
+             ("tests/test_blend.py::test_say_with_a_blend_writes_audio",
+              "tests/test_blend_paths.py::test_render_blend_at_one_is_the_voice_alone_and_at_zero_the_engine_blend")),
 ]
 
 
