@@ -13,7 +13,7 @@ from omnistudio.engine.engine import Engine
 from omnistudio.errors import UserError
 from omnistudio.script import blend_parts, parse_script, parse_tag
 from omnistudio.take.options import sentence_seed
-from omnistudio.take.stream import open_stream
+from support.stream import open_stream
 from support.audio import same_take
 
 DIALOGUE = ("[ruby] Good evening. Here are tonight's headlines.\n"

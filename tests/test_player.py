@@ -19,7 +19,7 @@ import pytest
 from omnistudio.audio.player import Player
 from support.wait import wait_until
 from omnistudio.errors import UserError
-from omnistudio.take.stream import open_stream
+from support.stream import open_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 SR = 24_000

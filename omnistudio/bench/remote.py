@@ -9,13 +9,13 @@ the first sentence (``ttfa_overhead_s``: the network and protocol, remotely), wh
 seconds, the real-time factor of the whole take, and the engine's mean RTF per sentence (remotely: the
 server's, as its telemetry reports it).
 The ratios remote / local are measured in this run; ``identical`` says whether the two takes' samples
-are bit for bit the same (they are when both ends run the same model on the same kind of device).
+are bit for bit the same (they are under the reproducibility contract: the same model, kind of device,
+dtype and torch thread count on both ends).
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,46 +35,26 @@ SUMMARY = ("same take ({sentences} sentences, voice {voice}), server vs here: TT
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--voice", default=DEFAULT_VOICE, help="--stream --server: the anchor (or a+b@alpha) both "
-                        "runs speak with (default ruby)")
-
-
-def _side(link: Any, text: str, options: Any) -> tuple[dict[str, Any], np.ndarray]:
-    from omnistudio.take.pipeline import TakeCache, build_take
-
-    take = build_take(link, text, options, cache=TakeCache(0))  # a cold cache: every sentence renders
-    link.prepare(take.voices())
-    result = take.run()
-    rtfs = [row["rtf"] for row in result.sentences if row.get("rtf") is not None]
-    first = result.sentences[0].get("render_s") if result.sentences else None
-    info = link.info
-    audio = result.audio_s
-    return ({"model": info.model, "device": info.device, "ttfa_s": round(result.ttfa_s, 4),
-             "ttfa_overhead_s": round(result.ttfa_s - first, 4) if first is not None else None,
-             "total_s": round(result.total_s, 4), "audio_s": round(audio, 3),
-             "rtf": round(result.total_s / audio, 4) if audio else None,
-             "engine_rtf": round(statistics.fmean(rtfs), 4) if rtfs else None, "steps": result.steps},
-            result.pcm)
+    parser.add_argument("--voice", default=DEFAULT_VOICE, help="--stream: the anchor (or a+b@alpha) the take speaks "
+                        "with; with --server, both runs (default ruby)")
 
 
 def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voice: str = DEFAULT_VOICE,
                             num_step: int = DEFAULT_NUM_STEP, seed: int = 0,
                             progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     """Stream an ``n_sentences`` script through ``local`` then ``remote`` (two EngineLinks); compare."""
-    from omnistudio.take.options import TakeOptions
-    from omnistudio.voices.resolve import parse_voice
+    from omnistudio.bench.stream import bench_options, time_take
 
     if n_sentences < 1:
         raise UserError("the stream benchmark needs at least one sentence")
-    ref, lang = parse_voice(voice)
-    options = TakeOptions(num_step=num_step, seed=seed, voice=ref, lang=lang or "en").validated()
+    options = bench_options(voice, num_step, seed)
     text = "\n".join(take(BULLETIN, n_sentences))
     rows: dict[str, dict[str, Any]] = {}
     takes: dict[str, np.ndarray] = {}
     for done, (name, link) in enumerate((("local", local), ("remote", remote))):
         if progress is not None:
             progress(done, 2, f"{name}: {n_sentences} sentences")
-        rows[name], takes[name] = _side(link, text, options)
+        rows[name], takes[name] = time_take(link, text, options)
     import numpy as np
 
     loc, rem = rows["local"], rows["remote"]
@@ -82,7 +62,7 @@ def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voic
     def ratio(key: str) -> float | None:
         return round(rem[key] / loc[key], 3) if loc.get(key) and rem.get(key) is not None else None
 
-    return {"sentences": n_sentences, "voice": ref.key(), "num_step": num_step, "seed": seed,
+    return {"sentences": n_sentences, "voice": options.voice.key() if options.voice else voice, "num_step": num_step, "seed": seed,
             "local": loc, "remote": rem, "ttfa_ratio": ratio("ttfa_s"), "total_ratio": ratio("total_s"),
             "identical": bool(np.array_equal(takes["local"], takes["remote"]))}
 

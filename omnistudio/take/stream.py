@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe
-from omnistudio.script import Script, Sentence, parse_script
-from omnistudio.take.link import EngineLink, LocalEngine, Pending, Rendered, RenderItem
-from omnistudio.take.options import TakeOptions, sentence_seed
+from omnistudio.script import Sentence
+from omnistudio.take.link import EngineLink, Pending, Rendered, RenderItem
+from omnistudio.take.options import TakeOptions
 from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
@@ -341,9 +340,6 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-DIRECT_VOICE = VoiceRef(anchor="voice")  # the key of a prompt object handed to open_stream directly
-
-
 def sentence_voice(sentence: Sentence, default: VoiceRef | None) -> VoiceRef | None:
     """The VoiceRef a script sentence names (its blend or anchor tag), else ``default``."""
     if sentence.blend is not None:
@@ -351,25 +347,3 @@ def sentence_voice(sentence: Sentence, default: VoiceRef | None) -> VoiceRef | N
     if sentence.speaker is not None:
         return VoiceRef(anchor=sentence.speaker)
     return default
-
-
-def open_stream(engine: Any, script: Script | str, voice: Any = None, lang: str = "en",
-                resolve: VoiceResolver | None = None, num_step: int = DEFAULT_NUM_STEP, seed: int = 0,
-                guidance_scale: float = 2.0, batch: int = 1, lookahead: int = 1,
-                overlap_decode: bool | None = None) -> Stream:
-    """Stream ``script`` on ``engine`` with prompt objects given directly (``voice``, or
-    ``resolve(sentence)``): for tests and benches; clients build a take (:mod:`.pipeline`).
-    Seeds follow the one policy, :func:`~omnistudio.take.options.sentence_seed`."""
-    if voice is None and resolve is None:
-        raise UserError("a stream needs a voice (or a voice resolver)")
-    if isinstance(script, str):
-        script = parse_script(script, lang)
-    pick = resolve or (lambda _s: voice)
-    by_index = {s.id: s for s in script.sentences}
-    link = LocalEngine(engine, voice_for=lambda item: pick(by_index[item.index]))
-    options = TakeOptions(num_step=num_step, guidance_scale=guidance_scale, seed=seed, batch=batch)
-    items = []
-    for s in script.sentences:
-        ref = sentence_voice(s, DIRECT_VOICE) or DIRECT_VOICE
-        items.append(RenderItem(s.id, s.text, ref, s.lang, sentence_seed(seed, s.text, ref.key(), s.lang)))
-    return Stream(link, script.sentences, items, options, lookahead=lookahead, overlap_decode=overlap_decode)
