@@ -6,6 +6,7 @@ On disk ``NAME.omniproj/``::
                      its takes and the chosen one); written last, through a temporary file + rename
     script.txt       a copy of the script, written before the manifest (opened when the manifest is broken)
     takes/ID.flac    one file per take (24-bit FLAC, 24 kHz), named by the SHA-256 of its bytes
+    .lock            held while saving (two commands saving one project at once both land: see ``save``)
 
 A take belongs to the text, voice and language it was rendered for: editing a sentence's text leaves
 its takes in place but stale (``Line.fresh_takes`` drops them, ``Line.chosen_take`` is None), and the
@@ -29,6 +30,7 @@ import numpy as np
 
 from omnistudio.audio.export import atomic_write_bytes
 from omnistudio.errors import UserError
+from omnistudio.locks import exclusive
 from omnistudio.projects.speech_check import AsrResult
 
 FORMAT = 1
@@ -36,6 +38,7 @@ SUFFIX = ".omniproj"
 MANIFEST = "project.json"
 SCRIPT = "script.txt"
 TAKES = "takes"
+LOCK = ".lock"
 SAMPLE_RATE = 24_000
 ID_CHARS = 24  # hex characters of the SHA-256 that name a take file
 
@@ -198,14 +201,8 @@ class Project:
 
         script = parse_script(text, self.lang)
         new = [Line(s.text, s.speaker or self.voice, s.lang, s.line) for s in script.sentences]
-        old = self.lines
-        matcher = difflib.SequenceMatcher(a=[ln.text_hash for ln in old], b=[ln.text_hash for ln in new],
-                                          autojunk=False)
-        for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-            if tag not in ("equal", "replace"):
-                continue
-            for before, after in zip(old[a0:a1], new[b0:b1]):  # replace: pair edited sentences in order
-                after.takes, after.chosen, after.history = before.takes, before.chosen, before.history
+        for before, after in _paired(self.lines, new):
+            after.takes, after.chosen, after.history = before.takes, before.chosen, before.history
         self.script, self.lines = text, new
 
     def __len__(self) -> int:
@@ -277,22 +274,43 @@ class Project:
                                "takes": [t.as_dict() for t in ln.takes]} for ln in self.lines]}
 
     def save(self) -> None:
-        """Take files first (each atomic, named by content), then script.txt, then the manifest by
-        rename: a crash at any point leaves the previous manifest and every file it names intact."""
+        """Under the project's lock, so that two commands saving one project at once (two renders, a
+        render and the studio) both land: first the takes another process saved since this project
+        was read join it (:meth:`_merge_saved`); then take files (each atomic, named by content; one
+        whose bytes no longer match its name is written again), script.txt, the manifest by rename,
+        and last the removal of take files no sentence holds. A crash at any point leaves the
+        previous manifest and every file it names intact."""
         folder = self.path
         (folder / TAKES).mkdir(parents=True, exist_ok=True)
-        for take_id, data in list(self._pending.items()):
-            target = folder / TAKES / f"{take_id}.flac"
-            if not target.is_file():
-                atomic_write_bytes(target, _bytes_writer(data), suffix=".flac")
-            del self._pending[take_id]
-        atomic_write_bytes(folder / SCRIPT, lambda tmp: tmp.write_text(self.script, encoding="utf-8"))
-        text = json.dumps(self.manifest(), indent=1, ensure_ascii=False) + "\n"
-        atomic_write_bytes(folder / MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-        used = {t.id for ln in self.lines for t in ln.takes}
-        for path in (folder / TAKES).glob("*.flac"):  # takes no sentence holds any more
-            if path.stem not in used:
-                path.unlink(missing_ok=True)
+        with exclusive(folder / LOCK):
+            self._merge_saved()
+            for take_id, data in list(self._pending.items()):
+                target = folder / TAKES / f"{take_id}.flac"
+                if not _holds(target, take_id):
+                    atomic_write_bytes(target, _bytes_writer(data), suffix=".flac")
+                del self._pending[take_id]
+            atomic_write_bytes(folder / SCRIPT, lambda tmp: tmp.write_text(self.script, encoding="utf-8"))
+            text = json.dumps(self.manifest(), indent=1, ensure_ascii=False) + "\n"
+            atomic_write_bytes(folder / MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+            used = {t.id for ln in self.lines for t in ln.takes}
+            for path in (folder / TAKES).glob("*.flac"):  # takes no sentence holds any more
+                if path.stem not in used:
+                    path.unlink(missing_ok=True)
+
+    def _merge_saved(self) -> None:
+        """Add the takes of the manifest on disk that this project does not hold (another process
+        saved them since this one read it) to the sentences they belong to here, paired as an edit
+        pairs sentences (:meth:`set_script`): a sentence this project dropped takes its takes with
+        it, as when one process saves after the other. A take whose file is missing or changed stays
+        out; choices and checks stay this project's."""
+        try:
+            data = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+            entries = list(data["sentences"] or [])
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+            return  # nothing readable saved: nothing to keep
+        known = {t.id for ln in self.lines for t in ln.takes}
+        for before, after in _paired(_saved_lines(self.path, entries, [], skip=known), self.lines):
+            after.takes.extend(t for t in before.takes if t.id not in known)
 
     @classmethod
     def create(cls, path: Path, script: str, lang: str = "en", voice: str = "") -> Project:
@@ -323,28 +341,56 @@ class Project:
             project = cls(path, script)
             project.problems.append(f"{MANIFEST} {why}: opened the script from {SCRIPT} without its takes")
             return project
-        lines: list[Line] = []
-        for number, entry in enumerate(data.get("sentences") or [], start=1):
-            try:
-                line = Line(str(entry["text"]), str(entry.get("voice", "")), str(entry.get("lang", "en")),
-                            int(entry.get("line", 0)), chosen=entry.get("chosen"),
-                            history=list(entry.get("history") or []))
-                raw_takes = list(entry.get("takes") or [])
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                problems.append(f"sentence {number}: manifest entry is damaged ({exc}); its takes were dropped")
-                continue
-            for raw in raw_takes:
-                take = _open_take(path, number, raw, problems)
-                if take is not None:
-                    line.takes.append(take)
+        lines = _saved_lines(path, list(data.get("sentences") or []), problems)
+        for line in lines:
             if line.chosen is not None and all(t.id != line.chosen for t in line.takes):
                 line.chosen = None
             line.history = [h for h in line.history if h is None or any(t.id == h for t in line.takes)]
-            lines.append(line)
         project = cls(path, data["script"], str(data.get("lang", "en")), str(data.get("voice", "")), lines,
                       int(data.get("sample_rate", SAMPLE_RATE)))
         project.problems = problems
         return project
+
+
+def _paired(old: list[Line], new: list[Line]) -> Iterator[tuple[Line, Line]]:
+    """(old, new) pairs of the same sentence across an edit of the script: the unchanged runs, and
+    the replaced runs in order (sentences inserted or deleted pair with nothing)."""
+    matcher = difflib.SequenceMatcher(a=[ln.text_hash for ln in old], b=[ln.text_hash for ln in new],
+                                      autojunk=False)
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag in ("equal", "replace"):
+            yield from zip(old[a0:a1], new[b0:b1])
+
+
+def _saved_lines(folder: Path, entries: list[Any], problems: list[str],
+                 skip: frozenset[str] | set[str] = frozenset()) -> list[Line]:
+    """The sentences of a manifest with their takes, each take's file checked against its hash;
+    takes named in ``skip`` are left out unread. Damage is one line each in ``problems``."""
+    lines: list[Line] = []
+    for number, entry in enumerate(entries, start=1):
+        try:
+            line = Line(str(entry["text"]), str(entry.get("voice", "")), str(entry.get("lang", "en")),
+                        int(entry.get("line", 0)), chosen=entry.get("chosen"),
+                        history=list(entry.get("history") or []))
+            raw_takes = [raw for raw in entry.get("takes") or []
+                         if not (isinstance(raw, dict) and str(raw.get("id")) in skip)]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(f"sentence {number}: manifest entry is damaged ({exc}); its takes were dropped")
+            continue
+        for raw in raw_takes:
+            take = _open_take(folder, number, raw, problems)
+            if take is not None:
+                line.takes.append(take)
+        lines.append(line)
+    return lines
+
+
+def _holds(file: Path, take_id: str) -> bool:
+    """Whether ``file`` exists and its bytes match the take id that names it."""
+    try:
+        return hashlib.sha256(file.read_bytes()).hexdigest()[:ID_CHARS] == take_id
+    except OSError:
+        return False
 
 
 def _open_take(folder: Path, number: int, raw: Any, problems: list[str]) -> StoredTake | None:

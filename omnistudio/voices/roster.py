@@ -393,13 +393,13 @@ def update_user_roster(change: Callable[[list[dict[str, Any]]], None],
     once both land: ``change`` edits the anchor tables (plain dicts) in place; the result is checked
     as a whole (with the shipped roster), then ``before_commit`` runs (e.g. copies a recording),
     then the new file replaces the old one atomically. Returns the user roster path."""
-    import fcntl
     import tempfile
+
+    from omnistudio.locks import exclusive
 
     user_file = user_roster_path()
     user_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(user_file.with_name(user_file.name + ".lock"), "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    with exclusive(user_file.with_name(user_file.name + ".lock")):
         raws: list[dict[str, Any]] = read_toml(user_file).get("anchor", []) if user_file.is_file() else []
         change(raws)
         fd, tmp_name = tempfile.mkstemp(prefix=".anchors.", suffix=".toml", dir=user_file.parent)
