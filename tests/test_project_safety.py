@@ -1,6 +1,7 @@
 """A project's files are safe from its own commands (issue 24): two renders into one project at once
-keep every take, and a damaged take file is written again by the next render. Through the CLI
-(``main``, or ``omnistudio`` processes)."""
+keep every take, a damaged take file is written again by the next render, an output inside a project
+folder and ``--project FILE`` are refused before anything renders, and ``check`` on a folder that
+is not a project says so. Through the CLI (``main``, or ``omnistudio`` processes)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Any
 import pytest
 
 from omnistudio.cli import main
-from omnistudio.projects.project import Project
-from support.audio import REF_TEXT
+from omnistudio.projects.project import MANIFEST, Project
+from support.audio import REF_TEXT, tone
+from support.cli import one_line_error
 
 TESTS = Path(__file__).resolve().parent
 
@@ -49,12 +51,33 @@ def with_ref(args: list[str], ref_wav: Path) -> list[str]:
 
 
 @pytest.fixture
+def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing may render: a refused command fails before any engine loads."""
+    import omnistudio.commands.flags.engine as engine
+    import omnistudio.commands.render_takes as takes
+
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("an engine was opened")
+
+    monkeypatch.setattr(takes, "engine_link", refuse)
+    monkeypatch.setattr(engine, "open_link", refuse)
+
+
+@pytest.fixture
 def shared_engine(monkeypatch: pytest.MonkeyPatch, tiny_engine: Any) -> None:
     """render --project renders on the session's tiny engine (loaded once) instead of loading its own."""
     import omnistudio.commands.render_takes as takes
     from omnistudio.take.link import LocalEngine
 
     monkeypatch.setattr(takes, "engine_link", lambda *_a: LocalEngine(tiny_engine))
+
+
+def saved_project(path: Path) -> Project:
+    project = Project.create(path, "Good evening. Here is the news.", "en", "ruby")
+    for index in range(len(project)):
+        project.add_take(index, tone(freq=200 + 50 * index), seed=index, num_step=2, guidance=2.0)
+    project.save()
+    return project
 
 
 def test_two_renders_into_one_project_at_once_keep_every_take(tmp_path: Path, ref_wav: Path) -> None:
@@ -109,3 +132,45 @@ def test_a_damaged_take_is_written_again_by_the_next_render(tmp_path: Path, ref_
     out, err = capsys.readouterr()
     assert "warning" not in err and json.loads(out)["rendered"] == []
     assert Project.open(project).problems == []
+
+
+@pytest.mark.parametrize("where", ["take", "new file", "out-dir"])
+def test_an_output_inside_the_project_folder_is_refused_before_rendering(
+        tmp_path: Path, ref_wav: Path, no_engine: None, where: str, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "p.omniproj"
+    take = saved_project(project).lines[0].takes[0]
+    script = tmp_path / "s.txt"
+    script.write_text("Good evening. Here is the news.\n", encoding="utf-8")
+    before = {p.relative_to(project): p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    output = {"take": ["-o", str(project / take.file)], "new file": ["-o", str(project / "mix.wav")],
+              "out-dir": ["--ray", "--out-dir", str(project / "renders")]}[where]
+    capsys.readouterr()
+
+    assert main(with_ref(tiny(str(script), *output, "--project", str(project)), ref_wav)) == 2
+    one_line_error(capsys, "in the project folder")
+    after = {p.relative_to(project): p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    assert after == before  # the take untouched, no sidecar, no mix, no folder
+    assert not (project / "renders").exists()
+
+
+def test_project_that_is_a_file_is_refused_at_once(tmp_path: Path, ref_wav: Path, no_engine: None,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    script, target, output = tmp_path / "s.txt", tmp_path / "p.omniproj", tmp_path / "out.wav"
+    script.write_text("Good evening.\n", encoding="utf-8")
+    target.write_text("not a folder", encoding="utf-8")
+    capsys.readouterr()
+    assert main(with_ref(tiny(str(script), "--project", str(target), "-o", str(output)), ref_wav)) == 2
+    one_line_error(capsys, "is a file, not a project folder")
+    assert target.read_text(encoding="utf-8") == "not a folder" and not output.exists()
+
+
+@pytest.mark.parametrize("name", ["renders", "empty.omniproj"])
+def test_check_on_a_folder_that_is_not_a_project_says_so(tmp_path: Path, name: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / name
+    folder.mkdir()
+    capsys.readouterr()
+    assert main(["check", str(folder)]) == 2
+    line = one_line_error(capsys, "not an OmniStudio project")
+    assert "does not exist" not in line and MANIFEST in line  # what a project holds
+    assert list(folder.iterdir()) == []  # nothing was written into it

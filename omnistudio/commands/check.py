@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_language
-    from omnistudio.projects.project import SUFFIX
+    from omnistudio.projects.project import HOLDS, SUFFIX
     from omnistudio.projects.speech_check import check_threshold
 
     threshold = check_threshold(args.threshold)
@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         if args.text is not None:
             raise UserError("--text is for an audio file; a project's takes are checked against their sentences")
     else:
+        if args.target.is_dir():
+            raise UserError(f"{args.target} is a folder but not an OmniStudio project ({HOLDS})")
         if not args.target.is_file():
             raise UserError(f"{args.target} does not exist (give a NAME{SUFFIX} folder or an audio file)")
         if not (args.text or "").strip():

@@ -80,10 +80,12 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_output_path
+    from omnistudio.commands.flags.retakes import check_project_args
     from omnistudio.commands.flags.take import plan_script, take_options
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.script import read_script
 
+    check_project_args(args)  # no output inside a project folder, no --project FILE
     if args.ray or args.out_dir is not None:
         from omnistudio.commands.render_ray import run_batch
 

@@ -20,6 +20,7 @@ import difflib
 import hashlib
 import io
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
@@ -39,6 +40,7 @@ MANIFEST = "project.json"
 SCRIPT = "script.txt"
 TAKES = "takes"
 LOCK = ".lock"
+HOLDS = f"a project is a folder named NAME{SUFFIX} holding {MANIFEST}, {SCRIPT} and {TAKES}/"
 SAMPLE_RATE = 24_000
 ID_CHARS = 24  # hex characters of the SHA-256 that name a take file
 
@@ -325,6 +327,9 @@ class Project:
         path = check_project_path(path)
         if not path.is_dir():
             raise UserError(f"project {path} does not exist")
+        if not (path / MANIFEST).exists() and not (path / SCRIPT).exists():
+            raise UserError(f"{path} is not an OmniStudio project: it holds neither {MANIFEST} nor {SCRIPT} "
+                            f"({HOLDS})")
         problems: list[str] = []
         try:
             data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
@@ -428,7 +433,16 @@ def check_project_path(path: Path | str) -> Path:
     path = Path(path).expanduser()
     if path.suffix != SUFFIX:
         raise UserError(f"a project is a folder named NAME{SUFFIX}, not {path.name}")
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{path} is a file, not a project folder ({HOLDS})")
     return path
+
+
+def project_holding(path: Path | str) -> Path | None:
+    """The project folder (``NAME.omniproj``) that ``path`` is, or lies inside, if any: a file written
+    there would overwrite a project's inputs (its takes, script or manifest)."""
+    resolved = Path(os.path.realpath(Path(path).expanduser()))
+    return next((p for p in (resolved, *resolved.parents) if p.suffix == SUFFIX), None)
 
 
 def open_or_create(path: Path, script: str, lang: str = "en", voice: str = "") -> Project:
