@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 import shutil
 from pathlib import Path
 
@@ -237,3 +238,25 @@ def test_all_96_prompts_ready_resumable_and_stale_on_model_change(tiny_engine, d
     assert started.loaded == 96 and started.duos == 4  # ruby+storm en, valentina+camila es, atlas+mateo es+en
     assert ("ruby", "storm", "en", 0.5) in blend_cache_for(engine)
     assert ("atlas", "mateo", "es", 0.5) in blend_cache_for(engine)
+
+
+def test_one_engine_start_prepares_its_voices_then_warms(tiny_engine, ref_wav: Path, desk: Path,
+                                                          monkeypatch) -> None:  # noqa: ANN001
+    """warm_engine, what the studio, the server and each Ray replica run after loading: the voices asked
+    for are built first, the warm-up runs only with a prompt to warm with, and says so otherwise."""
+    from omnistudio.engine.engine import Engine
+    from omnistudio.voices import startup
+    from omnistudio.voices.resolve import VoiceRef
+    from omnistudio.voices.session import warm_engine
+
+    small_roster(desk, monkeypatch, recorded("dee", ref_wav))
+    warmed: list[Any] = []
+    real = startup.warm_up
+    monkeypatch.setattr(startup, "warm_up", lambda engine, progress=None: warmed.append(real(engine, progress, 2)))
+    engine = Engine(tiny_engine.loaded)  # a fresh engine: nothing on its device yet
+    assert "no voice prompts saved yet" in (warm_engine(engine) or "") and warmed == []
+    said: list[str] = []
+    assert warm_engine(engine, said.append, voices=[(VoiceRef(anchor="dee"), "en")]) is None
+    assert prompt_path("dee", "en").is_file() and cache_for(engine).get("dee", "en") is not None
+    assert len(warmed) == 1 and set(warmed[0]) == {"single_s", "batch3_s"}
+    assert said[0] == "preparing the voice dee (en)" and "warming up the engine" in said

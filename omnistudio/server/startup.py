@@ -14,19 +14,17 @@ from omnistudio.server.factory import ServerConfig
 def start_engine(config: ServerConfig, state: Any, server: Any) -> None:
     """Load, warm up, then publish the link (the routes answer 503 until then)."""
     from omnistudio.console import status
-    from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
     from omnistudio.protocol import DEFAULT_VOICE
+    from omnistudio.server.pipeline import LocalEngine, parse_voice
     from omnistudio.server.scheduler import BatchingLink
-    from omnistudio.voices.session import open_engine
-    from omnistudio.voices.startup import start_prompts
+    from omnistudio.voices.session import open_engine, warm_engine
 
     try:
         with status("loading model") as update:
             engine = open_engine(config.model, config.device, config.dtype, "fast", progress=update)
             state.status = "warming"
-            update(f"preparing the default voice {DEFAULT_VOICE}")
-            resolve_voice(engine, parse_voice(DEFAULT_VOICE)[0], "en")
-            start_prompts(engine, progress=update, warm=config.warm_up)
+            # the default voice first, so the warm-up always has a prompt to warm with
+            warm_engine(engine, update, voices=[(parse_voice(DEFAULT_VOICE)[0], "en")], warm=config.warm_up)
         state.link = BatchingLink(LocalEngine(engine), config.max_batch,
                                   on_pass=lambda size, _s: state.metrics.batch_size.observe(size))
         state.status = "ready"

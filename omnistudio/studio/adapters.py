@@ -58,18 +58,6 @@ def load_anchor_rows(source: Any = None) -> list[AnchorRow]:
     return list(local_voices(source).anchors)
 
 
-def start_prompts(engine: Any, progress: Any) -> str | None:
-    """Load the saved prompts onto the device and warm up; a notice when there is nothing to warm with."""
-    from omnistudio.voices import prompts, startup
-
-    report = startup.start_prompts(engine, progress=progress, warm=False)
-    if not len(prompts.cache_for(engine)):
-        return "no voice prompts saved yet: each is built on first use (or run `omnistudio prevectorize`)"
-    startup.warm_up(engine, progress=progress)
-    errors = getattr(report, "errors", [])
-    return f"{len(errors)} prompt file(s) could not be loaded (see the log)" if errors else None
-
-
 def duos(source: Any = None) -> list[tuple[str, str, float, tuple[str, ...]]]:
     return list(source.voices().duos if hasattr(source, "voices") else local_voices().duos)
 

@@ -335,7 +335,9 @@ class Studio:
             self.link = LocalEngine(self.engine, voice_for=self.voice_resolver)
         self._set_state("warming")
         if self.warm and self.engine is not None:
-            notice = adapters.start_prompts(self.engine, progress=lambda text: self._set_state("warming", text))
+            from omnistudio.voices.session import warm_engine
+
+            notice = warm_engine(self.engine, progress=lambda text: self._set_state("warming", text))
             if notice:
                 self.report(Notice(notice, "warning"))
         self.report(PromptsLoaded())

@@ -1,11 +1,16 @@
-"""Opening an engine from plain values (model, device, dtype, sampler): what every client does first."""
+"""Opening an engine from plain values (model, device, dtype, sampler) and warming it: what every client
+does first (the CLI, the studio, the server and each Ray Serve replica), one way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from omnistudio.engine.engine import Engine
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.voices.resolve import VoiceRef
 
 SAMPLERS = ("fast", "stock")
 
@@ -23,3 +28,28 @@ def open_engine(model: str | None = None, device: str | None = None, dtype: str 
             return engine
         engine.sampler = FastSampler(engine.model)
     return engine
+
+
+def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
+                voices: Sequence[tuple[VoiceRef, str]] = (), warm: bool = True) -> str | None:
+    """Make ``engine`` ready to answer at once: resolve ``voices`` (building what is missing), load every
+    saved prompt onto the device with the canonical duos, then (``warm``) one warm-up pass of one sentence
+    and one batch of three. Returns a notice for the user, or None: nothing to warm with yet, or prompt
+    files that could not be loaded."""
+    from omnistudio.voices.prompts import cache_for
+    from omnistudio.voices.resolve import resolve_voice
+    from omnistudio.voices.startup import start_prompts, warm_up
+
+    for ref, lang in voices:
+        if progress is not None:
+            progress(f"preparing the voice {ref.key()} ({lang})")
+        resolve_voice(engine, ref, lang)
+    report = start_prompts(engine, progress=progress, warm=False)
+    notice = None
+    if warm and not len(cache_for(engine)):
+        notice = "no voice prompts saved yet: each is built on first use (or run `omnistudio prevectorize`)"
+    elif warm:
+        warm_up(engine, progress=progress)
+    if report.errors and notice is None:
+        notice = f"{len(report.errors)} prompt file(s) could not be loaded (see the log)"
+    return notice
