@@ -356,6 +356,7 @@ def test_disconnect_cancels_and_others_finish(server: Server) -> None:
 BAD = [
     ("bad-json", b"{not json", "not valid JSON"),
     ("unknown-voice", {"input": "Hi.", "voice": "nobody_here"}, "unknown anchor 'nobody_here'"),
+    ("partner-at-one", {"input": "Hi.", "voice": "ruby+nobody_here@1"}, "unknown anchor 'nobody_here'"),
     ("unknown-format", {"input": "Hi.", "response_format": "aac"}, "use one of wav, flac, mp3, opus, pcm"),
     ("empty-input", {"input": "   "}, "input is empty"),
     ("alpha", {"input": "Hi.", "voice": "ruby+storm@1.5"}, "outside [0, 1]"),

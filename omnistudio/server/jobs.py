@@ -58,8 +58,7 @@ def _text(text: str | None, limit: int, field: str) -> str:
 
 def plan_job(text: str, voice: str, language: str | None, req: TakeFields) -> SpeechJob:
     """Check everything a request asks for and plan its take with the one seed policy."""
-    ref, voice_lang = parse_voice(voice)
-    _known(ref)
+    ref, voice_lang = _known_voice(voice)
     options = _options(req, check_language(language or voice_lang or "en"), ref)
     speakers = None
     if any(line.lstrip().startswith("[") for line in text.splitlines()):  # speaker tags: known anchors only
@@ -70,14 +69,18 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields) -> Sp
     return SpeechJob(sentences, options, True, check_target(req.target_lufs))
 
 
-def _known(ref: VoiceRef) -> VoiceRef:
-    """Unknown anchors fail here, before the request is queued (one line with a close match)."""
+def _known_voice(text: str) -> tuple[VoiceRef, str | None]:
+    """``parse_voice``, with every anchor the text names known before the request is queued (one line with
+    a close match): a blend's partner too, even at alpha 1, where the voice is its first anchor alone."""
+    from omnistudio.script import parse_tag
     from omnistudio.voices.roster import load_roster
 
+    ref, lang = parse_voice(text)
+    tag = parse_tag(text.strip(), 0)
     roster = load_roster()
-    for anchor in ref.anchors():
+    for anchor in (tag.blend.a, tag.blend.b) if tag.blend is not None else ref.anchors():
         roster.get(anchor)
-    return ref
+    return ref, lang
 
 
 def speech_job(req: SpeechRequest) -> SpeechJob:
@@ -93,12 +96,12 @@ def ws_job(req: WsRequest) -> SpeechJob:
         options = _options(req, check_language(req.language or req.items[0].lang), None)
         sentences = []
         for index, item in enumerate(req.items):
-            ref, _ = parse_voice(item.voice)
+            ref, _ = _known_voice(item.voice)
             pause = float(item.pause_s)
             if not (math.isfinite(pause) and 0.0 <= pause <= 10.0):
                 raise UserError(f"item {index} pause_s {item.pause_s} is outside 0..10")
             sentences.append(PlannedSentence(index, _text(item.text, MAX_INPUT_CHARS, f"item {index} text"),
-                                             _known(ref), check_language(item.lang), check_seed(item.seed), pause))
+                                             ref, check_language(item.lang), check_seed(item.seed), pause))
         return SpeechJob(sentences, options, stitch=False, target_lufs=None)
     text = req.script if req.script is not None else req.text
     return plan_job(_text(text, MAX_SCRIPT_CHARS, "script" if req.script is not None else "text"),
@@ -109,6 +112,6 @@ def prepare_voices(message: WsPrepare) -> list[tuple[VoiceRef, str]]:
     """A ``prepare`` message's voices, each parsed and known, with its language."""
     voices = []
     for entry in message.voices:
-        ref, voice_lang = parse_voice(entry.voice)
-        voices.append((_known(ref), check_language(entry.lang or voice_lang or "en")))
+        ref, voice_lang = _known_voice(entry.voice)
+        voices.append((ref, check_language(entry.lang or voice_lang or "en")))
     return voices
