@@ -12,7 +12,6 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -248,47 +247,6 @@ def limit_true_peak(pcm: np.ndarray, sample_rate: int, ceiling_db: float, window
     weights = np.hanning(2 * half + 3)[1:-1]
     gain = np.convolve(np.pad(gain, half, mode="edge"), weights / weights.sum(), mode="valid")
     return x * np.minimum(gain, need)
-
-
-@dataclass(frozen=True)
-class Normalised:
-    pcm: np.ndarray
-    gain_db: float  # the static gain applied before limiting
-    limited: bool  # whether the limiter had to act
-
-
-def normalise(pcm: np.ndarray, sample_rate: int, target_lufs: float = TARGET_LUFS,
-              true_peak_db: float = TRUE_PEAK_DBTP) -> Normalised:
-    """Gain to ``target_lufs`` (integrated, dual-mono), limiting true peaks to ``true_peak_db``."""
-    from omnistudio.audio.loudness import measure
-
-    x = np.asarray(pcm, dtype=np.float64)
-    start = measure(x, sample_rate).integrated_lufs
-    if not math.isfinite(start):
-        raise UserError("the audio is silent (below the -70 LUFS gate): nothing to normalise")
-    gain_db, limited, y = target_lufs - start, False, x
-    for _ in range(4):  # the limiter lowers loudness a little: re-gain and limit again
-        y = x * 10 ** (gain_db / 20)
-        report = measure(y, sample_rate)
-        if report.true_peak_dbtp > true_peak_db:
-            y = limit_true_peak(y, sample_rate, true_peak_db - 0.05)
-            limited = True
-            report = measure(y, sample_rate)
-        if abs(report.integrated_lufs - target_lufs) < 0.05 or not limited:
-            break
-        gain_db += target_lufs - report.integrated_lufs
-    return Normalised(apply_ceiling(y, sample_rate, true_peak_db), gain_db, limited)
-
-
-def apply_ceiling(pcm: np.ndarray, sample_rate: int, true_peak_db: float) -> np.ndarray:
-    """Scale down (never up) so that the true peak is at or below the ceiling; float32 out."""
-    from omnistudio.audio.loudness import measure
-
-    y = np.asarray(pcm, dtype=np.float64)
-    peak = measure(y, sample_rate).true_peak_dbtp
-    if math.isfinite(peak) and peak > true_peak_db - 0.01:
-        y = y * 10 ** ((true_peak_db - 0.02 - peak) / 20)
-    return y.astype(np.float32)
 
 
 def sidecar_path(path: Path) -> Path:
