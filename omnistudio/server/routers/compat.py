@@ -1,4 +1,4 @@
-"""The seed's routes: ``POST /tts/generate`` (a WAV with loudness headers) and ``POST /tts/generate-shm``
+"""The whole-take routes: ``POST /tts/generate`` (a WAV with loudness headers) and ``POST /tts/generate-shm``
 (the samples in /dev/shm, the figures in JSON)."""
 
 from __future__ import annotations
