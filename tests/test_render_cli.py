@@ -135,3 +135,37 @@ def test_play_without_a_device_still_writes_the_file(tmp_path: Path, ref_wav: Pa
     assert "warning: no audio output device" in err and out.exists()
     assert main(render([str(script), "--play", "--audio-device", "no-such-device-xyz"], ref_wav)) == 2
     assert "error: no audio output device" in capsys.readouterr().err
+
+
+def test_sidecar_json_and_project_takes_record_what_the_audio_depends_on(
+        tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The reproducibility contract: model, device, dtype, quantisation, torch threads, seed, text,
+    voice and options, in the sidecar, the --json line and every project take."""
+    import torch
+
+    torch.set_num_threads(2)  # not the suite's one thread: the record must name the count rendered with
+    script = tmp_path / "s.txt"
+    script.write_text("Good evening.\n[:es] Buenas noches.\n", encoding="utf-8")
+    out = tmp_path / "out.wav"
+    assert main(render([str(script), "-o", str(out), "--json", "--seed", "7"], ref_wav)) == 0
+    said = json.loads(capsys.readouterr().out)
+    sidecar = json.loads(Path(said["sidecar"]).read_text())
+    engine = {"model": "tiny", "device": "cpu", "dtype": "fp32", "sampler": "fast", "threads": 2,
+              "quantisation": "none"}
+    assert sidecar["engine"] == engine and {k: said[k] for k in engine} == engine
+    take = {"seed": 7, "num_step": 2, "guidance": 2.0, "speed": 1.0, "batch": 1, "lang": "en"}
+    assert {k: sidecar["take"][k] for k in take} == take and {k: said[k] for k in take} == take
+    voice = sidecar["take"]["voice"]
+    assert voice.startswith("rec:") and said["voice"] == voice
+    rows = sidecar["timings"]["sentences"]
+    assert [(r["text"], r["voice"], r["lang"]) for r in rows] == [("Good evening.", voice, "en"),
+                                                                  ("Buenas noches.", voice, "es")]
+    assert len({r["seed"] for r in rows}) == 2 and rows == said["sentences"]
+
+    project = tmp_path / "p.omniproj"
+    assert main(render([str(script), "-o", str(tmp_path / "p.wav"), "--project", str(project), "--json"],
+                       ref_wav)) == 0
+    said = json.loads(capsys.readouterr().out)
+    stored = [t for line in json.loads((project / "project.json").read_text())["sentences"] for t in line["takes"]]
+    assert len(stored) == 2 and all(t["engine"] == engine and t["speed"] == 1.0 for t in stored)
+    assert all(t["engine"] == engine for s in said["takes"] for t in s["takes"])

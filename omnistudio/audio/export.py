@@ -271,14 +271,17 @@ def _json_safe_dict(value: dict[str, Any]) -> dict[str, Any]:
 def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[str, Any], *,
                      sentences: list[dict[str, Any]] | None = None, timings: dict[str, Any] | None = None,
                      settings: dict[str, Any] | None = None, audio_bytes: int | None = None,
-                     engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None) -> dict[str, Any]:
+                     engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None,
+                     take: dict[str, Any] | None = None) -> dict[str, Any]:
     """The telemetry sidecar of a finished file (JSON-safe); ``engine``: what rendered it (model, device,
-    backbone dtype)."""
+    backbone dtype, sampler, torch threads, quantisation); ``take``: the take's options (base seed, steps...)."""
     payload = {"output": str(path), "format": path.suffix.lower().lstrip("."), "sample_rate": sample_rate,
                "duration_s": frames / sample_rate, "audio_bytes": audio_bytes, "loudness": loudness,
                "settings": settings or {}, "sentences": sentences or [], "timings": timings or {}}
     if engine:
         payload["engine"] = engine
+    if take:
+        payload["take"] = take
     if source is not None:
         payload["source"] = source  # what the audio was made from (script hash, voice, model, seed...)
     return _json_safe_dict(payload)

@@ -75,7 +75,8 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 
 def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
                   timings: dict[str, Any] | None = None, shm_root: Path | None = None,
-                  engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None) -> FinishedRender:
+                  engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None,
+                  take: dict[str, Any] | None = None) -> FinishedRender:
     """Finish rendered sentences and write them.
 
     ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
@@ -89,7 +90,8 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     Memory stays flat: the stitched speech goes to an anonymous temp file beside ``output`` while
     its loudness is measured; gain, limiter, room tone and ceiling are then applied block by block
     in passes over that file, and the result is written in blocks. ``FinishedRender.pcm`` is None.
-    ``engine``: what rendered it (``LoadedModel.describe()``: model, device, backbone dtype).
+    ``engine``: what rendered it (model, device, backbone dtype, sampler, torch threads, quantisation).
+    ``take``: the take's options (base seed, steps, guidance, speed, batch, language, default voice).
     ``source``: what the audio was made from (script hash, voice, model, seed...), stored as is.
     """
     from omnistudio.audio.export import commit, discard, finished_sidecar, stage
@@ -121,7 +123,7 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
                                        sentences=[s.as_dict() for s in stitcher.spans],
                                        timings={**(timings or {}), "finishing_s": time.perf_counter() - t0},
                                        settings=settings, audio_bytes=staged[-1][0].stat().st_size,
-                                       engine=engine, source=source)
+                                       engine=engine, source=source, take=take)
             staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
         except BaseException:
             discard(staged)

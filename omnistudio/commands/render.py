@@ -165,9 +165,8 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
 
         result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk, skip_failed=args.skip_failed)
     stats = player.stats if player is not None else None
-    info = take.link.info
-    out = {"sample_rate": result.sample_rate, "model": info.model, "device": info.device, "dtype": info.dtype,
-           "num_step": options.num_step, "seed": options.seed, **result.timings(),
+    # what the samples depend on: the engine (model, device, dtype, sampler, threads, quantisation), the options
+    out = {"sample_rate": result.sample_rate, **(result.engine or {}), **result.options, **result.timings(),
            "played": player is not None, "underruns": stats.underruns if stats else None,
            "xruns": stats.xruns if stats else None}
     if files is not None and files.finished is not None:

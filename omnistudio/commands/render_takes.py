@@ -71,7 +71,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
             task = bar.add_task("", total=len(todo), phase="rendering")
             first = Take(link, [planned[i] for i in todo], options).run(
                 on_chunk=lambda chunk: bar.update(task, advance=1, description=f"sentence {chunk.sentence_id + 1}"))
-            keep_rendered(project, [planned[i] for i in todo], first.chunks, options)
+            keep_rendered(project, [planned[i] for i in todo], first.chunks, options, first.engine)
 
         retaken: list[int] = []
         if checker is not None:

@@ -63,9 +63,10 @@ def use_take(project: Project, sentence: PlannedSentence, take: StoredTake, opti
 
 
 def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: list[tuple[Any, float, int]],
-                  options: TakeOptions) -> list[int]:
+                  options: TakeOptions, engine: dict[str, Any] | None = None) -> list[int]:
     """Store what a take rendered as takes of its sentences (chosen where a sentence had none);
-    sentences that played a chosen take add nothing. Returns the indices that got a take."""
+    sentences that played a chosen take add nothing. ``engine``: what rendered them (the take result's).
+    Returns the indices that got a take."""
     seeds = {s.id: s.seed for s in sentences}
     added = []
     for pcm, _pause, index in chunks:
@@ -74,7 +75,7 @@ def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: li
         if take is not None and take.seed == seeds[index]:
             continue  # the chosen take itself
         project.add_take(index, pcm, seed=seeds[index], num_step=options.num_step, guidance=options.guidance_scale,
-                         choose=take is None)
+                         choose=take is None, speed=options.speed, engine=engine)
         added.append(index)
     return added
 

@@ -84,14 +84,16 @@ class StoredTake:
     loudness_lufs: float | None
     asr: AsrResult | None = None
     created: str = ""
+    speed: float = 1.0
+    engine: dict[str, Any] | None = None  # what rendered it (model, device, dtype, sampler, threads...); None: not recorded
 
     @property
     def file(self) -> str:
         return f"{TAKES}/{self.id}.flac"
 
     def as_dict(self) -> dict[str, Any]:
-        data = {k: getattr(self, k) for k in ("id", "voice", "lang", "seed", "num_step", "guidance", "text_hash",
-                                               "duration_s", "loudness_lufs", "created")}
+        data = {k: getattr(self, k) for k in ("id", "voice", "lang", "seed", "num_step", "guidance", "speed",
+                                               "text_hash", "duration_s", "loudness_lufs", "created", "engine")}
         data["file"] = self.file
         data["asr"] = self.asr.as_dict() if self.asr is not None else None
         return data
@@ -104,7 +106,9 @@ class StoredTake:
                    num_step=int(data["num_step"]), guidance=float(data["guidance"]),
                    text_hash=str(data["text_hash"]), duration_s=float(data["duration_s"]),
                    loudness_lufs=None if lufs is None else float(lufs),
-                   asr=AsrResult.from_dict(asr) if isinstance(asr, dict) else None, created=str(data.get("created", "")))
+                   asr=AsrResult.from_dict(asr) if isinstance(asr, dict) else None, created=str(data.get("created", "")),
+                   speed=float(data.get("speed", 1.0)),
+                   engine=dict(data["engine"]) if isinstance(data.get("engine"), dict) else None)
 
 
 @dataclass
@@ -212,8 +216,8 @@ class Project:
 
     # ----------------------------------------------------------------- takes
     def add_take(self, index: int, pcm: np.ndarray, *, seed: int, num_step: int, guidance: float,
-                 asr: AsrResult | None = None, choose: bool = True,
-                 sample_rate: int | None = None) -> StoredTake:
+                 asr: AsrResult | None = None, choose: bool = True, sample_rate: int | None = None,
+                 speed: float = 1.0, engine: dict[str, Any] | None = None) -> StoredTake:
         """Store a rendering of sentence ``index`` (float32 mono) as a new take and return it. The
         audio is kept as the FLAC file will give it back, so what plays is what is stored."""
         from omnistudio.audio.loudness import measure
@@ -231,7 +235,7 @@ class Project:
             existing = StoredTake(take_id, line.voice, line.lang, int(seed), int(num_step), float(guidance),
                                   line.text_hash, round(stored.size / rate, 4),
                                   None if not np.isfinite(lufs) else round(float(lufs), 2), asr,
-                                  datetime.now(UTC).isoformat(timespec="seconds"))
+                                  datetime.now(UTC).isoformat(timespec="seconds"), float(speed), engine)
             line.takes.append(existing)
             self._pending[take_id] = data
         self._audio[take_id] = stored

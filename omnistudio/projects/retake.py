@@ -38,22 +38,43 @@ def new_seed(seed: int, used: Sequence[int] | set[int], attempt: int = 1) -> int
         attempt += 1
 
 
-def pipeline_synth(project: Project, planned: Sequence[PlannedSentence], link: EngineLink, options: TakeOptions,
-                   cache: TakeCache | None = None, run: Callable[[Take], TakeResult] | None = None) -> Synthesise:
+class PipelineSynth:
     """The synthesiser of ``render`` and the studio: a line's planned sentence (``planned``, by
     sentence id = line index) with the try's seed, rendered as a pipeline take of that one sentence
     through ``link`` (``cache``: where the take keeps what it renders). ``run(take)`` runs it (the
-    studio plays it on the way); default ``take.run()``."""
-    by_id = {p.id: p for p in planned}
+    studio plays it on the way); default ``take.run()``. ``engine`` and ``speed``: what rendered the
+    last call, for the take stored from it."""
 
-    def synth(line: Line, seed: int) -> np.ndarray:
-        index = next(i for i, ln in enumerate(project.lines) if ln is line)
-        take = Take(link, [replace(by_id[index], seed=seed)], options, cache)
-        result = take.run() if run is None else run(take)
+    def __init__(self, project: Project, planned: Sequence[PlannedSentence], link: EngineLink,
+                 options: TakeOptions, cache: TakeCache | None = None,
+                 run: Callable[[Take], TakeResult] | None = None) -> None:
+        self.project, self.link, self.options, self.cache, self.run = project, link, options, cache, run
+        self.by_id = {p.id: p for p in planned}
+        self.speed = options.speed
+        self.engine: dict[str, Any] | None = None
+
+    def __call__(self, line: Line, seed: int) -> np.ndarray:
+        index = next(i for i, ln in enumerate(self.project.lines) if ln is line)
+        take = Take(self.link, [replace(self.by_id[index], seed=seed)], self.options, self.cache)
+        result = take.run() if self.run is None else self.run(take)
+        self.engine = result.engine
         pcm: np.ndarray = result.chunks[0][0]
         return pcm
 
-    return synth
+
+def pipeline_synth(project: Project, planned: Sequence[PlannedSentence], link: EngineLink, options: TakeOptions,
+                   cache: TakeCache | None = None, run: Callable[[Take], TakeResult] | None = None) -> PipelineSynth:
+    """The synthesiser of ``render`` and the studio (:class:`PipelineSynth`)."""
+    return PipelineSynth(project, planned, link, options, cache, run)
+
+
+def _store(project: Project, index: int, synth: Synthesise, seed: int, num_step: int, guidance: float,
+           choose: bool) -> StoredTake:
+    """A take of sentence ``index`` from ``synth`` with ``seed``, stored with what rendered it (when it says)."""
+    pcm = synth(project.lines[index], seed)
+    record = synth if isinstance(synth, PipelineSynth) else None
+    return project.add_take(index, pcm, seed=seed, num_step=num_step, guidance=guidance, choose=choose,
+                            speed=record.speed if record else 1.0, engine=record.engine if record else None)
 
 
 def _error(take: StoredTake) -> float:
@@ -85,8 +106,7 @@ def render_line(project: Project, index: int, synth: Synthesise, *, seed: int, n
             current = new_seed(seed, [t.seed for t in line.takes], attempt)
             if progress is not None:
                 progress(f"sentence {index + 1}: retake {attempt}/{retakes} (seed {current})")
-        take = project.add_take(index, synth(line, current), seed=current, num_step=num_step, guidance=guidance,
-                                choose=False)
+        take = _store(project, index, synth, current, num_step, guidance, choose=False)
         if checker is not None:
             take = check_take(project, index, take, checker)
         tries.append(take)
@@ -101,7 +121,7 @@ def regenerate(project: Project, index: int, synth: Synthesise, *, base_seed: in
     take (undo goes back). What F9 in the studio does."""
     line = project.lines[index]
     seed = new_seed(base_seed, [t.seed for t in line.takes], len(line.takes) + 1)
-    take = project.add_take(index, synth(line, seed), seed=seed, num_step=num_step, guidance=guidance, choose=True)
+    take = _store(project, index, synth, seed, num_step, guidance, choose=True)
     return check_take(project, index, take, checker) if checker is not None else take
 
 
@@ -126,14 +146,16 @@ def take_sentences(project: Project, synth: Synthesise, seed_for: Callable[[int,
 
 
 def takes_report(project: Project) -> list[dict[str, Any]]:
-    """Per sentence: its text, chosen take, and every fresh take with its seed and check (the sidecar's ``takes``)."""
+    """Per sentence: its text, chosen take, and every fresh take with what rendered it (seed, options, engine)
+    and its check (the sidecar's ``takes``)."""
     report = []
     for index, line in enumerate(project.lines):
         chosen = line.chosen_take
         report.append({
             "sentence": index, "text": line.text, "voice": line.voice, "lang": line.lang,
             "chosen": chosen.id if chosen else None, "failed": line.failed,
-            "takes": [{"id": t.id, "seed": t.seed, "file": t.file, "duration_s": t.duration_s,
+            "takes": [{"id": t.id, "seed": t.seed, "num_step": t.num_step, "guidance": t.guidance, "speed": t.speed,
+                       "engine": t.engine, "file": t.file, "duration_s": t.duration_s,
                        "wer": t.asr.wer if t.asr else None, "passed": t.asr.passed if t.asr else None,
                        "heard": t.asr.heard if t.asr else None} for t in line.fresh_takes]})
     return report

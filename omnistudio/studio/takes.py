@@ -99,7 +99,8 @@ class ProjectTakes:
         return Take(take.link, sentences, take.options, take.cache, take.base_seed, take.lookahead)
 
     def keep(self, take: Take, result: Any) -> None:
-        if self.project is not None and keep_rendered(self.project, take.sentences, result.chunks, take.options):
+        if self.project is not None and keep_rendered(self.project, take.sentences, result.chunks, take.options,
+                                                      result.engine):
             self._save()
 
     def _sync(self, text: str, voice: Any) -> None:

@@ -71,10 +71,14 @@ class PrepareEvent:
 
 @dataclass(frozen=True)
 class LinkInfo:
+    """What renders behind a link: with the seed, text, voice and options, what a take's samples depend on."""
+
     model: str
     device: str
     dtype: str
     sampler: str  # fast | stock
+    threads: int | None = None  # torch's thread count where it renders (float sums depend on it); None: unknown
+    quantisation: str = "none"  # no quantised weights are loaded anywhere yet
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,7 @@ class LocalEngine:
         self.sample_rate = int(engine.sample_rate)
         self.voice_for = voice_for
         self.calls = 0  # diffusion passes run (tests count them)
+        self.threads: int | None = None  # torch's thread count on the thread that last rendered
         self._decode_lane = str(getattr(engine.model, "device", "cpu")).startswith("cuda")
 
     @property
@@ -197,7 +202,7 @@ class LocalEngine:
         loaded = self.engine.loaded
         dtype = getattr(loaded, "dtype_name", None) or str(getattr(loaded, "dtype", ""))  # "bf16", as --dtype says
         return LinkInfo(str(getattr(loaded.spec, "name", "?")), str(loaded.device), dtype,
-                        "fast" if self.engine.sampler is not None else "stock")
+                        "fast" if self.engine.sampler is not None else "stock", self.threads or torch_threads())
 
     @property
     def splits_decode(self) -> bool:
@@ -268,6 +273,7 @@ class LocalEngine:
                 raise Cancelled("render cancelled")
             prompts = [self._prompt(item) for item in items]
             self.calls += 1
+            self.threads = torch_threads()  # this thread's: a thread keeps the count it started with
             audio = self.engine.render_tokens([i.text for i in items], prompts, [i.lang for i in items],
                                               num_step=options.num_step, seeds=[i.seed for i in items],
                                               guidance_scale=options.guidance_scale, speed=options.speed_arg)
@@ -288,6 +294,21 @@ class LocalEngine:
 
     def close(self) -> None:
         """The engine belongs to whoever made it; nothing to release here."""
+
+
+def link_record(link: Any) -> dict[str, Any] | None:
+    """What renders behind ``link`` (its :class:`LinkInfo`) as a dict for sidecars; None when it does not say."""
+    from dataclasses import asdict, is_dataclass
+
+    info = getattr(link, "info", None)
+    return asdict(info) if is_dataclass(info) and not isinstance(info, type) else None
+
+
+def torch_threads() -> int:
+    """torch's intra-op thread count as the calling thread sees it."""
+    import torch
+
+    return int(torch.get_num_threads())
 
 
 def local_voices(engine: Any = None) -> VoiceList:

@@ -24,7 +24,7 @@ from typing import Any
 from omnistudio.audio.finishing import live_stitcher, pauses
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.script import Script, parse_script
-from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem
+from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem, link_record
 from omnistudio.take.options import SEED_LIMIT, TakeOptions, sentence_seed
 from omnistudio.take.result import TakeResult as TakeResult  # re-exported: the clients import it from here
 from omnistudio.take.sinks import Sink
@@ -243,7 +243,7 @@ class Take:
             assert isinstance(sentence, PlannedSentence)  # a take's stream carries its planned sentences
             if ttfa is None:
                 ttfa = time.perf_counter() - started
-            rows.append(chunk.as_dict())
+            rows.append({**chunk.as_dict(), "voice": sentence.voice.key(), "seed": sentence.seed})
             rendered += sentence.id not in hits
             if on_chunk is not None:
                 on_chunk(chunk)
@@ -270,7 +270,14 @@ class Take:
             sink.tail(tail)
         steps = self.stream.steps if self.stream is not None else 0
         return TakeResult(stitched, stitched.frames, self.link.sample_rate, chunks, rows, self.base_seed, rendered,
-                          len(hits), steps, ttfa or 0.0, time.perf_counter() - started, 0.0, skipped=skipped)
+                          len(hits), steps, ttfa or 0.0, time.perf_counter() - started, 0.0, skipped=skipped,
+                          engine=link_record(self.link), options=self.record())
+
+    def record(self) -> dict[str, Any]:
+        """The take's options as its sidecar records them (the base seed, not the options' seed)."""
+        o = self.options
+        return {"seed": self.base_seed, "num_step": o.num_step, "guidance": o.guidance_scale, "speed": o.speed,
+                "batch": o.batch, "lang": o.lang, "voice": o.voice.key() if o.voice is not None else None}
 
 
 def build_take(link: EngineLink, script: Script | str | Sequence[Any], options: TakeOptions,

@@ -37,6 +37,9 @@ class TakeResult:
     prepare_s: float
     events: list[PrepareEvent] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)  # ids of failed sentences left out (skip_failed)
+    # What the samples depend on besides each sentence's text, voice and seed (in ``sentences``):
+    engine: dict[str, Any] | None = None  # what rendered it: model, device, dtype, sampler, threads, quantisation
+    options: dict[str, Any] = field(default_factory=dict)  # seed, num_step, guidance, speed, batch, lang, voice
 
     @property
     def pcm(self) -> NDArray[np.float32]:

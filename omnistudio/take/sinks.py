@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from omnistudio.take.link import EngineLink
+from omnistudio.take.link import EngineLink, link_record
 from omnistudio.take.result import TakeResult
 from omnistudio.take.stream import Chunk
 
@@ -126,9 +126,10 @@ class FileSink(Sink):
         if self._take is None:
             raise ValueError("FileSink.end without begin")
         timings = {**result.timings(), **self.extra}
+        engine = result.engine if result.engine is not None else link_record(getattr(self._take, "link", None))
         self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
-                                      timings=timings, shm_root=self.shm_root, engine=_engine_info(self._take),
-                                      source=self.source)
+                                      timings=timings, shm_root=self.shm_root, engine=engine, source=self.source,
+                                      take=result.options or None)
 
 
 class ShmSink(Sink):
@@ -176,9 +177,3 @@ class MemorySink(Sink):
         return np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)
 
 
-def _engine_info(take: TakeView) -> dict[str, Any] | None:
-    """What rendered the take (model, device, backbone dtype) for the sidecar, when the link says."""
-    from dataclasses import asdict, is_dataclass
-
-    info = getattr(getattr(take, "link", None), "info", None)
-    return asdict(info) if is_dataclass(info) and not isinstance(info, type) else None
