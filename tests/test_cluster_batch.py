@@ -76,20 +76,64 @@ def test_six_scripts_on_two_workers_equal_local_renders_and_resume(
     assert second["rendered"] == [] and sorted(second["skipped"]) == sorted(map(str, scripts))
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps  # nothing rewritten
 
-    # A changed seed or script text is not "done": those render again.
+    # A changed script text is not "done": that one renders again (a changed setting: the test below).
     scripts[0].write_text("A different story.\n", encoding="utf-8")
     assert main(ray_render(scripts[:2], out, ref_wav, "--workers", "1")) == 0
     third = json.loads(capsys.readouterr().out)
     assert third["rendered"] == [str(scripts[0])] and third["skipped"] == [str(scripts[1])]
 
 
+def test_workers_render_with_this_machines_threads_and_any_changed_setting_renders_again(
+        tmp_path: Path, ref_wav: Path, local_ray: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ray starts an actor with OMP_NUM_THREADS=1; `render` here runs torch's own count (two threads on
+    a two-core machine), and float sums depend on it. Workers take this process's count: the files
+    equal local renders bit for bit. A run that changes only the seed, a take option, the voice or
+    the workers' threads renders that script again; a worker with other threads says so."""
+    import torch
+
+    torch.set_num_threads(2)  # what `render` runs with on two cores (the suite runs one thread)
+    names = ("seed", "steps", "voice", "threads")
+    scripts = {name: tmp_path / f"{name}.txt" for name in names}
+    for i, script in enumerate(scripts.values()):
+        script.write_text(LINES[i] + "\n", encoding="utf-8")
+    local = tmp_path / "local"
+    local.mkdir()
+    for name in ("seed", "threads"):
+        assert main(["render", str(scripts[name]), "-o", str(local / f"{name}.wav"), "--json", *common(ref_wav)]) == 0
+        said = json.loads(capsys.readouterr().out)
+        assert (said["threads"], said["seed"], said["quantisation"]) == (2, 0, "none")
+
+    out = tmp_path / "out"
+    assert main(ray_render(list(scripts.values()), out, ref_wav)) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert len(said["rendered"]) == 4 and (said["threads"], said["same_as_local_render"]) == (2, True)
+    for name in ("seed", "threads"):
+        assert (out / f"{name}.wav").read_bytes() == (local / f"{name}.wav").read_bytes(), name  # bit for bit
+    side = json.loads((out / "seed.wav.json").read_text())
+    assert side["engine"]["threads"] == 2 and "note" not in side["engine"]
+    assert side["take"]["seed"] == 0 and side["timings"]["sentences"][0]["voice"].startswith("rec:")
+
+    assert main(ray_render(list(scripts.values()), out, ref_wav)) == 0  # nothing changed: nothing renders
+    assert json.loads(capsys.readouterr().out)["rendered"] == []
+    changes = {"seed": ["--seed", "5"], "steps": ["--num-step", "3"], "voice": ["--ref-text", "Another transcript."],
+               "threads": ["--threads-per-worker", "1"]}
+    for name, change in changes.items():  # each script differs from its first run in one setting only
+        assert main(ray_render([scripts[name]], out, ref_wav, "--workers", "1", *change)) == 0, name
+        said = json.loads(capsys.readouterr().out)
+        assert said["rendered"] == [str(scripts[name])] and said["skipped"] == [], (name, said)
+    assert (said["threads"], said["local_threads"], said["same_as_local_render"]) == (1, 2, False)
+    engine = json.loads((out / "threads.wav.json").read_text())["engine"]
+    assert engine["threads"] == 1 and "may" in engine["note"]
+    assert (out / "threads.wav").read_bytes() != (local / "threads.wav").read_bytes()  # what one thread changes
+
+
 class FlakyRenderer:
     """A worker whose renders of scripts named 'bad*' fail (as a model error would)."""
 
-    def __init__(self, spec: Any, threads: int = 1) -> None:
+    def __init__(self, spec: Any) -> None:
         from omnistudio.cluster.batch import Renderer
 
-        self.inner = Renderer(spec, threads)
+        self.inner = Renderer(spec)
 
     def render(self, script: Any, name: str) -> Any:
         if Path(name).name.startswith("bad"):

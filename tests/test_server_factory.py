@@ -44,7 +44,7 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
     args = build_parser().parse_args([
         "serve", "--ray", "--host", "::1", "--port", "8123", "--api-key-file", str(keys), "--max-queue", "5",
         "--max-batch", "3", "--time-limit", "42", "--cache-mb", "64", "--no-warm-up", "--cpus-per-replica", "2",
-        "--model", "tiny", "--device", "cpu", "--dtype", "fp32"])
+        "--threads-per-replica", "2", "--model", "tiny", "--device", "cpu", "--dtype", "fp32"])
     shipped: dict[str, Any] = {}
 
     def start(_cluster: Any, config: Any, scale: Any, timeout_s: float = 0) -> str:
@@ -65,6 +65,11 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
     assert [f.name for f in dataclasses.fields(ServerConfig) if getattr(config, f.name) == getattr(defaults, f.name)] \
         == [], "every serve option given on the command line reaches the replica's config"
     assert (config.cache_mb, config.keys, config.threads) == (64, (b"a-secret-of-24-chars-xyz",), 2)
+    import torch  # without --threads-per-replica a replica runs this machine's count (a local render's)
+
+    torch.set_num_threads(3)
+    args.threads_per_replica = None
+    assert serve_command.server_config_from_args(args).threads == 3
     assert shipped["scale"].deployment_options(config)["max_ongoing_requests"] == 5
 
     def ready(cfg: Any, state: Any, _server: Any) -> None:

@@ -7,9 +7,13 @@ the caller finishes and writes the file and its sidecar with the same :class:`Fi
 -o``, atomically, where the command runs (or on storage the user names with ``--out-dir``). Parsed
 scripts and the reference recording travel with the task: workers need no shared filesystem.
 
-Resumable: each sidecar records a ``source`` block (script sha256, voice, language, model, seed,
-steps, guidance, sampler, finishing). A script whose output exists with a sidecar naming the same
-block is skipped. A failed script is reported by name; the others finish.
+Every actor runs torch with ``RenderSpec.threads`` threads (default: the caller's own count, so a file
+equals ``render -o`` on the caller's machine bit for bit: float sums depend on the thread count, and
+Ray would otherwise start an actor with OMP_NUM_THREADS=1).
+
+Resumable: each sidecar records a ``source`` block (script sha256, voice, model, device, dtype,
+threads, sampler, quantisation, seed and every take option, finishing). A script whose output exists
+with a sidecar naming the same block is skipped. A failed script is reported by name; the others finish.
 """
 
 from __future__ import annotations
@@ -39,17 +43,20 @@ class RenderSpec:
     sampler: str
     options: TakeOptions  # the render command's take options, default voice included
     ref_bytes: bytes | None = field(default=None, repr=False)  # the default voice's recording, if it is one
+    threads: int = 1  # torch threads of each actor (the caller passes its own count unless told otherwise)
 
     def voice_key(self) -> str:
         return self.options.voice.key() if self.options.voice is not None else "tagged"
 
     def source(self, script_sha256: str) -> dict[str, Any]:
-        """The sidecar's ``source`` block: what a later run compares to decide a script is done."""
-        o = self.options
-        finishing = {k: v for k, v in asdict(o.finishing).items() if k != "shm_name"}
-        return {"script_sha256": script_sha256, "voice": self.voice_key(), "lang": o.lang, "model": self.model,
-                "seed": o.seed, "num_step": o.num_step, "guidance": o.guidance_scale, "speed": o.speed,
-                "sampler": self.sampler, "finishing": finishing}
+        """The sidecar's ``source`` block: what a later run compares to decide a script is done. Every
+        take option is in it (a new option too: the options' fields are listed, not picked), so a
+        changed seed, voice, model, device, dtype, thread count or option renders again."""
+        options = {k: v for k, v in asdict(self.options).items() if k not in ("voice", "finishing")}
+        finishing = {k: v for k, v in asdict(self.options.finishing).items() if k != "shm_name"}
+        return {"script_sha256": script_sha256, "voice": self.voice_key(), "model": self.model,
+                "device": self.device, "dtype": self.dtype, "threads": self.threads, "sampler": self.sampler,
+                "quantisation": "none", **options, "finishing": finishing}
 
     def worker_options(self, folder: Path) -> TakeOptions:
         """The options on a worker: a recording voice points at a copy written into ``folder``
@@ -126,13 +133,13 @@ def is_done(job: ScriptJob, spec: RenderSpec) -> bool:
 class Renderer:
     """A Ray actor's body: one engine, many scripts (``ray.remote`` wraps it in :func:`render_batch`)."""
 
-    def __init__(self, spec: RenderSpec, threads: int = 1) -> None:
+    def __init__(self, spec: RenderSpec) -> None:
         import torch
 
         from omnistudio.take.link import LocalEngine
         from omnistudio.voices.session import open_engine
 
-        torch.set_num_threads(max(1, threads))
+        torch.set_num_threads(max(1, spec.threads))  # before anything runs: Ray set OMP_NUM_THREADS to its CPUs
         self._folder = tempfile.TemporaryDirectory(prefix="omnistudio-ref-")
         self.options = spec.worker_options(Path(self._folder.name))
         self.link = LocalEngine(open_engine(spec.model, spec.device, spec.dtype, spec.sampler))
@@ -163,22 +170,32 @@ def split_done(jobs: list[ScriptJob], spec: RenderSpec) -> tuple[list[ScriptJob]
     return todo, report
 
 
+def note_threads(result: Any, local_threads: int) -> None:
+    """Say in the take's engine record when it rendered with another thread count than ``render`` here."""
+    engine = result.engine
+    if engine is not None and engine.get("threads") not in (None, local_threads):
+        engine["note"] = (f"rendered with {engine['threads']} torch threads; render on the machine that wrote this "
+                          f"file uses {local_threads}: float sums differ, so the samples may too")
+
+
 def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int, cpus: float, gpus: float,
                  console: Any = None, report: BatchReport | None = None,
-                 renderer: type[Renderer] | None = None) -> BatchReport:
-    """Render ``jobs`` on up to ``workers`` actors (``renderer`` instances); write each output as it arrives."""
+                 renderer: type[Renderer] | None = None, local_threads: int | None = None) -> BatchReport:
+    """Render ``jobs`` on up to ``workers`` actors (``renderer`` instances); write each output as it arrives.
+    ``local_threads``: torch's thread count here (default ``spec.threads``): a file rendered with another
+    count says so in its sidecar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from omnistudio.take.sinks import FileSink
 
     report = report or BatchReport()
+    local_threads = spec.threads if local_threads is None else local_threads
     t0 = time.perf_counter()
     todo = deque(jobs)
     if not todo:
         return report
     actor_cls = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=0)(renderer or Renderer)
-    threads = max(1, int(cpus))
-    spawn = lambda: actor_cls.remote(spec, threads)  # noqa: E731
+    spawn = lambda: actor_cls.remote(spec)  # noqa: E731
     idle = [spawn() for _ in range(min(workers, len(todo)))]
     pending: dict[Any, tuple[ScriptJob, Any]] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -204,6 +221,7 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
                 if audio.error is not None:
                     report.failed[job.name] = audio.error
                 else:
+                    note_threads(audio.result, local_threads)
                     sink = FileSink(job.output, source=spec.source(job.sha256))  # as `render -o` writes
                     sink.begin(audio)  # the sink takes the finishing from what it is given
                     sink.end(audio.result)

@@ -14,6 +14,7 @@ from omnistudio.errors import UserError
 def _batch_spec(args: argparse.Namespace) -> Any:
     """The batch's spec from the render command's own option checks (default voice still unset)."""
     from omnistudio.cluster.batch import RenderSpec
+    from omnistudio.commands.flags.ray import actor_threads
     from omnistudio.commands.flags.take import take_options
     from omnistudio.config import default_model
 
@@ -26,13 +27,15 @@ def _batch_spec(args: argparse.Namespace) -> Any:
     options = take_options(args)
     ref_bytes = args.ref_audio.read_bytes() if args.ref_audio is not None and args.ref_audio.is_file() else None
     return RenderSpec(model=args.model or default_model(), device=args.device, dtype=args.dtype,
-                      sampler=args.sampler, options=options, ref_bytes=ref_bytes)
+                      sampler=args.sampler, options=options, ref_bytes=ref_bytes,
+                      threads=actor_threads(args.threads_per_worker, "--threads-per-worker"))
 
 
 def run_batch(args: argparse.Namespace) -> int:
     """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch."""
     from omnistudio.cluster.batch import plan_jobs, split_done
     from omnistudio.cluster.connect import Need, import_ray
+    from omnistudio.commands.flags.ray import local_threads
     from omnistudio.commands.flags.take import plan_script
     from omnistudio.console import err_console
 
@@ -61,12 +64,18 @@ def run_batch(args: argparse.Namespace) -> int:
         report = _render_on_ray(args, spec, todo, report)
     for name, reason in report.failed.items():
         err_console.print(f"omnistudio: {name}: {reason}", markup=False, highlight=False, soft_wrap=True)
+    here = local_threads()
     summary = (f"{len(report.rendered)} rendered, {len(report.skipped)} skipped (already done), "
                f"{len(report.failed)} failed; {report.audio_s:.1f} s of audio in {report.wall_s:.1f} s")
+    same = spec.threads == here
+    if not same:
+        summary += (f"; workers ran {spec.threads} torch threads, render here runs {here}: the files may differ "
+                    "from a local render")
     if args.json:
         print(json.dumps({"out_dir": str(args.out_dir), "rendered": report.rendered, "skipped": report.skipped,
                           "failed": report.failed, "audio_s": round(report.audio_s, 3),
-                          "wall_s": round(report.wall_s, 3)}))
+                          "wall_s": round(report.wall_s, 3), "threads": spec.threads, "local_threads": here,
+                          "same_as_local_render": same}))
     else:
         err_console.print(summary, markup=False, highlight=False)
     if report.failed:
@@ -77,6 +86,7 @@ def run_batch(args: argparse.Namespace) -> int:
 def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report: Any) -> Any:
     from omnistudio.cluster.batch import render_batch
     from omnistudio.cluster.connect import Cluster, Need
+    from omnistudio.commands.flags.ray import local_threads
     from omnistudio.console import err_console
 
     with Cluster(args.address) as cluster:
@@ -85,4 +95,4 @@ def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report:
         workers = args.workers or (max(1, int(have.get("GPU", 0) // gpus)) if gpus else 1)
         cluster.check_fits(Need(workers, args.cpus_per_worker, gpus, "workers"))
         return render_batch(cluster.ray, spec, todo, workers, args.cpus_per_worker, gpus, console=err_console,
-                            report=report)
+                            report=report, local_threads=local_threads())

@@ -75,9 +75,11 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise UserError(f"--time-limit {args.time_limit} is out of range 1..86400 s")
     if not 0 <= args.cache_mb <= 65_536:
         raise UserError(f"--cache-mb {args.cache_mb} is out of range 0..65536")
-    cpus = getattr(args, "cpus_per_replica", None)
-    # a replica's torch threads: its CPUs (checked with the other scale flags by serve --ray)
-    threads = int(cpus) if getattr(args, "ray", False) and cpus is not None and 1 <= cpus < 1e6 else 1
+    threads = None  # torch's own count in a single process
+    if getattr(args, "ray", False):  # a replica's: this machine's count unless told (Ray would start it with 1)
+        from omnistudio.commands.flags.ray import actor_threads
+
+        threads = actor_threads(getattr(args, "threads_per_replica", None), "--threads-per-replica")
     return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, max_batch=args.max_batch,
                         max_queue=args.max_queue, time_limit_s=args.time_limit, cache_mb=args.cache_mb, keys=keys,
                         warm_up=args.warm_up, threads=threads, host=args.host, port=args.port)

@@ -29,7 +29,7 @@ class ServerConfig:
     cache_mb: int = 0
     keys: tuple[bytes, ...] = ()  # read from --api-key-file (empty: no key asked for)
     warm_up: bool = True
-    threads: int = 1  # torch threads of a Ray replica (the single-process server keeps torch's default)
+    threads: int | None = None  # torch threads of a Ray replica (None: torch's default, the single-process server)
     host: str = "127.0.0.1"
     port: int = 8005  # the port bound (named in the 'serving on' line)
 

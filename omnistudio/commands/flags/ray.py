@@ -30,10 +30,30 @@ def add_batch_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--gpus-per-worker", type=float, default=None, help="GPUs each worker holds "
                        "(default: 1 when the cluster has GPUs, else 0)")
     group.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each worker holds (default 1)")
+    group.add_argument("--threads-per-worker", type=int, default=None, metavar="N", help="torch threads of each "
+                       "worker (default: this machine's, so the files equal a local render bit for bit)")
+
+
+def actor_threads(value: int | None, flag: str) -> int:
+    """Torch threads for each Ray actor or replica: ``value`` (checked), else this process's own count, so
+    it renders what a local render here renders, bit for bit (Ray starts it with OMP_NUM_THREADS=1)."""
+    if value is not None:
+        if value < 1:
+            raise UserError(f"{flag} must be at least 1, got {value}")
+        return value
+    return local_threads()
+
+
+def local_threads() -> int:
+    """torch's thread count in this process (what a local render uses)."""
+    import torch
+
+    return int(torch.get_num_threads())
 
 
 # ------------------------------------------------------------------- serve --ray
-RAY_ONLY = ("replicas", "gpus_per_replica", "cpus_per_replica", "min_replicas", "max_replicas", "address")
+RAY_ONLY = ("replicas", "gpus_per_replica", "cpus_per_replica", "threads_per_replica", "min_replicas",
+            "max_replicas", "address")
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +65,8 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--gpus-per-replica", type=float, default=None, help="GPUs each replica holds "
                        "(default: 1 when the cluster has GPUs, else 0)")
     group.add_argument("--cpus-per-replica", type=float, default=None, help="CPUs each replica holds (default 1)")
+    group.add_argument("--threads-per-replica", type=int, default=None, metavar="N", help="torch threads of each "
+                       "replica (default: this machine's, so answers equal a local render bit for bit)")
     group.add_argument("--min-replicas", type=int, default=None, help="autoscaling floor (with --max-replicas)")
     group.add_argument("--max-replicas", type=int, default=None, help="autoscaling ceiling (with --min-replicas)")
 
