@@ -90,24 +90,65 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; every ending is one line and an exit status (130 Ctrl-C, 143 SIGTERM)."""
+    """Run one command; every ending is one line and an exit status (130 Ctrl-C, 143 SIGTERM).
+
+    Without ``argv`` this is the process's own command line (the ``omnistudio`` script, ``python -m``):
+    then the ending also holds until the process is gone (:func:`omnistudio.signals.settle`)."""
+    own = argv is None
+    if own:
+        signals.own_exit()
     try:
-        return _main(argv)
+        code = _main(argv)
     except Terminated:
-        _say("omnistudio: terminated")
-        return EXIT_TERMINATED
+        return _end(own, EXIT_TERMINATED, "omnistudio: terminated")
     except KeyboardInterrupt:
-        _say("omnistudio: interrupted")
-        return EXIT_INTERRUPTED
+        return _end(own, EXIT_INTERRUPTED, "omnistudio: interrupted")
     except BrokenPipeError:
         _quiet_stdout()
-        return 0
+        code = 0
+    return _end(own, code)
+
+
+def _end(own: bool, code: int, line: str | None = None) -> int:
+    """The exit status, after the ending's line; a signal from here on no longer interrupts anything."""
+    if own:
+        signals.settle(code, line)
+    elif line is not None:
+        _say(line)
+    return code
 
 
 def _main(argv: list[str] | None) -> int:
+    try:
+        return _command(argv)
+    except UserError as exc:
+        _say(f"omnistudio: error: {exc}")
+        return EXIT_USER_ERROR
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):  # Rich's console ends a closed stdout with exit 1
+            raise exc.__context__ from None
+        raise
+    except (Exception, MemoryError) as exc:  # from the parser's imports on too: low memory can strike there
+        interrupted = signals.interruption()  # a Ctrl-C that a library turned into its own error
+        if interrupted is not None:
+            raise interrupted from None
+        line = os_error_line(exc)  # no space, read-only, permission, not a folder, out of memory...
+        if line is not None and not os.environ.get("OMNISTUDIO_DEBUG"):
+            _say(f"omnistudio: error: {line}")
+            return EXIT_USER_ERROR
+        # anything else is a bug, not a user error: still one line unless asked
+        if os.environ.get("OMNISTUDIO_DEBUG"):
+            raise
+        _say(f"omnistudio: internal error: {type(exc).__name__}: {exc} (set OMNISTUDIO_DEBUG=1 for the traceback)")
+        return 1
+
+
+def _command(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(with_default_command(list(sys.argv[1:] if argv is None else argv)))
-    from omnistudio.console import err_console, setup_logging
+    from omnistudio.console import setup_logging
 
     setup_logging(args.verbose)
     command = args.command
@@ -117,28 +158,7 @@ def _main(argv: list[str] | None) -> int:
     # Until here a signal exits at once (nothing is open); from now on it is an exception, so the
     # command's finally blocks remove its temp files before the one line and the exit status.
     signals.install()
-    try:
-        return int(_command_module(command).run(args) or 0)
-    except UserError as exc:
-        err_console.print(f"omnistudio: error: {exc}", markup=False, highlight=False, soft_wrap=True)
-        return EXIT_USER_ERROR
-    except (KeyboardInterrupt, BrokenPipeError):
-        raise
-    except (Exception, MemoryError) as exc:
-        interrupted = signals.interruption()  # a Ctrl-C that a library turned into its own error
-        if interrupted is not None:
-            raise interrupted from None
-        line = os_error_line(exc)  # no space, read-only, permission, not a folder, out of memory...
-        if line is not None and not os.environ.get("OMNISTUDIO_DEBUG"):
-            err_console.print(f"omnistudio: error: {line}", markup=False, highlight=False, soft_wrap=True)
-            return EXIT_USER_ERROR
-        # anything else is a bug, not a user error: still one line unless asked
-        if os.environ.get("OMNISTUDIO_DEBUG"):
-            raise
-        err_console.print(f"omnistudio: internal error: {type(exc).__name__}: {exc} "
-                          "(set OMNISTUDIO_DEBUG=1 for the traceback)", markup=False, highlight=False,
-                          soft_wrap=True)
-        return 1
+    return int(_command_module(command).run(args) or 0)
 
 
 if __name__ == "__main__":

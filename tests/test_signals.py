@@ -122,3 +122,63 @@ def test_sigterm_mid_render(tmp_path: Path, ref_wav: Path, tmp_path_factory: pyt
     assert [line for line in rest.splitlines() if line.startswith("omnistudio:")] == ["omnistudio: terminated"]
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no temp file, old pair intact
     assert [p.name for p in spool.iterdir() if not p.name.startswith("torchinductor_")] == []  # nor in TMPDIR
+
+
+def _signal_once_written(tmp_path: Path, ref_wav: Path, signum: int, when: str) -> tuple[int, str]:
+    """Render one sentence; once ``one.wav.json`` exists, send ``signum`` at once (``when="written"``) or
+    wait until the process no longer runs a handler for ``signum`` (``when="unhandled"``: the interpreter's
+    last stretch of shut-down, after its exit callbacks), then send ``signum``. (returncode, stderr)."""
+    script = tmp_path / "one.txt"
+    script.write_text("Good evening.\n")
+    out = tmp_path / "one.wav"
+    for stale in (out, tmp_path / "one.wav.json"):
+        stale.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "omnistudio.cli", "render", str(script), "-o", str(out),
+                             "--model", "tiny", "--device", "cpu", "--num-step", "2", "--ref-audio", str(ref_wav),
+                             "--ref-text", REF_TEXT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (tmp_path / "one.wav.json").exists() or proc.poll() is not None, timeout=600,
+                   interval=0.001, what="the sidecar")
+        while when == "unhandled" and proc.poll() is None and _handles(proc.pid, signum):
+            time.sleep(0.0005)
+        proc.send_signal(signum)
+        _out, err = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc.returncode, err
+
+
+def _handles(pid: int, signum: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught >> (signum - 1) & 1)
+
+
+def _done_or_one_line(code: int, err: str, signum: int) -> None:
+    """Done (0, nothing about the signal) or interrupted (130/143 and its one line); never a traceback."""
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    ours = [line for line in err.splitlines() if line.startswith("omnistudio:")]
+    if signum == signal.SIGTERM:
+        assert (code, ours) in ((0, []), (143, ["omnistudio: terminated"])), err
+    else:
+        assert (code, ours) in ((0, []), (130, ["omnistudio: interrupted"])), err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_once_the_output_is_written(tmp_path: Path, ref_wav: Path, signum: int) -> None:
+    """A signal as soon as the output pair is committed (the command returning, threads joined, exit
+    callbacks): the run counts as done or as interrupted, each with its usual ending."""
+    code, err = _signal_once_written(tmp_path, ref_wav, signum, "written")
+    _done_or_one_line(code, err, signum)
+
+
+def test_a_signal_while_the_interpreter_collects_its_garbage(tmp_path: Path, ref_wav: Path) -> None:
+    """After the exit callbacks the interpreter stops handling signals: SIGTERM then must not kill the
+    process silently (-15) once its run is done."""
+    code, err = _signal_once_written(tmp_path, ref_wav, signal.SIGTERM, "unhandled")
+    _done_or_one_line(code, err, signal.SIGTERM)
+    assert code == 0, err
