@@ -32,6 +32,10 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that the same clean-up runs (the CLI exits 143 for it)."""
 
 
+# How the dynamic loader says a shared library did not fit in the address space (`ulimit -v`, low memory).
+_NO_MEMORY_TO_LOAD = ("failed to map segment", "cannot allocate memory")
+
+
 def os_error_line(exc: BaseException) -> str | None:
     """One line for an operating-system failure (naming the path and what to do), or None when
     ``exc`` is not one. The CLI shows it like a :class:`UserError`; the studio can too."""
@@ -40,6 +44,9 @@ def os_error_line(exc: BaseException) -> str | None:
     if isinstance(exc, MemoryError):
         return ("out of memory: close other programs, or use a shorter script, a smaller --batch "
                 "or fewer --num-step")
+    if isinstance(exc, ImportError) and any(sign in str(exc).lower() for sign in _NO_MEMORY_TO_LOAD):
+        return (f"out of memory while loading a library ({first_line(exc)}): raise the memory limit "
+                "(ulimit -v) or close other programs")
     if not isinstance(exc, OSError) or exc.errno is None:
         return None
     path = exc.filename if exc.filename is not None else None

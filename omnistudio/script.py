@@ -332,8 +332,8 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
         raise UserError(f"script {path} is not a file")
     size = path.stat().st_size
     if size > max_bytes:
-        raise UserError(f"script {path} is {size / 1024:.0f} KB; the limit is {max_bytes // 1024} KB "
-                        "(about an hour of speech): split it into parts")
+        raise UserError(f"script {path} is {size:,} bytes; the limit is {max_bytes:,} ({max_bytes / 1024:g} KB, "
+                        "about an hour of speech): split it into parts")
     data = path.read_bytes()
     if b"\x00" in data[:8192]:
         raise UserError(f"script {path} looks like a binary file, not text")

@@ -160,7 +160,7 @@ def test_read_script_errors(tmp_path: Path) -> None:
         read_script(latin)
     big = tmp_path / "big.txt"
     big.write_text("A sentence. " * 90_000)
-    with pytest.raises(UserError, match="the limit is 64 KB"):
+    with pytest.raises(UserError, match=r"is 1,080,000 bytes; the limit is 65,536 \(64 KB"):
         read_script(big)
     with pytest.raises(UserError, match="does not exist"):
         read_script(tmp_path / "missing.txt")

@@ -52,6 +52,24 @@ def test_wrong_or_missing_key_gets_401_and_renders_nothing(keyed: Server) -> Non
     assert keyed.metric("omnistudio_batch_size_count", good) > before
 
 
+def test_websocket_without_a_key_is_refused_with_403(keyed: Server) -> None:
+    """The WebSocket handshake is closed before it is accepted: the client sees HTTP 403 (docs/server.md)."""
+    import asyncio
+
+    import websockets
+
+    async def connect(headers: dict[str, str]) -> int:
+        try:
+            async with websockets.connect(f"ws://127.0.0.1:{keyed.port}/ws/tts/stream-omni",
+                                          additional_headers=headers):
+                return 101
+        except websockets.InvalidStatus as exc:
+            return exc.response.status_code
+
+    for headers in ({}, {"Authorization": "Bearer wrong-key-0123456789abcdef"}):
+        assert asyncio.run(connect(headers)) == 403
+
+
 def test_full_queue_gets_429_with_retry_after(keyed: Server) -> None:
     good = {"Authorization": f"Bearer {KEY}"}
     long = " ".join(f"Sentence {i} keeps the engine busy." for i in range(40))

@@ -205,8 +205,21 @@ def _tokenizer_config(geo: Geometry) -> HiggsAudioV2TokenizerConfig:
     )
 
 
+def import_pydub_quietly() -> None:
+    """Import pydub (omnivoice imports it) without its import-time "Couldn't find ffmpeg or avconv"
+    RuntimeWarning: OmniStudio never has pydub read or write a file, so ffmpeg is not needed. Scoped to
+    this import, so every other warning still shows. Call it before the first omnivoice import."""
+    import importlib
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
+        importlib.import_module("pydub")
+
+
 def build_checkpoint(geo: Geometry, out: Path, progress: Callable[[str], None] | None = None) -> None:
     """Build checkpoint ``geo`` into directory ``out`` (deterministic for ``geo.seed``)."""
+    import_pydub_quietly()
     import torch
     from omnivoice.models.omnivoice import OmniVoice, OmniVoiceConfig
     from transformers import DacFeatureExtractor, HiggsAudioV2TokenizerModel, Qwen3Config

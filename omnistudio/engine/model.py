@@ -262,9 +262,7 @@ def set_backend_flags(device: str) -> None:
 
 def quiet_third_party() -> None:
     """Silence transformers' weight-loading bars and pydub's missing-ffmpeg warning."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
+    checkpoints.import_pydub_quietly()
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
