@@ -82,7 +82,7 @@ BAD_SCRIPTS = [
     ("unknown-tag-language", "[:fr] Bonjour.", "line 1: unknown language 'fr'"),
     ("binary", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, "looks like a binary file"),
     ("non-utf8", "Hola.\nEl niño.".encode("latin-1"), "not UTF-8 text"),
-    ("one-megabyte", "This is a sentence. " * 52_429, "the limit is 64 KB"),
+    ("one-megabyte", "This is a sentence. " * 52_429, "is 1,048,580 bytes; the limit is 65,536"),
 ]
 
 
