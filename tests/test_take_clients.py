@@ -1,6 +1,6 @@
 """Every client builds a take the same way: the studio's export, `omnistudio render -o` and a direct
-take call give bit-identical samples; the studio reuses takes (seed locked) and prepares voices before
-the first sound. Voices are recorded (flite) references, so the three anchors really differ."""
+take call give bit-identical samples; the studio reuses takes (seed locked) and prepares each voice
+before its own first sentence. Voices are recorded (flite) references, so the three anchors really differ."""
 
 from __future__ import annotations
 
@@ -123,23 +123,30 @@ def test_replay_with_the_seed_locked_renders_nothing_again(tiny_engine: Any, fli
 
 
 @pytest.mark.device
-def test_missing_prompts_are_built_before_the_first_sound(
+def test_each_prompt_is_built_before_its_own_first_sentence(
         tiny_engine: Any, flite_desk: Path, null_sink: str) -> None:  # noqa: F811
-    """Every prompt the script needs is built in the prepare phase, before the first sound: none while
-    audio plays (before the fix the builds ran mid-script: 14 s of silence and 349 underruns). What is
-    asserted is when each build ran, not the underrun count a loaded machine can push up by itself
-    (the count is tested exactly in test_player.py)."""
-    from omnistudio.studio.events import Failure, PlaybackStarted, Preparing
+    """The first sound waits for the first sentence's voice only: ben's prompt is built while ana's first
+    sentence plays, and before ben's own sentence renders. (Ben's build is held until the first sound: a
+    studio that built every prompt first would hold it to the hang guard and show it before the sound.)
+    What is asserted is the order of the builds and the sound, not seconds."""
+    from omnistudio.studio.events import Failure, PlaybackStarted, Preparing, SentenceRendered
 
     engine = fast_engine(tiny_engine)
     builds: list[float] = []
     build = engine.prompt_from_audio
 
-    def timed_build(*args: Any, **kwargs: Any) -> Any:
+    def sounding() -> bool:
+        return any(isinstance(e, PlaybackStarted) for e in studio.events)
+
+    def held_build(*args: Any, **kwargs: Any) -> Any:
+        if builds:  # the second build, ben's: only once ana's first sentence sounds
+            deadline = time.monotonic() + 60  # a hang guard: nothing asserts on it
+            while not sounding() and time.monotonic() < deadline:
+                time.sleep(0.01)
         builds.append(time.monotonic())
         return build(*args, **kwargs)
 
-    engine.prompt_from_audio = timed_build  # every prompt build of this engine
+    engine.prompt_from_audio = held_build  # every prompt build of this engine
     studio = open_studio(engine, audio="device")
     try:
         assert not studio.silent
@@ -153,9 +160,10 @@ def test_missing_prompts_are_built_before_the_first_sound(
         kinds = [(e.action, e.voice, e.lang) if isinstance(e, Preparing) else "sound"
                  for e in studio.events if isinstance(e, (Preparing, PlaybackStarted))]
         first_sound = kinds.index("sound")
-        assert ("build", "ana", "en") in kinds[:first_sound] and ("build", "ben", "es") in kinds[:first_sound]
-        assert [k for k in kinds[first_sound:] if k != "sound"] == []  # no prepare step once audio plays
+        assert ("build", "ana", "en") in kinds[:first_sound] and ("build", "ben", "es") in kinds[first_sound:]
         sound_at = next(at for at, e in zip(studio.stamps, studio.events) if isinstance(e, PlaybackStarted))
-        assert len(builds) >= 2 and max(builds) < sound_at, (builds, sound_at)  # ana's and ben's, both before
+        ben_rendered_at = next(at for at, e in zip(studio.stamps, studio.events)
+                               if isinstance(e, SentenceRendered) and e.index == 2)
+        assert len(builds) == 2 and builds[0] < sound_at < builds[1] < ben_rendered_at, (builds, sound_at)
     finally:
         studio.close()

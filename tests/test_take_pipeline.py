@@ -1,4 +1,4 @@
-"""The take pipeline: plan, prepare before the first chunk, 1-ahead render through a link, the take
+"""The take pipeline: plan, prepare each voice before its first sentence, 1-ahead render through a link, the take
 cache (reuse with the seed locked, bounded in bytes), sinks, cancel."""
 
 from __future__ import annotations
@@ -157,18 +157,36 @@ def test_skip_failed_leaves_out_the_failed_sentence_and_fails_only_when_all_do(t
         build_take(Flaky(), text, TakeOptions()).run([MemorySink()], skip_failed=True)
 
 
-def test_prepare_builds_missing_prompts_before_the_first_chunk(tiny_engine: Any, flite_desk: Path) -> None:  # noqa: F811
+def test_the_first_sentence_waits_for_its_own_voice_only(tiny_engine: Any, flite_desk: Path) -> None:  # noqa: F811
+    """The first sentence plays once its own voice is ready; a later voice is prepared while earlier
+    sentences play (preparing ben is held until sentence 1 is in a sink: a take that prepared every voice
+    first would hold until the hang guard and then show ben's build before sentence 1)."""
     from omnistudio.engine.engine import Engine
 
     engine = Engine(tiny_engine.loaded)  # a fresh engine: nothing cached on the device
     link = LocalEngine(engine)
     order: list[str] = []
+    first_out = threading.Event()
+    real_prepare = link.prepare
+
+    def prepare(voices: Sequence[tuple[VoiceRef, str]], progress: Any = None, cancel: Any = None) -> None:
+        if any(ref.key() == "ben" for ref, _ in voices):
+            first_out.wait(60)  # a hang guard, not a timing: nothing asserts on it
+        real_prepare(voices, progress, cancel)
+
+    class Heard(MemorySink):
+        def chunk(self, chunk: Any, piece: Any) -> None:
+            order.append(f"chunk {chunk.sentence.id}")
+            first_out.set()
+            super().chunk(chunk, piece)
+
+    link.prepare = prepare  # type: ignore[method-assign]
     take = build_take(link, "[ana] Good evening.\n[ben:es] Buenas noches.\n[ana:en] Bye.",
                       TakeOptions(num_step=2, seed=3))
-    take.run([MemorySink()], progress=lambda e: order.append(f"{e.action} {e.voice} {e.lang}"),
-             on_chunk=lambda c: order.append(f"chunk {c.sentence.id}"))
-    assert order[:4] == ["build ana en", "done ana en", "build ben es", "done ben es"]
-    assert order[4:] == ["chunk 0", "chunk 1", "chunk 2"]
+    take.run([Heard()], progress=lambda e: order.append(f"{e.action} {e.voice} {e.lang}"))
+    assert order[:3] == ["build ana en", "done ana en", "chunk 0"], order
+    assert order.index("build ben es") < order.index("done ben es") < order.index("chunk 1") < order.index("chunk 2")
+    assert order.count("build ana en") == 1  # a voice is prepared once per take
     assert (flite_desk / "prompts" / "ana_en.omni_prompt.safetensors").exists()
     states = {a.id: a.state for a in link.voices().anchors}  # what a client's anchor list shows
     assert (states["ana"]["en"], states["ben"]["es"], states["cy"]["en"]) == ("ready", "ready", "missing")
@@ -178,6 +196,21 @@ def test_prepare_builds_missing_prompts_before_the_first_chunk(tiny_engine: Any,
     a = engine.synthesize("Same words.", engine_prompt(engine, "ana"), num_step=2, seed=1).pcm
     b = engine.synthesize("Same words.", engine_prompt(engine, "ben"), num_step=2, seed=1).pcm
     assert a.shape != b.shape or not np.array_equal(a, b)
+
+
+def test_a_later_voice_that_cannot_be_prepared_writes_no_file(tmp_path: Path) -> None:
+    class NoBen(FakeLink):
+        def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: Any = None, cancel: Any = None) -> None:
+            if any(ref.key() == "ben" for ref, _ in voices):
+                raise UserError("the recording of 'ben' is unreadable")
+            super().prepare(voices, progress, cancel)
+
+    out, sink = tmp_path / "take.wav", MemorySink()
+    with pytest.raises(UserError, match="recording of 'ben' is unreadable"):
+        build_take(NoBen(), "[ruby] First line here.\n[ben] Second line here.", TakeOptions()).run(
+            [sink, FileSink(out)])
+    assert sink.aborted and sink.sentences == [0] and not out.exists()
+    assert not list(tmp_path.iterdir())  # nothing half-written beside it either
 
 
 def engine_prompt(engine: Any, anchor: str) -> Any:

@@ -168,7 +168,9 @@ class Take:
     def run(self, sinks: Sequence[Sink] = (), progress: Callable[[PrepareEvent], None] | None = None,
             cancel: threading.Event | None = None, on_chunk: Callable[[Chunk], None] | None = None,
             skip_failed: bool = False) -> TakeResult:
-        """Prepare the voices, render what the cache lacks (1-ahead), stitch, feed ``sinks`` in order.
+        """Prepare the first sentence's voice, render what the cache lacks (1-ahead), stitch, feed ``sinks``
+        in order. A later sentence's voice is prepared on the stream's worker just before its group
+        renders, while earlier sentences play: the first sentence waits for its own voice only.
 
         A failed sentence is reported through ``on_chunk`` and stops the take at once: UserError names
         it, the stream is closed and the sinks are aborted (nothing is written). With ``skip_failed`` it
@@ -185,13 +187,22 @@ class Take:
 
         hits = {s.id: r for s in self.sentences if (r := self.cache.get(cache_key(self.link, s, self.options)))}
         todo = [s for s in self.sentences if s.id not in hits]
+        prepared: set[tuple[VoiceRef, str]] = set()
+
+        def prepare(voices: Sequence[tuple[VoiceRef, str]]) -> None:
+            needed = [v for v in dict.fromkeys(voices) if v not in prepared]
+            if needed:
+                self.link.prepare(needed, report, cancel)
+                prepared.update(needed)
+
         for sink in sinks:
             sink.begin(self)
         try:
             if todo:
-                self.link.prepare(self.voices(todo), report, cancel)
+                prepare(self.voices(todo[:1]))
             prepare_s = time.perf_counter() - started
-            result = self._stream(todo, hits, sinks, cancel, on_chunk, started, skip_failed)
+            result = self._stream(todo, hits, sinks, cancel, on_chunk, started, skip_failed,
+                                  lambda items: prepare([(item.voice, item.lang) for item in items]))
         except BaseException:
             for sink in sinks:
                 sink.abort()
@@ -202,11 +213,12 @@ class Take:
         return result
 
     def _chunks(self, todo: list[PlannedSentence], hits: dict[int, Rendered], started: float,
-                cancel: threading.Event) -> Iterator[Chunk]:
+                cancel: threading.Event, prepare: Callable[[list[RenderItem]], None] | None = None
+                ) -> Iterator[Chunk]:
         stream = None
         if todo:
             stream = self.stream = Stream(self.link, todo, [s.item() for s in todo], self.options, self.lookahead,
-                                          cancel=cancel)
+                                          cancel=cancel, prepare=prepare)
         rate = self.link.sample_rate
         try:
             rendered = iter(stream) if stream is not None else iter(())
@@ -226,7 +238,7 @@ class Take:
 
     def _stream(self, todo: list[PlannedSentence], hits: dict[int, Rendered], sinks: Sequence[Sink],
                 cancel: threading.Event, on_chunk: Callable[[Chunk], None] | None, started: float,
-                skip_failed: bool = False) -> TakeResult:
+                skip_failed: bool = False, prepare: Callable[[list[RenderItem]], None] | None = None) -> TakeResult:
         stitcher = live_stitcher(self.link.sample_rate, self.finishing)
         from omnistudio.audio.spool import ChunkSpool, PcmSpool
 
@@ -236,7 +248,7 @@ class Take:
         skipped: list[int] = []
         ttfa: float | None = None
         rendered = 0
-        for chunk in self._chunks(todo, hits, started, cancel):
+        for chunk in self._chunks(todo, hits, started, cancel, prepare):
             if cancel.is_set():
                 break
             sentence = chunk.sentence

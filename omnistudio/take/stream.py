@@ -142,11 +142,15 @@ class Stream:
     """Iterate to get chunks in order; ``cancel()`` to stop; use as a context manager.
 
     ``sentences[i]`` is rendered as ``items[i]`` (same index); ``options`` gives steps, guidance,
-    speed and the batch size (the first sentence alone, for time to first audio, then groups)."""
+    speed and the batch size (the first sentence alone, for time to first audio, then groups).
+    ``prepare(items)``, when given, runs on the worker before each group renders (a take prepares a
+    later sentence's voice there, while earlier sentences play); a UserError it raises ends the stream
+    with that error."""
 
     def __init__(self, link: EngineLink, sentences: Sequence[StreamSentence], items: Sequence[RenderItem],
                  options: TakeOptions, lookahead: int = 1, overlap_decode: bool | None = None,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None,
+                 prepare: Callable[[list[RenderItem]], None] | None = None) -> None:
         self.created = time.perf_counter()
         if lookahead < 1:
             raise ValueError("lookahead must be at least 1")
@@ -155,6 +159,7 @@ class Stream:
         self.options = options.validated()
         self.batch = self.options.batch
         self.link = link
+        self._prepare = prepare
         self.sentences = list(sentences)
         self._items = {id(s): item for s, item in zip(self.sentences, items)}
         self._cancel: _AnyOf | threading.Event = (_AnyOf(threading.Event(), cancel) if cancel is not None
@@ -194,6 +199,8 @@ class Stream:
                         return
                 if self._cancel.is_set():
                     return
+                if self._prepare is not None:
+                    self._prepare([self._items[id(s)] for s in group])
                 job = self._tokens(group)
                 if job is None:
                     return
@@ -201,7 +208,9 @@ class Stream:
                     self._lane.put(job)
                 elif not self._deliver(job):
                     return
-        except Unavailable as exc:
+        except Cancelled:
+            return
+        except (Unavailable, UserError) as exc:  # a server gone, a voice that cannot be prepared
             log.debug("stream stopped: %s", exc)  # the consumer reports it
             self._queue.put(exc)
         except BaseException as exc:  # noqa: BLE001 - a bug here must not hang the consumer
