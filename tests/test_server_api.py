@@ -239,11 +239,13 @@ def test_generate_shm_leaves_another_users_file_and_a_symlink(server: Server, tm
         theirs.write_bytes(b"X\n")
         os.chown(theirs, 65534, 65534)
         link.symlink_to(target)
+        rendered = server.metric("omnistudio_batch_size_count")
         for path, needle in ((theirs, "another user"), (link, "symbolic link")):
             resp = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": path.name}, timeout=120)
             error = resp.json()["error"]
             assert resp.status_code == 400 and needle in error["message"], resp.text
             assert error["type"] == "invalid_request_error"
+        assert server.metric("omnistudio_batch_size_count") == rendered  # refused before anything rendered
         assert os.lstat(theirs).st_uid == 65534 and theirs.read_bytes() == b"X\n"
         assert link.is_symlink() and target.read_bytes() == b"X\n"
     finally:

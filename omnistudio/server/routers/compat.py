@@ -42,10 +42,11 @@ async def generate(request: Request) -> Response:
 
 @router.post("/tts/generate-shm")
 async def generate_shm(request: Request) -> JSONResponse:
-    from omnistudio.audio.shm import check_shm_name, write_shm
+    from omnistudio.audio.shm import check_shm_name, check_shm_target, write_shm
 
     req = await read_json(request, wire.GenerateRequest)
-    name = check_shm_name(req.name)  # before anything renders
+    name = check_shm_name(req.name)
+    check_shm_target(name)  # before anything renders: no /dev/shm, a symlink or another user's file there
     run = await _whole_take(request, req)
     done: Done = run.done  # type: ignore[attr-defined]
     path = write_shm(name, done.pcm, run.link.sample_rate)
