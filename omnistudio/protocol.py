@@ -286,6 +286,8 @@ class EngineInfo(BaseModel):
     device: str = "?"
     dtype: str = "?"
     sampler: str = "?"
+    threads: int | None = None  # torch's thread count where it renders (a take's floats depend on it)
+    quantisation: str = "none"
     max_batch: int = 1
 
 

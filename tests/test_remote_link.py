@@ -74,6 +74,7 @@ def test_prepare_reports_progress(server: FakeServer) -> None:
     link.prepare([(VoiceRef(anchor="ruby"), "en"), (VoiceRef(anchor="storm"), "es")], events.append)
     assert [(e.done, e.total, e.lang) for e in events] == [(1, 2, "en"), (2, 2, "es")]
     assert link.info.device == f"cpu @ 127.0.0.1:{server.port}" and link.info.sampler == "fast"
+    assert link.info.threads == 3  # the server's thread count: a remote take records what rendered it
     link.close()
 
 

@@ -130,7 +130,7 @@ class FakeServer:
             return response
         if request.path == "/health":
             health = wire.Health(status="ready", protocol=wire.PROTOCOL, sample_rate=24000,
-                                 engine=wire.EngineInfo(model="fake", device="cpu", dtype="fp32", sampler="fast"))
+                                 engine=wire.EngineInfo(model="fake", device="cpu", dtype="fp32", sampler="fast", threads=3))
             if self.behaviour == "loading":
                 self.behaviour = "ok"  # ready at the next look
                 return connection.respond(503, wire.frame(wire.Health(status="loading", detail="loading model")))
