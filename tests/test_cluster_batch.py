@@ -47,52 +47,17 @@ def ray_render(scripts: list[Path], out_dir: Path, ref_wav: Path, *extra: str) -
             "--cpus-per-worker", "0.5", "--json", *common(ref_wav), *extra]
 
 
-def test_six_scripts_on_two_workers_equal_local_renders_and_resume(
-        tmp_path: Path, ref_wav: Path, local_ray: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    scripts = []
-    for i, text in enumerate(LINES):
-        scripts.append(tmp_path / f"story{i}.txt")
-        scripts[-1].write_text(text + "\n", encoding="utf-8")
-    local = tmp_path / "local"
-    local.mkdir()
-    for script in scripts:
-        assert main(["render", str(script), "-o", str(local / f"{script.stem}.wav"), *common(ref_wav)]) == 0
-    capsys.readouterr()
-
-    out = tmp_path / "out"
-    assert main(ray_render(scripts, out, ref_wav)) == 0
-    first = json.loads(capsys.readouterr().out)
-    assert sorted(first["rendered"]) == sorted(map(str, scripts)) and first["skipped"] == [] and not first["failed"]
-    for script in scripts:
-        name = f"{script.stem}.wav"
-        assert (out / name).read_bytes() == (local / name).read_bytes(), name  # bit for bit
-        source = json.loads((out / f"{name}.json").read_text())["source"]
-        assert source["model"] == "tiny" and source["seed"] == 0 and source["voice"].startswith("rec:")
-    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temp files left
-    stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-
-    assert main(ray_render(scripts, out, ref_wav)) == 0
-    second = json.loads(capsys.readouterr().out)
-    assert second["rendered"] == [] and sorted(second["skipped"]) == sorted(map(str, scripts))
-    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps  # nothing rewritten
-
-    # A changed script text is not "done": that one renders again (a changed setting: the test below).
-    scripts[0].write_text("A different story.\n", encoding="utf-8")
-    assert main(ray_render(scripts[:2], out, ref_wav, "--workers", "1")) == 0
-    third = json.loads(capsys.readouterr().out)
-    assert third["rendered"] == [str(scripts[0])] and third["skipped"] == [str(scripts[1])]
-
-
-def test_workers_render_with_this_machines_threads_and_any_changed_setting_renders_again(
+def test_workers_equal_local_renders_resume_and_any_change_renders_again(
         tmp_path: Path, ref_wav: Path, local_ray: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """Ray starts an actor with OMP_NUM_THREADS=1; `render` here runs torch's own count (two threads on
     a two-core machine), and float sums depend on it. Workers take this process's count: the files
-    equal local renders bit for bit. A run that changes only the seed, a take option, the voice or
-    the workers' threads renders that script again; a worker with other threads says so."""
+    equal local renders bit for bit. A second run renders and rewrites nothing; a run that changes only
+    the script's text, the seed, a take option, the voice or the workers' threads renders that script
+    again; a worker with other threads says so."""
     import torch
 
     torch.set_num_threads(2)  # what `render` runs with on two cores (the suite runs one thread)
-    names = ("seed", "steps", "voice", "threads")
+    names = ("seed", "steps", "voice", "threads", "text")
     scripts = {name: tmp_path / f"{name}.txt" for name in names}
     for i, script in enumerate(scripts.values()):
         script.write_text(LINES[i] + "\n", encoding="utf-8")
@@ -106,18 +71,25 @@ def test_workers_render_with_this_machines_threads_and_any_changed_setting_rende
     out = tmp_path / "out"
     assert main(ray_render(list(scripts.values()), out, ref_wav)) == 0
     said = json.loads(capsys.readouterr().out)
-    assert len(said["rendered"]) == 4 and (said["threads"], said["same_as_local_render"]) == (2, True)
+    assert sorted(said["rendered"]) == sorted(map(str, scripts.values())) and not said["failed"]
+    assert (said["threads"], said["same_as_local_render"]) == (2, True)
     for name in ("seed", "threads"):
         assert (out / f"{name}.wav").read_bytes() == (local / f"{name}.wav").read_bytes(), name  # bit for bit
     side = json.loads((out / "seed.wav.json").read_text())
     assert side["engine"]["threads"] == 2 and "note" not in side["engine"]
     assert side["take"]["seed"] == 0 and side["timings"]["sentences"][0]["voice"].startswith("rec:")
+    assert side["source"]["model"] == "tiny" and side["source"]["voice"].startswith("rec:")
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temp files left
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
 
     assert main(ray_render(list(scripts.values()), out, ref_wav)) == 0  # nothing changed: nothing renders
-    assert json.loads(capsys.readouterr().out)["rendered"] == []
-    changes = {"seed": ["--seed", "5"], "steps": ["--num-step", "3"], "voice": ["--ref-text", "Another transcript."],
-               "threads": ["--threads-per-worker", "1"]}
-    for name, change in changes.items():  # each script differs from its first run in one setting only
+    said = json.loads(capsys.readouterr().out)
+    assert said["rendered"] == [] and sorted(said["skipped"]) == sorted(map(str, scripts.values()))
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps  # nothing rewritten
+    scripts["text"].write_text("A different story.\n", encoding="utf-8")
+    changes = {"text": [], "seed": ["--seed", "5"], "steps": ["--num-step", "3"],
+               "voice": ["--ref-text", "Another transcript."], "threads": ["--threads-per-worker", "1"]}
+    for name, change in changes.items():  # each script differs from its first run in one thing only
         assert main(ray_render([scripts[name]], out, ref_wav, "--workers", "1", *change)) == 0, name
         said = json.loads(capsys.readouterr().out)
         assert said["rendered"] == [str(scripts[name])] and said["skipped"] == [], (name, said)
