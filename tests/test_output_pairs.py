@@ -52,9 +52,9 @@ def test_failed_shm_commit_leaves_the_file_pair(tmp_path: Path, monkeypatch: pyt
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     root = tmp_path / "shm"
     root.mkdir()
-    (root / "take").mkdir()  # os.replace of a file onto a directory fails at commit
+    (root / "take").mkdir()  # the check again at commit refuses it (os.replace would fail there too)
     monkeypatch.setattr(shm_module, "check_shm_target", lambda name, r=root: Path(r) / name)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="is a directory"):
         finish_render([(_tone(3.0), 0.0)], SR, out, FinishingOptions(shm_name="take"), shm_root=root)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     assert [p.name for p in root.iterdir()] == ["take"]
