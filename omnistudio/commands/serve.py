@@ -1,4 +1,4 @@
-"""`omnistudio serve`: the speech server (OpenAI-compatible /v1/audio/speech, the seed's /tts/* routes
+"""`omnistudio serve`: the speech server (OpenAI-compatible /v1/audio/speech, the whole-take /tts/* routes
 and the stream-omni WebSocket) over the take pipeline; one engine worker owns the model."""
 
 from __future__ import annotations
