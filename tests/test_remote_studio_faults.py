@@ -66,8 +66,8 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture, mon
             telemetry = screen.query_one(Telemetry)
             recorder = Recorder(app)
             await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="ready")
-            # the anchor list is the server's (the stand-in lists one anchor), the model line names it
-            await wait_for(pilot, lambda: [r.id for r in screen.query_one(AnchorPicker).rows] == ["ruby"],
+            # the anchor list is the server's (the stand-in lists two anchors), the model line names it
+            await wait_for(pilot, lambda: [r.id for r in screen.query_one(AnchorPicker).rows] == ["ruby", "storm"],
                            what="the server's roster")
             assert telemetry.where == f"fake on cpu @ 127.0.0.1:{server.port}"
             editor = screen.query_one(ScriptEditor)
