@@ -47,17 +47,21 @@ def ray_render(scripts: list[Path], out_dir: Path, ref_wav: Path, *extra: str) -
             "--cpus-per-worker", "0.5", "--json", *common(ref_wav), *extra]
 
 
-# A hang guard, not a timing: under a CPU burner this test (seven Ray runs, each starting its actors
-# and loading the model) took 1,039 s, past the suite's 900 s guard, whose alarm then landed inside ray.wait.
+# A hang guard, not a timing: under a CPU burner this test took 1,039 s when it started Ray's actors
+# six times (the suite's 900 s guard then landed inside ray.wait); it starts them twice now.
 @pytest.mark.timeout(3600)
 def test_workers_equal_local_renders_resume_and_any_change_renders_again(
-        tmp_path: Path, ref_wav: Path, local_ray: Any, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, ref_wav: Path, local_ray: Any, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Ray starts an actor with OMP_NUM_THREADS=1; `render` here runs torch's own count (two threads on
     a two-core machine), and float sums depend on it. Workers take this process's count: the files
-    equal local renders bit for bit. A second run renders and rewrites nothing; a run that changes only
-    the script's text, the seed, a take option, the voice or the workers' threads renders that script
-    again; a worker with other threads says so."""
+    equal local renders bit for bit. A second run renders and rewrites nothing (and starts no actor);
+    a run that changes only the script's text, the seed, a take option or the voice sends that script,
+    and only it, to Ray again (checked where the command hands its scripts to Ray: the two real runs
+    show what Ray does with them); a run with other worker threads renders on Ray, and the file says so."""
     import torch
+
+    from omnistudio.commands import render_ray
 
     torch.set_num_threads(2)  # what `render` runs with on two cores (the suite runs one thread)
     names = ("seed", "steps", "voice", "threads", "text")
@@ -85,17 +89,36 @@ def test_workers_equal_local_renders_resume_and_any_change_renders_again(
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temp files left
     stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
 
+    # What each later run sends to Ray, without rendering it again (the runs above and below render).
+    sent: list[list[str]] = []
+    real = render_ray._render_on_ray
+
+    def to_ray(args: Any, spec: Any, todo: list[Any], report: Any) -> Any:
+        sent.append([job.name for job in todo])
+        report.rendered.extend(job.name for job in todo)
+        return report
+
+    monkeypatch.setattr(render_ray, "_render_on_ray", to_ray)
     assert main(ray_render(list(scripts.values()), out, ref_wav)) == 0  # nothing changed: nothing renders
     said = json.loads(capsys.readouterr().out)
-    assert said["rendered"] == [] and sorted(said["skipped"]) == sorted(map(str, scripts.values()))
+    assert sent == [] and said["rendered"] == [] and sorted(said["skipped"]) == sorted(map(str, scripts.values()))
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps  # nothing rewritten
-    scripts["text"].write_text("A different story.\n", encoding="utf-8")
-    changes = {"text": [], "seed": ["--seed", "5"], "steps": ["--num-step", "3"],
-               "voice": ["--ref-text", "Another transcript."], "threads": ["--threads-per-worker", "1"]}
-    for name, change in changes.items():  # each script differs from its first run in one thing only
-        assert main(ray_render([scripts[name]], out, ref_wav, "--workers", "1", *change)) == 0, name
+    scripts["text"].write_text("A different story.\n", encoding="utf-8")  # one script's text changes
+    assert main(ray_render(list(scripts.values()), out, ref_wav)) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert sent.pop() == said["rendered"] == [str(scripts["text"])] and len(said["skipped"]) == 4, said
+    changes = {"seed": ["--seed", "5"], "steps": ["--num-step", "3"], "voice": ["--ref-text", "Another transcript."]}
+    for name, change in changes.items():  # a script that differs from its first run in one setting only
+        assert main(ray_render([scripts[name]], out, ref_wav, *change)) == 0, name
         said = json.loads(capsys.readouterr().out)
-        assert said["rendered"] == [str(scripts[name])] and said["skipped"] == [], (name, said)
+        assert sent.pop() == said["rendered"] == [str(scripts[name])] and said["skipped"] == [], (name, said)
+    assert main(ray_render([scripts["seed"]], out, ref_wav)) == 0  # and unchanged again: done
+    assert sent == [] and json.loads(capsys.readouterr().out)["skipped"] == [str(scripts["seed"])]
+
+    monkeypatch.setattr(render_ray, "_render_on_ray", real)
+    assert main(ray_render([scripts["threads"]], out, ref_wav, "--workers", "1", "--threads-per-worker", "1")) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["rendered"] == [str(scripts["threads"])] and said["skipped"] == []
     assert (said["threads"], said["local_threads"], said["same_as_local_render"]) == (1, 2, False)
     engine = json.loads((out / "threads.wav.json").read_text())["engine"]
     assert engine["threads"] == 1 and "may" in engine["note"]
