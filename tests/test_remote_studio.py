@@ -16,9 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -191,30 +188,27 @@ async def _local(tmp_path: Path) -> None:
         await _export(pilot, app, recorder, tmp_path / "local.wav")
 
 
-def test_render_server_equals_local_render(tmp_path: Path) -> None:
+def test_render_server_equals_local_render(tmp_path: Path, shared_server: Server,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """In process (one torch thread, as the server runs): the network's render and the local one."""
+    from omnistudio.cli import main
+    from omnistudio.client.engine import RemoteEngine
+    from omnistudio.voices.resolve import VoiceRef
+
     script = tmp_path / "script.txt"
     script.write_text(SCRIPT + "\n[atlas:es] Buenas noches.\n", encoding="utf-8")
-    server = Server()
-    try:
-        # the prepare phase over the network: the server builds what is missing and reports each voice
-        from omnistudio.client.engine import RemoteEngine
-        from omnistudio.voices.resolve import VoiceRef
-
-        events: list = []
-        RemoteEngine(server.url).prepare([(VoiceRef.anchor_of("ruby"), "en"), (VoiceRef.blend_of("ruby", "atlas", 0.6),
-                                                                               "en")], events.append)
-        assert [(e.done, e.total, e.voice) for e in events if e.action == "done"] == [
-            (1, 2, "ruby"), (2, 2, "ruby+atlas@0.60")]
-        runs = {}
-        for name, extra in (("remote", ["--server", server.url]), ("local", ["--model", "tiny", "--device", "cpu"])):
-            out = tmp_path / f"{name}.wav"
-            done = subprocess.run([sys.executable, "-m", "omnistudio.cli", "render", str(script), "-o", str(out),
-                                   "--seed", str(SEED), "--json", *extra], capture_output=True, text=True,
-                                  timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})  # as the server
-            assert done.returncode == 0, done.stderr[-2000:]
-            runs[name] = json.loads(done.stdout)
-    finally:
-        server.stop()
+    # the prepare phase over the network: the server builds what is missing and reports each voice
+    events: list = []
+    RemoteEngine(shared_server.url).prepare([(VoiceRef.anchor_of("ruby"), "en"),
+                                             (VoiceRef.blend_of("ruby", "atlas", 0.6), "en")], events.append)
+    assert [(e.done, e.total, e.voice) for e in events if e.action == "done"] == [
+        (1, 2, "ruby"), (2, 2, "ruby+atlas@0.60")]
+    runs = {}
+    for name, extra in (("remote", ["--server", shared_server.url]), ("local", ["--model", "tiny", "--device", "cpu"])):
+        code = main(["render", str(script), "-o", str(tmp_path / f"{name}.wav"), "--seed", str(SEED), "--json", *extra])
+        done = capsys.readouterr()
+        assert code == 0, done.err[-2000:]
+        runs[name] = json.loads(done.out)
     remote, _ = sf.read(str(tmp_path / "remote.wav"), dtype="float32")
     local, _ = sf.read(str(tmp_path / "local.wav"), dtype="float32")
     assert np.array_equal(remote, local)
