@@ -5,4 +5,4 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${VENV:-.venv}/bin
 bash scripts/lint.sh || exit 1
-"$BIN/python" -m pytest -n 2 --dist loadgroup -q -m "not (server or ray or whisper or ui or device or slow)" --durations=10 "$@"
+"$BIN/python" -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -q -m "not (server or ray or whisper or ui or device or slow)" --durations=10 "$@"

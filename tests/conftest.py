@@ -95,6 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups: dict[pytest.Item, str] = {}
     for item in items:
         module = item.module.__name__.rpartition(".")[2] if item.module else ""
         test = f"{module}::{getattr(item, 'originalname', item.name)}"
@@ -105,11 +106,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker("device")
         group = next((name for name in SERIAL if item.get_closest_marker(name)), module)
         item.add_marker(pytest.mark.xdist_group(group))
+        groups[item] = group
+    items[:] = longest_first(items, groups)
     off = [item for item in items
            if any(item.get_closest_marker(mark) and not os.environ.get(var) for mark, var in OPT_IN.items())]
     if off:
         config.hook.pytest_deselected(items=off)
         items[:] = [item for item in items if item not in off]
+
+
+def longest_first(items: list[pytest.Item], groups: dict[pytest.Item, str]) -> list[pytest.Item]:
+    """The items with the likely longest groups first, each group whole and in its own order: the
+    serial groups, then the other tiers' modules (servers, pilots, Whisper), then the rest, most tests
+    first. pytest-xdist hands out groups in this order (test.sh passes --no-loadscope-reorder), so the
+    worker that finishes its group early takes the next one, and no long group starts last."""
+    rank = {name: i for i, name in enumerate((*SERIAL, "ui", "server", "whisper", "slow"))}
+    tier: dict[str, int] = {}
+    count: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        group = groups[item]
+        mine = min((rank[name] for name in rank if item.get_closest_marker(name)), default=len(rank))
+        tier[group] = min(tier.get(group, mine), mine)
+        count[group] = count.get(group, 0) + 1
+        first.setdefault(group, i)
+
+    def key(item: pytest.Item) -> tuple[int, int, int]:
+        group = groups[item]
+        return tier[group], -count[group], first[group]
+
+    return sorted(items, key=key)
 
 
 @pytest.hookimpl(hookwrapper=True)
