@@ -5,13 +5,17 @@ Syntax (one paragraph per line; blank lines are ignored)::
     [ruby] Good evening. Here are the headlines.
     The speaker stays until the next tag.
     [valentina:es] Buenas noches, Sr. García.
-    [:en] Back to the default voice, in English.
+    [:en] Back to the default voice, in English. [pause 1.5] After a silence.
 
 A tag at the start of a line sets the speaker (and optionally the language)
 for that line and the lines after it. ``[name]`` keeps the current language,
 ``[name:xx]`` sets it, ``[:xx]`` returns to the default voice in language
 ``xx``. OmniVoice's own inline non-verbal tags (``[laughter]``, ``[sigh]``,
 ...) are text, not speaker tags. All tag syntax is parsed by :func:`parse_tag`.
+
+``[pause 0.6]`` (seconds; also ``[pause 600ms]``, ``[pause 0,6]``; ``[pause]`` alone is
+:data:`DEFAULT_PAUSE_S`) anywhere in a line ends the sentence before it and puts exactly that much
+silence after it (pauses in a row add up), instead of the pause the line layout would give.
 
 Sentences are split with pysbd (rule-based, offline) and then repaired by
 source offsets where it is known to fail in English and Spanish: fragments
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -43,6 +47,10 @@ NONVERBAL_TAGS = frozenset({
 })
 
 TAG_RE = re.compile(r"^\s*\[([^\[\]\n]*)\]")
+PAUSE_RE = re.compile(r"\[\s*pause\b([^\[\]\n]*)\]", re.IGNORECASE)
+PAUSE_VALUE_RE = re.compile(r"^[\s:=]*(?P<value>\d+(?:[.,]\d+)?)?\s*(?P<unit>ms|s)?\s*$", re.IGNORECASE)
+DEFAULT_PAUSE_S = 0.5
+MAX_PAUSE_S = 10.0
 SPEAKER_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
 # Words that do not end a sentence when followed by a full stop (lower case, without the dot).
@@ -105,6 +113,7 @@ class Sentence:
     lang: str
     line: int  # 1-based line in the script source
     blend: Blend | None = None  # the typed blend when ``speaker`` is one (``a+b@0.70``)
+    pause_s: float | None = None  # the silence after it a ``[pause]`` asked for (None: the layout's)
 
 
 @dataclass(frozen=True)
@@ -201,7 +210,7 @@ def _short(text: str, limit: int = 30) -> str:
 def split_tag(line_text: str, line: int) -> tuple[Tag | None, str]:
     """A leading speaker tag of a line (if any) and the rest of the line."""
     match = TAG_RE.match(line_text)
-    if not match or match.group(1).strip().lower() in NONVERBAL_TAGS:
+    if not match or match.group(1).strip().lower() in NONVERBAL_TAGS or PAUSE_RE.match(match.group(0).strip()):
         return None, line_text.strip()
     return parse_tag(match.group(1), line), line_text[match.end():].strip()
 
@@ -296,6 +305,33 @@ def split_sentences(text: str, lang: str = "en") -> list[str]:
     return sentences
 
 
+# ------------------------------------------------------------------ pauses
+def parse_pause(body: str, line: int) -> float:
+    """The seconds of a pause tag's inside after ``pause`` (``" 0.6"``, ``" 600ms"``, ``""``)."""
+    match = PAUSE_VALUE_RE.match(body)
+    if match is None:
+        raise UserError(f"line {line}: bad pause '[pause{body}]': use [pause 0.6] (seconds) or [pause 600ms]")
+    if match["value"] is None:
+        if match["unit"]:
+            raise UserError(f"line {line}: bad pause '[pause{body}]': give a length, e.g. [pause 0.6]")
+        return DEFAULT_PAUSE_S
+    seconds = float(match["value"].replace(",", ".")) / (1000.0 if (match["unit"] or "").lower() == "ms" else 1.0)
+    if not 0.0 < seconds <= MAX_PAUSE_S:
+        raise UserError(f"line {line}: pause {seconds:g} s is out of range: more than 0, at most {MAX_PAUSE_S:g} s")
+    return seconds
+
+
+def split_pauses(body: str, line: int) -> list[tuple[str, float | None]]:
+    """A line's text cut at its pause tags: ``(text, seconds of the pause after it or None)``."""
+    pieces: list[tuple[str, float | None]] = []
+    pos = 0
+    for match in PAUSE_RE.finditer(body):
+        pieces.append((body[pos:match.start()], parse_pause(match.group(1), line)))
+        pos = match.end()
+    pieces.append((body[pos:], None))
+    return pieces
+
+
 # ------------------------------------------------------------------ scripts
 def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None = None) -> Script:
     default_lang = check_language(lang)
@@ -308,7 +344,7 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
     sentences: list[Sentence] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         tag, body = split_tag(raw, number)
-        check_line(raw, tag, body, number)
+        check_line(raw, tag, PAUSE_RE.sub(" ", body).strip(), number)
         if tag is not None:
             unknown = [a for a in speaker_anchors(tag.speaker) if a not in known] if (
                 tag.speaker is not None and known is not None) else []
@@ -317,8 +353,14 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
                 raise UserError(f"line {number}: unknown speaker '{unknown[0]}'{hint}")
             speaker, blend = tag.speaker, tag.blend
             current = tag.lang or (current if tag.speaker is not None else default_lang)
-        for sentence in split_sentences(body, current):
-            sentences.append(Sentence(len(sentences), sentence, speaker, current, number, blend))
+        for piece, pause in split_pauses(body, number):
+            for sentence in split_sentences(piece, current):
+                sentences.append(Sentence(len(sentences), sentence, speaker, current, number, blend))
+            if pause is not None:
+                if not sentences:
+                    raise UserError(f"line {number}: a pause before the first sentence: put [pause] after some text")
+                last = sentences[-1]
+                sentences[-1] = replace(last, pause_s=(last.pause_s or 0.0) + pause)
     if not sentences:
         raise UserError("the script has only speaker tags and no text to speak")
     return Script(tuple(sentences), default_lang)
@@ -348,5 +390,5 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
     return text
 
 
-__all__ = ["Blend", "LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts", "parse_script", "parse_tag",
-           "read_script", "split_sentences", "split_tag"]
+__all__ = ["Blend", "DEFAULT_PAUSE_S", "LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts",
+           "parse_pause", "parse_script", "parse_tag", "read_script", "split_sentences", "split_tag"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,24 @@ def test_read_script_errors(tmp_path: Path) -> None:
         read_script(tmp_path / "missing.txt")
     with pytest.raises(UserError, match="not a file"):
         read_script(tmp_path)
+
+
+@pytest.mark.parametrize(("tag", "seconds"), [("[pause 0.6]", 0.6), ("[pause 600ms]", 0.6), ("[PAUSE 0,6 s]", 0.6),
+                                              ("[pause: 1.5]", 1.5), ("[pause]", 0.5)])
+def test_a_pause_tag_ends_the_sentence_and_sets_the_silence_after_it(tag: str, seconds: float) -> None:
+    script = parse_script(f"[ruby] Good evening {tag} and welcome. [pause 0.2] Next.\n{tag}\n[storm] Weather.", "en")
+    assert [(s.text, s.speaker, s.pause_s) for s in script.sentences] == [
+        ("Good evening", "ruby", seconds), ("and welcome.", "ruby", 0.2),
+        ("Next.", "ruby", seconds), ("Weather.", "storm", None)]  # a pause alone on a line adds to the last
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[pause 0.6] Hello.", "line 1: a pause before the first sentence"),
+    ("Hello. [pause 11]", "line 1: pause 11 s is out of range"),
+    ("Hello. [pause 0]", "line 1: pause 0 s is out of range"),
+    ("Hello.\n[pause soon]", "line 2: bad pause '[pause soon]'"),
+    ("Hello. [pause ms]", "give a length"),
+])
+def test_a_bad_pause_is_one_line(text: str, message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)):
+        parse_script(text, "en")

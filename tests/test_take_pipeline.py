@@ -263,3 +263,28 @@ def test_say_follows_the_seed_policy(tiny_engine: Any, ref_wav: Path, tmp_path: 
 
     write_audio(expected, rendered.pcm, 24_000)
     assert np.array_equal(said, sf.read(str(expected), dtype="float32")[0])
+
+
+def test_a_pause_tag_is_exactly_that_much_silence_in_the_finished_file(tmp_path: Path) -> None:
+    """``[pause 0.6]``: 0.6 s between the two sentences in the file (to one 10 ms block), and silence:
+    no breath in it (without room tone, zeros); a line break keeps its own pause and its breath."""
+    import json
+
+    import soundfile as sf
+
+    from omnistudio.audio.finishing import FinishingOptions
+
+    out = tmp_path / "paused.wav"
+    text = "[ruby] Good evening. [pause 0.6] Here is the news.\n[storm] The weather is next."
+    take = build_take(FakeLink(), text, TakeOptions(seed=3, finishing=FinishingOptions(room_tone=False)))
+    assert [(s.pause_s, s.breath) for s in take.sentences] == [(0.6, False), (0.45, True), (0.0, True)]
+    take.run([FileSink(out)])
+    spans = json.loads((tmp_path / "paused.wav.json").read_text())["sentences"]
+    assert abs(spans[1]["start_s"] - spans[0]["end_s"] - 0.6) <= 0.01
+    assert [s["breath_after"] for s in spans[:2]] == [False, True]
+    audio, rate = sf.read(str(out), dtype="float32")
+
+    def peak(start_s: float, end_s: float) -> float:  # inside the gap, clear of the seams' fades
+        return float(np.max(np.abs(audio[int((start_s + 0.02) * rate):int((end_s - 0.02) * rate)])))
+
+    assert peak(spans[0]["end_s"], spans[1]["start_s"]) == 0.0 < peak(spans[1]["end_s"], spans[2]["start_s"])

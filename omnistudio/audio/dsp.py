@@ -152,7 +152,9 @@ class Stitcher:
         self._held: np.ndarray | None = None  # tail awaiting a crossfade with the next sentence
         self._pos = 0  # frames emitted so far
 
-    def push(self, pcm: np.ndarray, pause_s: float = 0.0, sentence_id: Any = None) -> np.ndarray:
+    def push(self, pcm: np.ndarray, pause_s: float = 0.0, sentence_id: Any = None,
+             breathe: bool = True) -> np.ndarray:
+        """``breathe`` False: the pause stays silence (a script's ``[pause]``), whatever its length."""
         x = np.asarray(pcm, dtype=np.float32).ravel()
         if not np.all(np.isfinite(x)):
             raise UserError(f"sentence {len(self.spans)} has NaN or infinite samples")
@@ -183,7 +185,7 @@ class Stitcher:
         if pause >= fade:
             parts.append(tail * fade_curves(tail.size)[1])
             gap = np.zeros(pause)
-            if self.breaths and pause_s > BREATH_MIN_PAUSE_S:
+            if self.breaths and breathe and pause_s > BREATH_MIN_PAUSE_S:
                 gap += self._breath_for(pause)
                 breath = True
             parts.append(gap)
@@ -223,7 +225,9 @@ class Stitcher:
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
 
 
-def chunk_fields(chunk: Any) -> tuple[np.ndarray, float, Any]:
+def chunk_fields(chunk: Any) -> tuple[np.ndarray, float, Any, bool]:
+    """``(pcm, pause_s, sentence_id, breath)`` of a chunk tuple (2 to 4 fields) or object."""
     if isinstance(chunk, tuple):
-        return (chunk[0], chunk[1], chunk[2] if len(chunk) > 2 else None)
-    return chunk.pcm, float(getattr(chunk, "pause_s", 0.0)), getattr(chunk, "sentence_id", None)
+        return (chunk[0], chunk[1], chunk[2] if len(chunk) > 2 else None, bool(chunk[3]) if len(chunk) > 3 else True)
+    return (chunk.pcm, float(getattr(chunk, "pause_s", 0.0)), getattr(chunk, "sentence_id", None),
+            bool(getattr(chunk, "breath", True)))

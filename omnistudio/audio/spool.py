@@ -63,15 +63,16 @@ class PcmSpool:
 
 
 class ChunkSpool:
-    """Rendered sentences on disk: ``add(pcm, pause_s, sentence_id)``; iterate for the chunks back."""
+    """Rendered sentences on disk: ``add(pcm, pause_s, sentence_id, breath)``; iterate for the chunks back
+    as ``(pcm, pause_s, sentence_id, breath)`` (``breath`` False: the pause stays silence)."""
 
     def __init__(self, folder: Path | None = None) -> None:
         self._pcm = PcmSpool(folder)
-        self._index: list[tuple[int, int, float, Any]] = []
+        self._index: list[tuple[int, int, float, Any, bool]] = []
 
-    def add(self, pcm: np.ndarray, pause_s: float, sentence_id: Any = None) -> None:
+    def add(self, pcm: np.ndarray, pause_s: float, sentence_id: Any = None, breath: bool = True) -> None:
         data = np.asarray(pcm, dtype=np.float32).ravel()
-        self._index.append((self._pcm.append(data), data.size, float(pause_s), sentence_id))
+        self._index.append((self._pcm.append(data), data.size, float(pause_s), sentence_id, bool(breath)))
 
     def __len__(self) -> int:
         return len(self._index)
@@ -80,11 +81,11 @@ class ChunkSpool:
     def frames(self) -> int:
         return self._pcm.frames
 
-    def __getitem__(self, i: int) -> tuple[np.ndarray, float, Any]:
-        start, frames, pause, sentence_id = self._index[i]
-        return self._pcm.read(start, frames), pause, sentence_id
+    def __getitem__(self, i: int) -> tuple[np.ndarray, float, Any, bool]:
+        start, frames, pause, sentence_id, breath = self._index[i]
+        return self._pcm.read(start, frames), pause, sentence_id, breath
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, float, Any]]:
+    def __iter__(self) -> Iterator[tuple[np.ndarray, float, Any, bool]]:
         for i in range(len(self._index)):
             yield self[i]
 

@@ -61,8 +61,8 @@ def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None 
     marks: dict[str, int] = {}
     real_add, real_finish = spool.ChunkSpool.add, finishing.finish_render
 
-    def add(self: Any, pcm: Any, pause_s: float, sentence_id: Any = None) -> None:
-        real_add(self, pcm, pause_s, sentence_id)
+    def add(self: Any, pcm: Any, pause_s: float, sentence_id: Any = None, breath: bool = True) -> None:
+        real_add(self, pcm, pause_s, sentence_id, breath)
         audio.append(int(np.asarray(pcm).size) * 4)
         samples.append((len(self), _status("VmRSS")))
 

@@ -48,6 +48,7 @@ class PlannedSentence:
     speaker: str | None = None  # the script's tag (None: the default voice)
     start: int = 0  # character span in the source text
     end: int = 0
+    breath: bool = True  # False: the pause was asked for (``[pause]``) and stays silence
 
     def item(self) -> RenderItem:
         return RenderItem(self.id, self.text, self.voice, self.lang, self.seed)
@@ -67,12 +68,14 @@ def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: 
     gaps = pauses([s.line for s in sentences])
     planned = []
     for sentence, gap in zip(sentences, gaps):
+        asked = getattr(sentence, "pause_s", None)  # a script's [pause]: exactly that, no breath in it
         voice = sentence_voice(sentence, options.voice)
         if voice is None:
             raise UserError(f"line {sentence.line} has no speaker tag and no voice is selected")
         seed = sentence_seed(base, sentence.text, voice.key(), sentence.lang)
-        planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed, gap, sentence.line,
-                                       sentence.speaker, getattr(sentence, "start", 0), getattr(sentence, "end", 0)))
+        planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed,
+                                       gap if asked is None else asked, sentence.line, sentence.speaker,
+                                       getattr(sentence, "start", 0), getattr(sentence, "end", 0), asked is None))
     if not planned:
         raise UserError("nothing to render")
     return planned
@@ -267,8 +270,8 @@ class Take:
             if sentence.id not in hits:
                 self.cache.put(cache_key(self.link, sentence, self.options),
                                Rendered(sentence.id, chunk.pcm, chunk.timings, chunk.steps))
-            chunks.add(chunk.pcm, sentence.pause_s, sentence.id)
-            piece = stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id)
+            chunks.add(chunk.pcm, sentence.pause_s, sentence.id, sentence.breath)
+            piece = stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id, breathe=sentence.breath)
             stitched.append(piece)
             for sink in sinks:
                 sink.chunk(chunk, piece)

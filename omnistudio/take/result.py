@@ -26,7 +26,7 @@ class TakeResult:
     stitched: PcmSpool | None  # the live-stitched take (seams, breaths, room tone); None once detached
     frames: int  # length of the stitched take
     sample_rate: int
-    chunks: ChunkSpool | list[tuple[NDArray[np.float32], float, Any]]  # (sentence pcm, pause after, sentence id)
+    chunks: ChunkSpool | list[tuple[NDArray[np.float32], float, Any, bool]]  # (pcm, pause after, sentence id, breath)
     sentences: list[dict[str, Any]]
     base_seed: int
     rendered: int  # sentences rendered by the link in this take
