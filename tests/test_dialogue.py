@@ -119,7 +119,7 @@ def test_render_dialogue_with_blends_and_batches(voice_engine, voice_roster, tmp
     real_finish = finishing.finish_render
 
     def keep(chunks, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        finished[batch] = [(sentence_id, np.array(pcm)) for pcm, _pause, sentence_id in chunks]
+        finished[batch] = [(sentence_id, np.array(pcm)) for pcm, _pause, sentence_id, *_ in chunks]
         return real_finish(chunks, *args, **kwargs)
 
     monkeypatch.setattr(finishing, "finish_render", keep)

@@ -12,43 +12,14 @@ import numpy as np
 import pytest
 
 from omnistudio.errors import Cancelled, UserError
-from omnistudio.take.link import LinkInfo, LocalEngine, PrepareEvent, Rendered, RenderItem, VoiceList, WholeGroupLink
+from omnistudio.take.link import LocalEngine, PrepareEvent, Rendered, RenderItem
 from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.take.pipeline import TakeCache, build_take, plan
 from omnistudio.take.sinks import FileSink, MemorySink
 from omnistudio.voices.resolve import VoiceRef, resolve_voice
 from support.audio import REF_TEXT, same_take
+from support.links import FakeLink
 
-
-
-class FakeLink(WholeGroupLink):
-    """An EngineLink that is not an engine (as a remote one is): deterministic tones, counted calls."""
-
-    sample_rate = 24_000
-    info = LinkInfo("fake", "cpu", "float32", "fast")
-
-    def __init__(self, seconds: float = 0.5) -> None:
-        self.seconds = seconds
-        self.calls: list[list[int]] = []
-        self.prepared: list[tuple[str, str]] = []
-
-    def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: Any = None, cancel: Any = None) -> None:
-        for n, (ref, lang) in enumerate(voices, start=1):
-            self.prepared.append((ref.key(), lang))
-            if progress:
-                progress(PrepareEvent(n, len(voices), ref.key(), lang, "done"))
-
-    def render(self, items: Sequence[RenderItem], options: TakeOptions, cancel: Any = None) -> list[Rendered]:
-        self.calls.append([i.index for i in items])
-        n = int(self.seconds * self.sample_rate)
-        return [Rendered(i.index, np.random.default_rng(i.seed).uniform(-0.3, 0.3, n).astype(np.float32), None, 1)
-                for i in items]
-
-    def voices(self) -> VoiceList:
-        return VoiceList((), ())
-
-    def close(self) -> None:
-        pass
 
 
 def test_plan_gives_each_sentence_its_voice_seed_and_pause() -> None:

@@ -48,13 +48,15 @@ class RenderSpec:
     def voice_key(self) -> str:
         return self.options.voice.key() if self.options.voice is not None else "tagged"
 
-    def source(self, script_sha256: str) -> dict[str, Any]:
+    def source(self, script_sha256: str, spoken_sha256: str = "") -> dict[str, Any]:
         """The sidecar's ``source`` block: what a later run compares to decide a script is done. Every
         take option is in it (a new option too: the options' fields are listed, not picked), so a
-        changed seed, voice, model, device, dtype, thread count or option renders again."""
-        options = {k: v for k, v in asdict(self.options).items() if k not in ("voice", "finishing")}
+        changed seed, voice, model, device, dtype, thread count or option renders again. The lexicon
+        is in it as what it changes: the digest of the script's spoken sentences (an entry for a word
+        the script does not hold leaves the script done)."""
+        options = {k: v for k, v in asdict(self.options).items() if k not in ("voice", "finishing", "lexicon")}
         finishing = {k: v for k, v in asdict(self.options.finishing).items() if k != "shm_name"}
-        return {"script_sha256": script_sha256, "voice": self.voice_key(), "model": self.model,
+        return {"script_sha256": script_sha256, "spoken_sha256": spoken_sha256, "voice": self.voice_key(), "model": self.model,
                 "device": self.device, "dtype": self.dtype, "threads": self.threads, "sampler": self.sampler,
                 "quantisation": "none", **options, "finishing": finishing}
 
@@ -75,6 +77,7 @@ class ScriptJob:
     text: str
     output: Path
     parsed: Any = None  # the parsed script (omnistudio.script.Script), checked before anything starts
+    spoken_sha256: str = ""  # what the model is asked to say, every sentence (omnistudio.take.pipeline.plan)
 
     @property
     def name(self) -> str:
@@ -127,7 +130,7 @@ def is_done(job: ScriptJob, spec: RenderSpec) -> bool:
         recorded = json.loads(side.read_text(encoding="utf-8")).get("source")
     except (OSError, ValueError, AttributeError):
         return False
-    return recorded == json.loads(json.dumps(spec.source(job.sha256)))
+    return recorded == json.loads(json.dumps(spec.source(job.sha256, job.spoken_sha256)))
 
 
 class Renderer:
@@ -222,7 +225,7 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
                     report.failed[job.name] = audio.error
                 else:
                     note_threads(audio.result, local_threads)
-                    sink = FileSink(job.output, source=spec.source(job.sha256))  # as `render -o` writes
+                    sink = FileSink(job.output, source=spec.source(job.sha256, job.spoken_sha256))  # as `render -o`
                     sink.begin(audio)  # the sink takes the finishing from what it is given
                     sink.end(audio.result)
                     report.rendered.append(job.name)

@@ -31,6 +31,16 @@ def _batch_spec(args: argparse.Namespace) -> Any:
                       threads=actor_threads(args.threads_per_worker, "--threads-per-worker"))
 
 
+def spoken_digest(script: Any, options: Any) -> str:
+    """sha256 of what the model is asked to say for every sentence of ``script`` (the take's plan)."""
+    import hashlib
+
+    from omnistudio.take.pipeline import plan
+
+    said = "\n".join(sentence.said for sentence in plan(script, options))
+    return hashlib.sha256(said.encode("utf-8")).hexdigest()
+
+
 def run_batch(args: argparse.Namespace) -> int:
     """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch."""
     from omnistudio.cluster.batch import plan_jobs, split_done
@@ -54,7 +64,7 @@ def run_batch(args: argparse.Namespace) -> int:
             script, options = plan_script(args, job.text, spec.options)
         except UserError as exc:
             raise UserError(f"{job.script}: {exc}") from None
-        jobs[i] = replace(job, parsed=script)
+        jobs[i] = replace(job, parsed=script, spoken_sha256=spoken_digest(script, options))
         spec = replace(spec, options=options)  # the default voice (the same for every script)
     if args.out_dir.exists() and not args.out_dir.is_dir():
         raise UserError(f"--out-dir {args.out_dir} is not a folder")

@@ -59,6 +59,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
     planned = plan(script, options)
     if [(p.text, p.voice.key(), p.lang) for p in planned] != [(ln.text, ln.voice, ln.lang) for ln in project.lines]:
         raise UserError("the project and the script disagree on the sentences (internal)")
+    project.speak([p.said for p in planned])  # a take is fresh for the text as spoken now (lexicon included)
     todo = project.missing()
     link = None
     if todo or (checker is not None and args.retake > 0):

@@ -45,6 +45,7 @@ def use_chosen(project: Project, sentences: list[PlannedSentence], options: Take
     out = []
     for sentence in sentences:
         line = project.lines[sentence.id]
+        line.spoken = sentence.said  # fresh only for what is said now (the lexicon may have changed)
         take = line.chosen_take
         if take is not None and (line.text, take.voice, take.lang) == (sentence.text, sentence.voice.key(),
                                                                        sentence.lang):
@@ -62,15 +63,17 @@ def use_take(project: Project, sentence: PlannedSentence, take: StoredTake, opti
     return sentence
 
 
-def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: list[tuple[Any, float, int]],
+def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: list[tuple[Any, ...]],
                   options: TakeOptions, engine: dict[str, Any] | None = None) -> list[int]:
     """Store what a take rendered as takes of its sentences (chosen where a sentence had none);
     sentences that played a chosen take add nothing. ``engine``: what rendered them (the take result's).
     Returns the indices that got a take."""
     seeds = {s.id: s.seed for s in sentences}
     added = []
-    for pcm, _pause, index in chunks:
+    said = {s.id: s.said for s in sentences}
+    for pcm, _pause, index, *_rest in chunks:
         line = project.lines[index]
+        line.spoken = said[index]  # the take records the text it spoke
         take = line.chosen_take
         if take is not None and take.seed == seeds[index]:
             continue  # the chosen take itself

@@ -8,8 +8,9 @@ On disk ``NAME.omniproj/``::
     takes/ID.flac    one file per take (24-bit FLAC, 24 kHz), named by the SHA-256 of its bytes
     .lock            held while saving (two commands saving one project at once both land: see ``save``)
 
-A take belongs to the text, voice and language it was rendered for: editing a sentence's text leaves
-its takes in place but stale (``Line.fresh_takes`` drops them, ``Line.chosen_take`` is None), and the
+A take belongs to the text, voice and language it was rendered for, the text as spoken (what the text
+front-end and the lexicon made of it, :meth:`Project.speak`): editing a sentence's text, or a lexicon
+entry for a word in it, leaves its takes in place but stale (``Line.fresh_takes`` drops them, ``Line.chosen_take`` is None), and the
 other sentences keep theirs. A manifest that is not valid JSON, a missing take file, or a take file
 whose bytes do not match its name each add one line to ``Project.problems``; the rest opens.
 """
@@ -122,10 +123,12 @@ class Line:
     takes: list[StoredTake] = field(default_factory=list)
     chosen: str | None = None  # a take id
     history: list[str | None] = field(default_factory=list)  # earlier choices, for undo
+    spoken: str = ""  # what the model is asked to say (empty: not known yet, or the same as written)
 
     @property
     def text_hash(self) -> str:
-        return text_hash(self.text)
+        """The hash a fresh take of this sentence records: of the text as spoken."""
+        return text_hash(self.spoken or self.text)
 
     def is_fresh(self, take: StoredTake) -> bool:
         return (take.text_hash, take.voice, take.lang) == (self.text_hash, self.voice, self.lang)
@@ -209,7 +212,17 @@ class Project:
         new = [Line(s.text, s.speaker or self.voice, s.lang, s.line) for s in script.sentences]
         for before, after in _paired(self.lines, new):
             after.takes, after.chosen, after.history = before.takes, before.chosen, before.history
+            if before.text == after.text:
+                after.spoken = before.spoken
         self.script, self.lines = text, new
+
+    def speak(self, spoken: list[str]) -> None:
+        """Each sentence's text as the take pipeline says it (``PlannedSentence.said``, in order): a take
+        is fresh only for the spoken text it was rendered from."""
+        if len(spoken) != len(self.lines):
+            raise UserError(f"the project has {len(self.lines)} sentences; {len(spoken)} spoken forms given (internal)")
+        for line, said in zip(self.lines, spoken):
+            line.spoken = said
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -275,8 +288,8 @@ class Project:
     def manifest(self) -> dict[str, Any]:
         return {"format": FORMAT, "sample_rate": self.sample_rate, "lang": self.lang, "voice": self.voice,
                 "script": self.script,
-                "sentences": [{"text": ln.text, "voice": ln.voice, "lang": ln.lang, "line": ln.line,
-                               "chosen": ln.chosen, "history": ln.history,
+                "sentences": [{"text": ln.text, "spoken": ln.spoken or ln.text, "voice": ln.voice, "lang": ln.lang,
+                               "line": ln.line, "chosen": ln.chosen, "history": ln.history,
                                "takes": [t.as_dict() for t in ln.takes]} for ln in self.lines]}
 
     def save(self) -> None:
@@ -364,7 +377,7 @@ class Project:
 def _paired(old: list[Line], new: list[Line]) -> Iterator[tuple[Line, Line]]:
     """(old, new) pairs of the same sentence across an edit of the script: the unchanged runs, and
     the replaced runs in order (sentences inserted or deleted pair with nothing)."""
-    matcher = difflib.SequenceMatcher(a=[ln.text_hash for ln in old], b=[ln.text_hash for ln in new],
+    matcher = difflib.SequenceMatcher(a=[text_hash(ln.text) for ln in old], b=[text_hash(ln.text) for ln in new],
                                       autojunk=False)
     for tag, a0, a1, b0, b1 in matcher.get_opcodes():
         if tag in ("equal", "replace"):
@@ -380,7 +393,7 @@ def _saved_lines(folder: Path, entries: list[Any], problems: list[str],
         try:
             line = Line(str(entry["text"]), str(entry.get("voice", "")), str(entry.get("lang", "en")),
                         int(entry.get("line", 0)), chosen=entry.get("chosen"),
-                        history=list(entry.get("history") or []))
+                        history=list(entry.get("history") or []), spoken=str(entry.get("spoken") or ""))
             raw_takes = [raw for raw in entry.get("takes") or []
                          if not (isinstance(raw, dict) and str(raw.get("id")) in skip)]
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -25,7 +25,7 @@ from omnistudio.audio.finishing import live_stitcher, pauses
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.script import Script, parse_script
 from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem, link_record
-from omnistudio.take.options import SEED_LIMIT, TakeOptions, sentence_seed
+from omnistudio.take.options import SEED_LIMIT, TakeOptions, sentence_seed, spoken_text
 from omnistudio.take.result import TakeResult as TakeResult  # re-exported: the clients import it from here
 from omnistudio.take.sinks import Sink
 from omnistudio.take.stream import Chunk, Stream, sentence_voice
@@ -36,7 +36,9 @@ DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # about 45 minutes of float32 audio at 
 
 @dataclass(frozen=True)
 class PlannedSentence:
-    """One sentence of a take: what to say, in which voice and language, with which seed."""
+    """One sentence of a take: what to say, in which voice and language, with which seed. ``text`` is
+    what the producer wrote (shown, captioned, checked by ASR); ``spoken`` what the model is asked to
+    say (the text front-end's form; empty: the same as written)."""
 
     id: int  # the sentence's index in its script (the studio highlights by it)
     text: str
@@ -49,9 +51,15 @@ class PlannedSentence:
     start: int = 0  # character span in the source text
     end: int = 0
     breath: bool = True  # False: the pause was asked for (``[pause]``) and stays silence
+    spoken: str = ""
+
+    @property
+    def said(self) -> str:
+        """What the model says: the spoken form, or the text as written when there is none."""
+        return self.spoken or self.text
 
     def item(self) -> RenderItem:
-        return RenderItem(self.id, self.text, self.voice, self.lang, self.seed)
+        return RenderItem(self.id, self.said, self.voice, self.lang, self.seed)
 
 
 def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: int | None = None,
@@ -72,10 +80,12 @@ def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: 
         voice = sentence_voice(sentence, options.voice)
         if voice is None:
             raise UserError(f"line {sentence.line} has no speaker tag and no voice is selected")
-        seed = sentence_seed(base, sentence.text, voice.key(), sentence.lang)
+        spoken = spoken_text(sentence.text, sentence.lang, options)
+        seed = sentence_seed(base, spoken, voice.key(), sentence.lang)
         planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed,
                                        gap if asked is None else asked, sentence.line, sentence.speaker,
-                                       getattr(sentence, "start", 0), getattr(sentence, "end", 0), asked is None))
+                                       getattr(sentence, "start", 0), getattr(sentence, "end", 0), asked is None,
+                                       spoken))
     if not planned:
         raise UserError("nothing to render")
     return planned
@@ -141,7 +151,7 @@ def _link_key(link: EngineLink) -> Any:
 
 
 def cache_key(link: EngineLink, sentence: PlannedSentence, options: TakeOptions) -> tuple[Any, ...]:
-    return (_link_key(link), sentence.voice.key(), sentence.lang, sentence.text, sentence.seed, options.num_step,
+    return (_link_key(link), sentence.voice.key(), sentence.lang, sentence.said, sentence.seed, options.num_step,
             options.guidance_scale, options.speed)
 
 
