@@ -14,6 +14,7 @@ from omnistudio.errors import UserError
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from omnistudio.commands.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.finishing import add_finishing_options
+    from omnistudio.commands.flags.frontend import add_frontend_options
     from omnistudio.commands.flags.ray import add_batch_options
     from omnistudio.commands.flags.retakes import add_take_options
     from omnistudio.commands.flags.synthesis import add_synthesis_options
@@ -40,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     add_server_options(p)
     add_finishing_options(p)
+    add_frontend_options(p)
     add_take_options(p)
     add_batch_options(p)
 

@@ -11,6 +11,7 @@ from omnistudio.errors import UserError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from omnistudio.commands.flags.engine import add_model_options, add_server_options
+    from omnistudio.commands.flags.frontend import add_frontend_options
     from omnistudio.commands.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
@@ -27,6 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object with timings and path")
     add_model_options(p)
     add_server_options(p)
+    add_frontend_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,20 +56,23 @@ def run(args: argparse.Namespace) -> int:
 
     from omnistudio.commands.flags.engine import check_link_args, open_link
     from omnistudio.take.link import RenderItem
-    from omnistudio.take.options import TakeOptions, sentence_seed
+    from omnistudio.commands.flags.frontend import frontend_options
+    from omnistudio.take.options import TakeOptions, sentence_seed, spoken_text
 
     if check_link_args(args) is not None:
         from omnistudio.client.engine import voice_to_wire
 
         voice_to_wire(ref)  # a recording lives here, not on the server: one line, before connecting
-    options = TakeOptions(num_step=num_step, guidance_scale=args.guidance, seed=seed, lang=lang)
+    options = TakeOptions(num_step=num_step, guidance_scale=args.guidance, seed=seed, lang=lang,
+                          **frontend_options(args)).validated()
+    spoken = spoken_text(text, lang, options)  # what the model says: the same front-end as every take
     # Through the link, as every client renders: the same samples here and from a server (--server).
     with status("loading model") as update:
         link = open_link(args, progress=update)
         link.prepare([(ref, lang)], lambda event: update(event.describe()))
         update("synthesising")
         # the one seed policy: the same sentence, voice and seed as in a script, the studio or a server
-        item = RenderItem(0, text, ref, lang, sentence_seed(seed, text, ref.key(), lang))
+        item = RenderItem(0, spoken, ref, lang, sentence_seed(seed, spoken, ref.key(), lang))
         result = link.render([item], options)[0]
         if not result.ok:
             raise UserError(result.error or "the sentence did not render")

@@ -34,10 +34,12 @@ def take_options(args: argparse.Namespace) -> Any:
     from omnistudio.commands.flags.finishing import finishing_options
     from omnistudio.take.options import TakeOptions
 
+    from omnistudio.commands.flags.frontend import frontend_options
+
     finishing = finishing_options(args)
     check_batch(args.batch, "--batch")
     return TakeOptions(num_step=args.num_step, guidance_scale=args.guidance, seed=args.seed, batch=args.batch,
-                       lang=args.lang, finishing=finishing).validated()
+                       lang=args.lang, finishing=finishing, **frontend_options(args)).validated()
 
 
 def plan_script(args: argparse.Namespace, text: str, options: Any) -> tuple[Any, Any]:
