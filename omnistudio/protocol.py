@@ -87,6 +87,7 @@ class TakeFields(BaseModel):
     guidance_scale: float = 2.0
     speed: float | None = None
     target_lufs: float | None = None
+    normalize: bool = True  # false: the text goes to the model as written (no text front-end, no lexicon)
 
 
 class SpeechRequest(TakeFields):
@@ -96,7 +97,7 @@ class SpeechRequest(TakeFields):
     input: str = ""
     voice: str = DEFAULT_VOICE
     response_format: str = "mp3"
-    instructions: str | None = None  # accepted, ignored: voices are anchors and blends
+    instructions: str | None = None  # refused when given (400): a voice is an anchor or a blend, not a prompt
     stream_format: str = "audio"
 
 
@@ -108,8 +109,63 @@ class GenerateRequest(TakeFields):
     name: str | None = None  # generate-shm: the /dev/shm file name
 
 
+class NormalizeRequest(BaseModel):
+    """``POST /v1/text/normalize``: what the server's text front-end (with its lexicon) says for ``text``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str
+    language: str = "en"
+
+
+class SpokenSpan(BaseModel):
+    """``written[written_start:written_end]`` is said as ``spoken[spoken_start:spoken_end]``, by ``rule``."""
+
+    written_start: int
+    written_end: int
+    spoken_start: int
+    spoken_end: int
+    rule: str
+    detail: str = ""
+
+
+class TextWarningBody(BaseModel):
+    written_start: int
+    written_end: int
+    message: str
+
+
+class NormalizeResponse(BaseModel):
+    written: str
+    spoken: str
+    language: str
+    spans: list[SpokenSpan] = Field(default_factory=list)
+    warnings: list[TextWarningBody] = Field(default_factory=list)
+
+
+class LexiconEntryBody(BaseModel):
+    """One pronunciation: ``word`` is said as ``say`` (``lang`` None: both languages)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    word: str
+    say: str
+    lang: str | None = None
+    case_sensitive: bool = False
+    phones: bool = False
+
+
+class LexiconBody(BaseModel):
+    """``GET``/``PUT /v1/lexicon``: the server's global lexicon, every entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entries: list[LexiconEntryBody] = Field(default_factory=list, max_length=10_000)
+
+
 class WsItem(BaseModel):
-    """One pre-planned sentence of a ``speak`` message (a remote take's group)."""
+    """One pre-planned sentence of a ``speak`` message (a remote take's group). ``text`` is what the
+    model says: the client's take pipeline ran the text front-end (normalisation, its lexicon)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -173,9 +229,12 @@ class WsStart(_Event):
 
 
 class WsSentenceStart(_Event):
+    """A sentence begins: ``text`` as written (shown, captioned), ``spoken`` as the model says it."""
+
     type: Literal["sentence_start"] = "sentence_start"
     index: int
     text: str
+    spoken: str = ""
     voice: str = ""
     lang: str = ""
 

@@ -46,7 +46,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     from omnistudio.server.app import HTTPError, ServerState, error_response, validation_line
     from omnistudio.server.middleware import Guard
     from omnistudio.server.pipeline import TakeCache
-    from omnistudio.server.routers import compat, ops, speech, voices, ws
+    from omnistudio.server.routers import compat, ops, speech, text, voices, ws
     from omnistudio.server.scheduler import Busy
 
     state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys,
@@ -70,7 +70,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     async def _invalid(_r: Request, exc: RequestValidationError) -> JSONResponse:
         return error_response(400, validation_line(exc))
 
-    for router in (speech.router, voices.router, ops.router, compat.router, ws.router):
+    for router in (speech.router, voices.router, text.router, ops.router, compat.router, ws.router):
         app.include_router(router)
     app.add_middleware(Guard, state=state)  # keys and body size before any route runs
     return app

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from omnistudio.checks import check_language, check_num_step, check_seed, check_text
 from omnistudio.errors import UserError
+from omnistudio.text.lexicon import Lexicon
 from omnistudio.protocol import (FORMATS, MAX_INPUT_CHARS, MAX_SCRIPT_CHARS, GenerateRequest, SpeechRequest, TakeFields,
                                  WsPrepare, WsRequest)
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
@@ -42,9 +43,14 @@ def check_target(value: float | None) -> float | None:
 
 
 def _options(req: TakeFields, lang: str, voice: VoiceRef | None) -> TakeOptions:
+    """The request's take options; the lexicon is the server's, read now (``PUT /v1/lexicon`` or
+    ``omnistudio lexicon add`` on its machine takes effect with the next request)."""
+    from omnistudio.text.lexicon_files import effective_lexicon
+
     return TakeOptions(num_step=check_num_step(req.num_step), guidance_scale=req.guidance_scale,
-                       seed=check_seed(req.seed),
-                       speed=1.0 if req.speed is None else req.speed, batch=1, lang=lang, voice=voice).validated()
+                       seed=check_seed(req.seed), speed=1.0 if req.speed is None else req.speed, batch=1, lang=lang,
+                       voice=voice, normalize=req.normalize,
+                       lexicon=effective_lexicon(None) if req.normalize else Lexicon()).validated()
 
 
 def _text(text: str | None, limit: int, field: str) -> str:
@@ -84,6 +90,9 @@ def _known_voice(text: str) -> tuple[VoiceRef, str | None]:
 
 
 def speech_job(req: SpeechRequest) -> SpeechJob:
+    if req.instructions is not None and req.instructions.strip():
+        raise UserError("instructions are not supported: an OmniStudio voice is an anchor or a blend "
+                        "(voice: 'ruby' or 'ruby+storm@0.7'), not a style prompt; leave instructions out")
     return plan_job(_text(req.input, MAX_INPUT_CHARS, "input"), req.voice, req.language, req)
 
 

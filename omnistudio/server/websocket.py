@@ -138,8 +138,9 @@ async def serve_session(ws: WebSocket, state: Any, link: Any, finish: Any) -> No
         async for event in run.events():
             if isinstance(event, SentenceStart):
                 sentence = event.sentence
-                await ws.send_text(wire.frame(wire.WsSentenceStart(index=sentence.id, text=sentence.text,
-                                                                   voice=sentence.voice.key(), lang=sentence.lang)))
+                await ws.send_text(wire.frame(wire.WsSentenceStart(
+                    index=sentence.id, text=sentence.text, spoken=sentence.said, voice=sentence.voice.key(),
+                    lang=sentence.lang)))
             elif isinstance(event, Audio) and len(event.pcm):
                 await ws.send_bytes(pack(event.pcm))
             elif isinstance(event, SentenceEnd):

@@ -1,0 +1,53 @@
+"""The text front-end over HTTP: ``POST /v1/text/normalize`` (what a text will be spoken as) and
+``GET``/``PUT /v1/lexicon`` (the server's global pronunciation lexicon, read at each request).
+Key-protected like every route (the Guard middleware)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter
+
+from omnistudio.checks import check_language, check_text
+from omnistudio.protocol import (MAX_INPUT_CHARS, LexiconBody, LexiconEntryBody, NormalizeRequest, NormalizeResponse,
+                                 SpokenSpan, TextWarningBody)
+from omnistudio.text.lexicon import Entry, Lexicon
+
+router = APIRouter()
+
+
+@router.post("/v1/text/normalize")
+async def normalize(body: NormalizeRequest) -> dict[str, Any]:
+    from omnistudio.errors import UserError
+    from omnistudio.text.frontend import normalize as front_end
+    from omnistudio.text.lexicon_files import effective_lexicon
+
+    if len(body.text) > MAX_INPUT_CHARS:
+        raise UserError(f"text is {len(body.text)} characters; the limit is {MAX_INPUT_CHARS}")
+    lang = check_language(body.language)
+    spoken = front_end(check_text(body.text), lang, await asyncio.to_thread(effective_lexicon, None))
+    return NormalizeResponse(written=spoken.written, spoken=spoken.text, language=lang,
+                             spans=[SpokenSpan(**asdict(span)) for span in spoken.spans],
+                             warnings=[TextWarningBody(**asdict(w)) for w in spoken.warnings]).model_dump()
+
+
+def _listing(lexicon: Lexicon) -> dict[str, Any]:
+    return LexiconBody(entries=[LexiconEntryBody(**asdict(entry)) for entry in lexicon.entries]).model_dump()
+
+
+@router.get("/v1/lexicon")
+async def get_lexicon() -> dict[str, Any]:
+    from omnistudio.text.lexicon_files import global_lexicon_path, load_lexicon
+
+    return _listing(await asyncio.to_thread(load_lexicon, global_lexicon_path()))
+
+
+@router.put("/v1/lexicon")
+async def put_lexicon(body: LexiconBody) -> dict[str, Any]:
+    """Replace the global lexicon (checked whole first: one bad entry changes nothing), atomically."""
+    from omnistudio.text.lexicon_files import edit_lexicon, global_lexicon_path
+
+    lexicon = Lexicon(tuple(Entry(**entry.model_dump()) for entry in body.entries))
+    return _listing(await asyncio.to_thread(edit_lexicon, global_lexicon_path(), lambda _old: lexicon))
