@@ -201,9 +201,9 @@ def test_voices_add_then_list(ref_wav: Path, desk: Path, monkeypatch, capsys) ->
 
 def test_all_96_prompts_ready_resumable_and_stale_on_model_change(tiny_engine, desk: Path, monkeypatch,
                                                                    capsys) -> None:  # noqa: ANN001
-    """The shipped roster (design renders at 4 steps to keep the test short) through the CLI."""
+    """The shipped roster (design renders at one step to keep the test short) through the CLI."""
     roster_copy = desk / "anchors.toml"
-    roster_copy.write_text(shipped_roster_path().read_text().replace("num_step = 32", "num_step = 4"))
+    roster_copy.write_text(shipped_roster_path().read_text().replace("num_step = 32", "num_step = 1"))
     monkeypatch.setenv(ROSTER_ENV, str(roster_copy))
     code, out = cli(capsys, "prevectorize", "--model", "tiny", "--json")
     rows = [json.loads(line) for line in out.splitlines()]
