@@ -37,7 +37,7 @@ sucursal sucursales fecha fechas jornada jornadas noche noches manzana manzanas 
 hectárea hectáreas libra libras milla millas pulgada pulgadas caloría calorías camioneta camionetas
 moto motos bicicleta bicicletas ambulancia ambulancias patrulla patrullas operación operaciones
 cirugía cirugías muestra muestras prueba pruebas respuesta respuestas pregunta preguntas firma firmas
-hora horas semana semanas vez veces cuadra cuadras casa casas estrella estrellas medalla medallas
+consulta consultas farmacia farmacias hora horas semana semanas vez veces cuadra cuadras casa casas estrella estrellas medalla medallas
 victoria victorias derrota derrotas fecha fechas vuelta vueltas etapa etapas carrera carreras
 escuadra escuadras sede sedes sala salas cárcel cárceles celda celdas mina minas represa represas
 tasa tasas acción acciones deuda deudas factura facturas tarifa tarifas boleta boletas cuenta cuentas

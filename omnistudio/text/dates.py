@@ -50,6 +50,8 @@ def _say_numeric(match: re.Match[str], lang: str) -> str | None:
     a, b = int(match.group("a")), int(match.group("b"))
     if (a, b) == (24, 7) and not match.group("y"):
         return _ROUND_THE_CLOCK[lang]
+    if (a, b) == (9, 11) and lang == "en" and not match.group("y"):
+        return "nine eleven"  # the attacks, not a date read out
     day, month = (a, b) if lang == "es" else (b, a)
     if not (1 <= day <= 31 and 1 <= month <= 12):
         return None

@@ -134,3 +134,8 @@ def plural_decade(words: str) -> str:
     if words.endswith("y"):
         return words[:-1] + "ies"
     return words + "s"
+
+
+def title_case(words: str) -> str:
+    """ "fifty-eight" -> "Fifty-Eight" (English numbers in names: "Fifth Avenue", "Super Bowl Fifty-Eight")."""
+    return " ".join("-".join(p.capitalize() for p in w.split("-")) for w in words.split())

@@ -10,10 +10,14 @@ from __future__ import annotations
 import re
 
 from omnistudio.text.agreement import MASCULINE, NEUTRAL, gender_after, next_word, noun_gender
-from omnistudio.text.numbers import MINUS, NUMBER, cardinal, is_year, number, ordinal, parse, plural_decade, year
+from omnistudio.text.numbers import (MINUS, NUMBER, cardinal, is_year, number, ordinal, parse, plural_decade,
+                                     title_case, year)
 from omnistudio.text.rules import Rule, per_lang
 
 _TO = {"es": "a", "en": "to"}
+_NOTHING = {"0": "nothing"}
+# Numbers said as their own words in English news.
+SPECIAL_EN = {"911": "nine one one"}
 
 # 2020-2024, 3-1, 2023-24 (hyphen or en dash; not a phone number, which its rule took first).
 _RANGE = r"(?<![\w.,\-–])(?P<a>[0-9]{1,4})[-–](?P<b>[0-9]{1,4})(?![\w\-–]|[.,][0-9])"
@@ -25,6 +29,8 @@ def _say_range(match: re.Match[str], lang: str) -> str:
         second = year(int(b), lang) if len(b) == 4 else cardinal(b, lang)
         return f"{year(int(a), lang)} {_TO[lang]} {second}"
     gender = gender_after(match.string, match.end(), lang)
+    if lang == "en" and "0" in (a, b):  # a score: "two to nothing"
+        return f"{_NOTHING.get(a, cardinal(a, lang))} {_TO[lang]} {_NOTHING.get(b, cardinal(b, lang))}"
     return f"{cardinal(a, lang)} {_TO[lang]} {cardinal(b, lang, gender)}"
 
 
@@ -37,7 +43,10 @@ def _say_ordinal(match: re.Match[str], lang: str) -> str | None:
     value, mark = int(match.group("n")), match.group("mark")
     if lang == "en":
         suffix = {1: "st", 2: "nd", 3: "rd"}.get(value % 10 if value % 100 not in (11, 12, 13) else 0, "th")
-        return ordinal(value, lang) if mark.lower() == suffix else None
+        if mark.lower() != suffix:
+            return None
+        said = ordinal(value, lang)
+        return title_case(said) if next_word(match.string, match.end())[:1].isupper() else said  # "Fifth Avenue"
     if mark in ("o", "a") and match.group(0)[len(match.group("n"))] != ".":
         return None  # "3 a 1" is a score in words, not "3a"
     if mark in ("ª", "a"):
@@ -67,6 +76,8 @@ def _say_number(match: re.Match[str], lang: str) -> str:
     written = match.group("n")
     whole, fraction = parse(written, lang)
     sign = f"{MINUS[lang]} " if match.group("sign") else ""
+    if lang == "en" and not sign and written in SPECIAL_EN:
+        return SPECIAL_EN[written]
     if not fraction and written.isdigit() and is_year(written, lang):
         return sign + year(int(written), lang)  # en "1998"; es reads it as any number, without agreement
     gender = gender_after(match.string, match.end(), lang) if not sign else NEUTRAL

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from omnistudio.text.agreement import FEMININE, MASCULINE
-from omnistudio.text.numbers import cardinal, ordinal
+from omnistudio.text.numbers import cardinal, ordinal, title_case
 from omnistudio.text.rules import Rule, per_lang
 
 _ROMAN_RE = re.compile(r"(?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
@@ -41,10 +41,6 @@ def roman_value(numeral: str) -> int | None:
         value = _VALUES[char]
         total += -value if i + 1 < len(numeral) and _VALUES[numeral[i + 1]] > value else value
     return total
-
-
-def _title(words: str) -> str:
-    return " ".join("-".join(p.capitalize() for p in w.split("-")) for w in words.split())
 
 
 _WORD_BEFORE_RE = re.compile(r"([^\W\d_]+) $")
@@ -76,9 +72,9 @@ def _say_roman(match: re.Match[str], lang: str) -> str | None:
     if after == "century" and value <= 30:
         return ordinal(value, "en")
     if before in CARDINAL_AFTER["en"] and value <= 100:
-        return _title(cardinal(value, "en"))
+        return title_case(cardinal(value, "en"))
     if name and value < 40 and (numeral != "I" or before in MONARCH_NAMES):
-        return f"the {_title(ordinal(value, 'en'))}"
+        return f"the {title_case(ordinal(value, 'en'))}"
     return None
 
 

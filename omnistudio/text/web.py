@@ -12,7 +12,7 @@ import re
 
 from omnistudio.text.numbers import cardinal, year
 from omnistudio.text.rules import Rule, both
-from omnistudio.text.words import pronounceable, spell
+from omnistudio.text.words import acronym, pronounceable, spell
 
 WORDS = {"es": {".": "punto", "/": "barra", "-": "guion", "_": "guion bajo", "@": "arroba", "#": "hashtag"},
          "en": {".": "dot", "/": "slash", "-": "dash", "_": "underscore", "@": "at", "#": "hashtag"}}
@@ -44,8 +44,10 @@ def _pieces(text: str, lang: str, host: bool = False) -> str:
             said.append(WORDS[lang][part])
         elif part.isdigit():
             said.append(cardinal(part, lang) if len(part) <= 4 else " ".join(cardinal(d, lang) for d in part))
+        elif host:
+            said.append(_label(part, lang, last=i == letter_parts[-1]))
         else:
-            said.append(_label(part, lang, last=host and i == letter_parts[-1]) if host else part)
+            said.append(acronym(part, lang)[0] if len(part) > 1 and part.isupper() else part)
     return " ".join(said)
 
 

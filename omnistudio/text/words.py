@@ -45,7 +45,14 @@ ABBREVIATIONS: dict[str, dict[str, str]] = {
 # Said differently by what is around them.
 FEMININE_TITLES = {"licenciado": "licenciada", "ingeniero": "ingeniera", "arquitecto": "arquitecta",
                    "profesor": "profesora", "diputado": "diputada", "senador": "senadora", "presidente": "presidenta"}
-_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+)[\"'“‘«¿¡(\s]*$")
+
+
+def opens_sentence(text: str, start: int, lang: str) -> bool:
+    """Whether ``start`` opens a sentence: nothing before it, or a full stop that is not an abbreviation's."""
+    before = text[:start].rstrip(" \"'“‘«¿¡(")
+    if not before or before[-1] in "!?:":
+        return True
+    return before[-1] == "." and before.split()[-1] not in ABBREVIATIONS[lang]
 
 
 def _abbreviation_pattern(lang: str) -> str:
@@ -64,10 +71,10 @@ def _say_abbreviation(match: re.Match[str], lang: str) -> str:
         return "kilómetro"
     if match.groupdict().get("no"):
         return "number"
-    if match.groupdict().get("st"):
-        after = text[match.end():match.end() + 2]
-        before = re.search(r"([A-Z][a-z]+) $", text[:start])
-        said = "Street" if before and not (len(after) == 2 and after[1].isupper()) else "Saint"
+    if match.groupdict().get("st"):  # "St. Louis": Saint; "Main St.", "15th St. near": Street
+        before_a_name = re.match(r" [A-Z]", text[match.end():match.end() + 2]) is not None
+        after_a_word = re.search(r"\w $", text[:start]) is not None
+        said = "Street" if after_a_word and not before_a_name else "Saint"
     elif match.groupdict().get("dots"):
         said = " ".join(written.replace(".", ""))
     else:
@@ -76,7 +83,7 @@ def _say_abbreviation(match: re.Match[str], lang: str) -> str:
         if lang == "es":
             if said in FEMININE_TITLES and re.search(r"(?:^|\s)la\s$", text[:start], re.IGNORECASE):
                 said = FEMININE_TITLES[said]
-            if written[0].isupper() and _SENTENCE_START_RE.search(text[:start]):
+            if written[0].isupper() and opens_sentence(text, start, lang):
                 said = said[0].upper() + said[1:]
     return said + "." if written.endswith(".") and at_text_end(match) else said
 
