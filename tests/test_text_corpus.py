@@ -17,6 +17,9 @@ CATEGORIES = ("number", "decimal", "percent", "range", "score", "year", "agreeme
               "time", "unit", "phone", "symbol", "abbreviation", "acronym", "roman", "url", "email", "handle")
 MIN_PER_CATEGORY = 5
 NOT_IN = {"en": {"agreement"}}  # English numbers do not agree with their noun
+# Lines the front-end is known to read otherwise (written text -> why). Empty now: a line that reads
+# right must keep reading right, so a rule change that breaks one line fails here even above MIN_RATE.
+KNOWN_MISSES: dict[str, dict[str, str]] = {"es": {}, "en": {}}
 
 
 @pytest.mark.parametrize("lang", ["es", "en"])
@@ -33,13 +36,16 @@ def test_corpus_covers_every_category(lang: str) -> None:
 @pytest.mark.parametrize("lang", ["es", "en"])
 def test_corpus_is_read_as_a_newsreader_reads_it(lang: str) -> None:
     lines = load_corpus(lang)
-    misses = []
+    misses, new = [], []
     for line in lines:
         got = normalize(line.written, lang).text
         if got != line.spoken:
             misses.append(f"  line {line.number} [{line.category}] {line.written!r}\n"
                           f"      expected {line.spoken!r}\n      got      {got!r}")
+            if line.written not in KNOWN_MISSES[lang]:
+                new.append(line.written)
     rate = 1 - len(misses) / len(lines)
     report = f"{lang}: {len(lines) - len(misses)}/{len(lines)} exact ({rate:.1%}); misses:\n" + "\n".join(misses)
     print(report)
     assert rate >= MIN_RATE, report
+    assert not new, f"{len(new)} line(s) read right before and not now (or add them to KNOWN_MISSES):\n{report}"

@@ -31,6 +31,7 @@ RULES: tuple[Rule, ...] = (*web.RULES, *units.PHONE_RULES, *money.RULES, *dates.
                            *units.SYMBOL_RULES)
 
 _BRACKETS_RE = re.compile(r"\[[^\[\]]*\]")
+_KEYCAP_RE = re.compile("[0-9#*]\ufe0f?\u20e3")  # "1️⃣": an emoji, not a number
 _CONTROL_RE = re.compile(r" ?[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
 # A symbol with what clings to it: emoji joiners, variation selectors, skin tones, keycaps, tags.
 _CLINGING = frozenset("\u200d\ufe0e\ufe0f\u20e3")
@@ -130,6 +131,10 @@ def normalize(text: str, lang: str, lexicon: Lexicon | None = None) -> Spoken:
     warnings: list[TextWarning] = []
     for match in _BRACKETS_RE.finditer(written):
         marks.claim(*match.span())
+    for match in _KEYCAP_RE.finditer(written):
+        if marks.free(*match.span()):
+            marks.claim(*match.span())
+            warnings.append(TextWarning(*match.span(), f"unknown symbol '{match.group()}' kept as written"))
     for match in _CONTROL_RE.finditer(written):
         start, end = match.span()
         if marks.free(start, end):

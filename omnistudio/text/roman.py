@@ -15,7 +15,7 @@ import re
 
 from omnistudio.text.agreement import FEMININE, MASCULINE
 from omnistudio.text.numbers import cardinal, ordinal, title_case
-from omnistudio.text.rules import Rule, per_lang
+from omnistudio.text.rules import LOOK_BACK, Rule, per_lang
 
 _ROMAN_RE = re.compile(r"(?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
 _VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
@@ -53,7 +53,7 @@ def _say_roman(match: re.Match[str], lang: str) -> str | None:
     if value is None:
         return None
     text = match.string
-    before_m = _WORD_BEFORE_RE.search(text, 0, match.start())
+    before_m = _WORD_BEFORE_RE.search(text, max(0, match.start() - LOOK_BACK), match.start())
     before = before_m.group(1) if before_m else ""
     after_m = _WORD_AFTER_RE.match(text, match.end())
     after = after_m.group(1) if after_m else ""

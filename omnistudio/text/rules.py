@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 Said = str | tuple[str, str] | None
+LOOK_BACK = 64  # characters a rule reads before its match (the word before it): bounded, so a long text stays linear
 Say = Callable[[re.Match[str], str], Said]
 
 
@@ -37,4 +38,7 @@ def per_lang(es: str | None, en: str | None, flags: int = 0) -> dict[str, re.Pat
 def at_text_end(match: re.Match[str]) -> bool:
     """Whether only closing punctuation or spaces follow ``match`` (a final abbreviation's dot is also
     the sentence's full stop, and is kept)."""
-    return not match.string[match.end():].strip(" \"'”’»)]")
+    return _TAIL_RE.match(match.string, match.end()) is not None
+
+
+_TAIL_RE = re.compile(r"[ \"'”’»)\]]*\Z")

@@ -49,7 +49,8 @@ class Spoken:
     def to_written(self, spoken_start: int, spoken_end: int) -> tuple[int, int]:
         """The written range a spoken range comes from. An end inside a changed span takes the whole
         written span ("tres coma dos por ciento" all comes from "3,2 %"); text between spans maps one to one."""
-        return self._written_at(spoken_start, start=True), self._written_at(spoken_end, start=False)
+        start = self._written_at(spoken_start, start=True)
+        return start, max(start, self._written_at(spoken_end, start=False))
 
     def _written_at(self, offset: int, start: bool) -> int:
         offset = max(0, min(offset, len(self.text)))

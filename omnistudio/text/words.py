@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from omnistudio.text.numbers import cardinal
-from omnistudio.text.rules import Rule, at_text_end, per_lang
+from omnistudio.text.rules import LOOK_BACK, Rule, at_text_end, per_lang
 
 # ------------------------------------------------------------------ abbreviations
 ABBREVIATIONS: dict[str, dict[str, str]] = {
@@ -49,8 +49,10 @@ FEMININE_TITLES = {"licenciado": "licenciada", "ingeniero": "ingeniera", "arquit
 
 def opens_sentence(text: str, start: int, lang: str) -> bool:
     """Whether ``start`` opens a sentence: nothing before it, or a full stop that is not an abbreviation's."""
-    before = text[:start].rstrip(" \"'“‘«¿¡(")
-    if not before or before[-1] in "!?:":
+    before = text[max(0, start - LOOK_BACK):start].rstrip(" \"'“‘«¿¡(")
+    if not before:
+        return start <= LOOK_BACK
+    if before[-1] in "!?:":
         return True
     return before[-1] == "." and before.split()[-1] not in ABBREVIATIONS[lang]
 
@@ -73,7 +75,7 @@ def _say_abbreviation(match: re.Match[str], lang: str) -> str:
         return "number"
     if match.groupdict().get("st"):  # "St. Louis": Saint; "Main St.", "15th St. near": Street
         before_a_name = re.match(r" [A-Z]", text[match.end():match.end() + 2]) is not None
-        after_a_word = re.search(r"\w $", text[:start]) is not None
+        after_a_word = re.search(r"\w $", text[max(0, start - 2):start]) is not None
         said = "Street" if after_a_word and not before_a_name else "Saint"
     elif match.groupdict().get("dots"):
         said = " ".join(written.replace(".", ""))
@@ -81,7 +83,7 @@ def _say_abbreviation(match: re.Match[str], lang: str) -> str:
         key = next(k for k in ABBREVIATIONS[lang] if re.fullmatch(re.escape(k).replace(r"\ ", r"\s?"), written))
         said = ABBREVIATIONS[lang][key]
         if lang == "es":
-            if said in FEMININE_TITLES and re.search(r"(?:^|\s)la\s$", text[:start], re.IGNORECASE):
+            if said in FEMININE_TITLES and re.search(r"(?:^|\s)la\s$", text[max(0, start - 4):start], re.IGNORECASE):
                 said = FEMININE_TITLES[said]
             if written[0].isupper() and opens_sentence(text, start, lang):
                 said = said[0].upper() + said[1:]
@@ -102,6 +104,7 @@ SPELLED = {"es": frozenset("FMI FBI OEA OMS UE PBI CGT UCR DNI ONG BCRA CNN BBC 
 _ONSETS = {"es": frozenset("bl br cl cr dr fl fr gl gr pl pr tr ch ll".split()),
            "en": frozenset("bl br cl cr dr fl fr gl gr pl pr tr sc sk sl sm sn sp st sw tw th sh ch wh str spr scr"
                            .split())}
+LONGEST_SPELLED = 5  # a longer all-capital word is a word in capitals ("SHEINBAUM"), read as a word
 _VOWELS = "aeiouáéíóú"
 _CLUSTER_RE = re.compile(rf"[^{_VOWELS}]+")
 
@@ -137,7 +140,7 @@ def acronym(word: str, lang: str) -> tuple[str, str]:
         return upper.capitalize(), "read (known)"
     if upper in SPELLED[lang]:
         return spell(upper, lang), "spelled (known)"
-    reads = pronounceable(upper, lang) and (lang == "es" or len(upper) >= 5)
+    reads = len(upper) > LONGEST_SPELLED or pronounceable(upper, lang) and (lang == "es" or len(upper) >= 5)
     return (upper.capitalize(), "read") if reads else (spell(upper, lang), "spelled")
 
 
