@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from omnistudio.errors import UserError, first_line
+from omnistudio.text import normalize
 
 ASR_ENV = "OMNISTUDIO_ASR_MODEL"
 ASR_RATE = 16_000
@@ -42,66 +43,16 @@ class Calibration:
         return asdict(self)
 
 
-# Numbers as written (currency, thousands separators, decimals, ordinals, percent) and clock times.
-_NUMBER_RE = re.compile(r"(?P<cur>[$€£])?\s?(?P<num>\d+(?:[.,]\d+)*)(?P<ord>st|nd|rd|th|\.?[ºª°])?"
-                        r"(?P<pct>\s?%)?(?![\w])", re.IGNORECASE)
-_TIME_RE = re.compile(r"\b(\d{1,2}):(\d{2})\b")
-_SEPARATORS = {"en": (",", "."), "es": (".", ",")}  # (thousands, decimal)
-_CURRENCY = {"en": {"$": "dollars", "€": "euros", "£": "pounds"},
-             "es": {"$": "dólares", "€": "euros", "£": "libras"}}
-_PERCENT = {"en": "percent", "es": "por ciento"}
-_ABBREVIATIONS = {"en": {"mr": "mister", "mrs": "missus", "dr": "doctor", "st": "saint", "vs": "versus",
-                         "ok": "okay"},
-                  "es": {"sr": "señor", "sra": "señora", "srta": "señorita", "dr": "doctor", "dra": "doctora",
-                         "ud": "usted", "uds": "ustedes", "ee uu": "estados unidos"}}
-
-
-def _spoken_number(match: re.Match[str], lang: str) -> str:
-    """One written number as words (``num2words``); digits kept when it cannot say them."""
-    try:
-        from num2words import num2words
-    except ImportError:  # normalisation without it: digits compare as digits on both sides
-        return match.group(0)
-    thousands, decimal = _SEPARATORS[lang]
-    raw, ordinal = match.group("num"), match.group("ord")
-    grouped = rf"\d{{1,3}}(?:{re.escape(thousands)}\d{{3}})+(?:{re.escape(decimal)}\d+)?"
-    plain = raw.replace(thousands, "") if re.fullmatch(grouped, raw) else raw
-    plain = plain.replace(decimal, ".")
-    if plain.count(".") > 1 or plain.endswith("."):
-        return " ".join(_spoken_number(m, lang) for m in _NUMBER_RE.finditer(raw.replace(",", " ").replace(".", " ")))
-    value: int | float = float(plain) if "." in plain else int(plain)
-    if ordinal and isinstance(value, int):
-        spoken = num2words(value, lang=lang, to="ordinal")
-        if lang == "es" and ordinal.endswith("ª") and spoken.endswith("o"):
-            spoken = spoken[:-1] + "a"  # 2.ª: segunda
-    elif (lang == "en" and isinstance(value, int) and raw.isdigit() and len(raw) == 4 and 1100 <= value <= 2099
-          and not match.group("cur") and not match.group("pct")):
-        spoken = num2words(value, lang=lang, to="year")  # "1987": nineteen eighty-seven
-    else:
-        spoken = num2words(value, lang=lang)
-    if match.group("pct"):
-        spoken += " " + _PERCENT[lang]
-    if match.group("cur"):
-        spoken += " " + _CURRENCY[lang][match.group("cur")]
-    return f" {spoken} "
-
-
 def normalise(text: str, lang: str = "en") -> str:
-    """The words of ``text`` as compared for WER: numbers spelt out in ``lang`` (en|es), common
-    abbreviations expanded, lowercase, no punctuation or accents. The reference and the
-    hypothesis go through the same function, so "21 %" and "veintiún por ciento" meet halfway."""
-    lang = lang if lang in _SEPARATORS else "en"
-    text = _TIME_RE.sub(lambda m: f" {m.group(1)} {'' if m.group(2) == '00' else m.group(2)} ",
-                        unicodedata.normalize("NFC", text))
-    text = unicodedata.normalize("NFKC", _NUMBER_RE.sub(lambda m: _spoken_number(m, lang), text))
-    plain = unicodedata.normalize("NFKD", text.lower())
+    """The words of ``text`` as compared for WER: what the text front-end says for it in ``lang`` (en|es;
+    numbers, money, dates, abbreviations spelt out as for the model), lowercase, no punctuation or accents.
+    The reference and the hypothesis go through the same function, so "21 %" and "veintiún por ciento"
+    meet halfway."""
+    spoken = normalize(unicodedata.normalize("NFC", text), lang if lang in ("en", "es") else "en").text
+    plain = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", spoken).lower())
     plain = "".join(c for c in plain if not unicodedata.combining(c))
     tokens = [t.strip("'") for t in re.findall(r"[a-z0-9']+", plain.replace("-", " "))]
-    joined = " ".join(t for t in tokens if t)
-    for short, long in _ABBREVIATIONS[lang].items():
-        long = "".join(c for c in unicodedata.normalize("NFKD", long) if not unicodedata.combining(c))
-        joined = re.sub(rf"\b{short}\b", long, joined)
-    return joined
+    return " ".join(t for t in tokens if t)
 
 
 def words(text: str, lang: str = "en") -> list[str]:
