@@ -22,7 +22,10 @@ openai = pytest.importorskip("openai")
 
 TEXT = "Good evening. Here is the news."
 EXTRA = {"seed": 7, "num_step": 2}
-LIMIT_S = 120.0  # no request may take longer than this once a replica is killed
+# A hang guard, not a timing: a request still unanswered after this long counts as hung. Under a CPU
+# burner (and other suites) a request for four sentences on the surviving half-CPU replica took over
+# the 120 s this once was; nothing asserts how long a request takes.
+HANG_S = 600.0
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +90,7 @@ def test_two_replicas_give_the_single_process_servers_audio(single: str, cluster
     for t in threads:
         t.start()
     for t in threads:
-        t.join(LIMIT_S)
+        t.join(HANG_S)
     assert all(a is not None and a.content == expected for a in answers)  # bit for bit, from either replica
     # Both replicas answer: ask (one at a time) until each has named itself; Serve picks one of the
     # two at random when both are idle, so this ends after a few requests (failing: 2**-40).
@@ -147,20 +150,21 @@ def ongoing_requests() -> dict[str, int]:
     counts = {}
     for name, actor in replica_actors().items():
         handle = ray.get_actor(name, namespace=actor["namespace"])
-        counts[name.rsplit("#", 1)[-1]] = int(ray.get(handle.get_num_ongoing_requests.remote(), timeout=30))
+        counts[name.rsplit("#", 1)[-1]] = int(ray.get(handle.get_num_ongoing_requests.remote(), timeout=HANG_S))
     return counts
 
 
+@pytest.mark.timeout(1800)  # a hang guard above HANG_S's own, for the whole test
 def test_killing_a_replica_leaves_no_request_hanging(single: str, cluster: str) -> None:
     """A replica is killed while both replicas render requests: the survivor's requests finish with
     the single server's audio, the lost ones are replayed on it or answered a clear 503, none hangs."""
     request = {"input": " ".join([TEXT] * 4), "voice": "ruby", "response_format": "flac", **EXTRA, "num_step": 4}
-    expected = httpx.post(f"{single}/v1/audio/speech", json=request, timeout=LIMIT_S).content
+    expected = httpx.post(f"{single}/v1/audio/speech", json=request, timeout=HANG_S).content
     results: dict[int, Any] = {}
 
     def ask(i: int) -> None:
         try:
-            r = httpx.post(f"{cluster}/v1/audio/speech", timeout=LIMIT_S, json=request)
+            r = httpx.post(f"{cluster}/v1/audio/speech", timeout=HANG_S, json=request)
             results[i] = (r.status_code, r.content, r.headers)
         except httpx.HTTPError as exc:
             results[i] = ("error", repr(exc), {})
@@ -175,12 +179,12 @@ def test_killing_a_replica_leaves_no_request_hanging(single: str, cluster: str) 
         load.update(ongoing_requests())
         return len(load) == 2 and min(load.values()) >= 1
 
-    wait_until(both_rendering, timeout=LIMIT_S, interval=0.05, what="requests in flight on both replicas")
+    wait_until(both_rendering, timeout=HANG_S, interval=0.05, what="requests in flight on both replicas")
     victim, survivor = sorted(load, key=lambda r: -load[r])  # kill the busier one
     actor = actor_of(victim)
     ray.kill(ray.get_actor(actor["name"], namespace=actor["namespace"]), no_restart=True)
     for t in threads:
-        t.join(max(0.0, LIMIT_S + 10 - (time.monotonic() - started)))
+        t.join(max(0.0, HANG_S + 10 - (time.monotonic() - started)))
     assert not any(t.is_alive() for t in threads), "a request hung"
     assert len(results) == 6
     for status, body, headers in results.values():
