@@ -8,11 +8,12 @@ the filesystem except a shm name, checked by :func:`omnistudio.audio.shm.check_s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from omnistudio.checks import check_language, check_num_step, check_seed, check_text
 from omnistudio.errors import UserError
 from omnistudio.text.lexicon import Lexicon
+from omnistudio.text.ssml import is_ssml, read_ssml
 from omnistudio.protocol import (FORMATS, MAX_INPUT_CHARS, MAX_SCRIPT_CHARS, GenerateRequest, SpeechRequest, TakeFields,
                                  WsPrepare, WsRequest)
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
@@ -63,9 +64,18 @@ def _text(text: str | None, limit: int, field: str) -> str:
 
 
 def plan_job(text: str, voice: str, language: str | None, req: TakeFields) -> SpeechJob:
-    """Check everything a request asks for and plan its take with the one seed policy."""
+    """Check everything a request asks for and plan its take with the one seed policy. A text that
+    opens with ``<speak`` is SSML (:mod:`omnistudio.text.ssml`): its script text is planned, with its
+    ``<sub>``/``<say-as>`` spoken forms over the server's lexicon for this request."""
     ref, voice_lang = _known_voice(voice)
-    options = _options(req, check_language(language or voice_lang or "en"), ref)
+    ssml = read_ssml(text, language or voice_lang) if is_ssml(text) else None
+    options = _options(req, ssml.lang if ssml is not None else check_language(language or voice_lang or "en"), ref)
+    if ssml is not None:
+        text = ssml.script
+        if len(ssml.lexicon) and not options.normalize:
+            raise UserError("normalize: false cannot say SSML <sub> or <say-as> (their spoken forms go through "
+                            "the text front-end): leave normalize on, or use <break> only")
+        options = replace(options, lexicon=ssml.over(options.lexicon))
     speakers = None
     if any(line.lstrip().startswith("[") for line in text.splitlines()):  # speaker tags: known anchors only
         from omnistudio.voices.roster import load_roster
