@@ -29,6 +29,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from omnistudio.errors import UserError
+from omnistudio.text.untrusted_xml import local_name, parse_untrusted
 from omnistudio.text.lexicon import PHONES_RE, Entry, Lexicon
 
 NS = "http://www.w3.org/2005/01/pronunciation-lexicon"
@@ -54,10 +55,10 @@ def read_pls(path: Path) -> Imported:
 
 def parse_pls(data: bytes, where: str) -> Imported:
     """The entries of PLS ``data``; ``where`` (the file) names it in errors."""
-    root = _parse_xml(data, where)
+    root = parse_untrusted(data, where, "a pronunciation lexicon")
     ns = f"{{{NS}}}" if root.tag.startswith(f"{{{NS}}}") else ""
     if root.tag != f"{ns}lexicon":
-        raise UserError(f"{where} is not a PLS lexicon: its root element is <{_local(root.tag)}>, not <lexicon>")
+        raise UserError(f"{where} is not a PLS lexicon: its root element is <{local_name(root.tag)}>, not <lexicon>")
     lang = _language(root.get(XML_LANG), where)
     alphabet = (root.get("alphabet") or "").strip()
     marked = {" ".join((el.text or "").split())
@@ -84,24 +85,6 @@ def parse_pls(data: bytes, where: str) -> Imported:
         except UserError as exc:
             warnings.append(f"grapheme '{word}': skipped: {exc}")
     return Imported(Lexicon(tuple(entries)), lang, tuple(warnings))
-
-
-def _parse_xml(data: bytes, where: str) -> Any:
-    import defusedxml
-    from defusedxml import ElementTree as SafeTree
-
-    try:
-        return SafeTree.fromstring(data)
-    except defusedxml.DefusedXmlException as exc:
-        what = f"the XML entity '{exc.name}'" if hasattr(exc, "name") else "an external XML reference"
-        raise UserError(f"{where} refused: it declares {what} (an entity can expand without bound or read "
-                        "other files); a pronunciation lexicon needs none") from None
-    except SafeTree.ParseError as exc:
-        raise UserError(f"{where} is not well-formed XML: {exc}") from None
-
-
-def _local(tag: str) -> str:
-    return tag.rpartition("}")[2]
 
 
 def _language(value: str | None, where: str) -> str:

@@ -51,6 +51,7 @@ from omnistudio.script import MAX_PAUSE_S, PAUSE_RE, split_sentences
 from omnistudio.text.frontend import normalize
 from omnistudio.text.lexicon import Entry, Lexicon
 from omnistudio.text.numbers import MINUS, NUMBER, PLUS, digits, number
+from omnistudio.text.untrusted_xml import local_name, parse_untrusted
 from omnistudio.text.words import spell
 
 SSML_RE = re.compile(r"^\s*(?:<\?xml[^>]*\?>\s*)?<speak(?=[\s/>])")
@@ -92,7 +93,7 @@ def is_ssml(text: str) -> bool:
 def read_ssml(text: str, lang: str | None = None) -> SsmlText:
     """The SSML document ``text`` as script text and phrases, in ``lang`` (the request's language, or
     None: the document's ``xml:lang``, else English); one :class:`UserError` for anything unsupported."""
-    root = _parse(text)
+    root = parse_untrusted(text, "SSML", "SSML", forbid_dtd=True)
     unsupported = list(dict.fromkeys(_shown(el) for el in root.iter() if _name(el) not in ATTRIBUTES))
     if unsupported:
         many = len(unsupported) > 1
@@ -105,7 +106,7 @@ def read_ssml(text: str, lang: str | None = None) -> SsmlText:
             raise UserError("SSML <speak> is the root only: it cannot hold another <speak>")
         for attribute in el.attrib:
             if attribute not in ATTRIBUTES[_name(el)]:
-                raise UserError(f"SSML <{_name(el)}> attribute '{_local(attribute)}' is not supported")
+                raise UserError(f"SSML <{_name(el)}> attribute '{local_name(attribute)}' is not supported")
     written_lang = _xml_lang(root.get(XML_LANG))
     lang = check_language(lang or written_lang or "en")
     reader = _Reader(lang)
@@ -116,36 +117,17 @@ def read_ssml(text: str, lang: str | None = None) -> SsmlText:
     return reader.result()
 
 
-def _parse(text: str) -> Any:
-    import defusedxml
-    from defusedxml import ElementTree as SafeTree
-
-    try:
-        return SafeTree.fromstring(text, forbid_dtd=True)
-    except defusedxml.DefusedXmlException as exc:
-        what = "a DTD" if isinstance(exc, defusedxml.DTDForbidden) else (
-            f"the XML entity '{exc.name}'" if hasattr(exc, "name") else "an external XML reference")
-        raise UserError(f"SSML refused: it declares {what}; SSML needs no DTD or entity (an entity can expand "
-                        "without bound or read other files)") from None
-    except SafeTree.ParseError as exc:
-        raise UserError(f"SSML is not well-formed XML: {exc}") from None
-
-
-def _local(tag: str) -> str:
-    return tag.rpartition("}")[2]
-
-
 def _name(el: Any) -> str:
     """An element's name: its local name in SSML's namespace (or none), else ``{namespace}name``
     (never taken for an SSML element)."""
     tag: str = el.tag
-    return _local(tag) if tag.startswith(f"{{{SSML_NS}}}") or not tag.startswith("{") else tag
+    return local_name(tag) if tag.startswith(f"{{{SSML_NS}}}") or not tag.startswith("{") else tag
 
 
 def _shown(el: Any) -> str:
     """An element as a message names it: ``<prosody>``, ``<effect> (namespace URI)``."""
     name = _name(el)
-    return f"<{_local(name)}> (namespace {name[1:].partition('}')[0]})" if name.startswith("{") else f"<{name}>"
+    return f"<{local_name(name)}> (namespace {name[1:].partition('}')[0]})" if name.startswith("{") else f"<{name}>"
 
 
 def _words(text: str) -> list[str]:
