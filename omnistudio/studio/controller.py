@@ -8,7 +8,8 @@ Threads:
   take's 1-ahead stream renders sentence k+1 while k plays; a sentence rendered before with the same
   voice, text, seed and settings comes from the take cache, so a replay with the seed locked
   renders nothing and an export writes what was heard;
-- the output callback (a sound card, or :class:`VirtualOutput` when there is none) plays the ring.
+- the output callback (a sound card, or :class:`VirtualOutput` when there is none) plays the ring;
+- the lexicon's worker (:mod:`.lexicon`) reads the pronunciation lexicon at start and edits it (F4).
 Results reach the client only through ``report(event)`` (events in :mod:`.events`), which must be
 thread-safe (the app passes ``post_message``), and through :meth:`Studio.poll`, which the client
 calls on a timer to pull the meter, the sentence being heard and the underrun count.
@@ -50,6 +51,7 @@ from omnistudio.studio.events import (
     Snapshot,
     VoicesListed,
 )
+from omnistudio.studio.lexicon import StudioLexicon
 from omnistudio.studio.playback import Schedule, VirtualOutput
 from omnistudio.studio.settings import StudioSettings
 from omnistudio.studio.takes import ProjectTakes
@@ -114,10 +116,12 @@ class Studio:
         self._retry: Retry | None = None  # set while the engine cannot be reached
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
         self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
+        self.lexicon = StudioLexicon(self)  # the global lexicon with the project's over it
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> Studio:
         self._open_audio()
+        self.lexicon.start()
         self._thread.start()
         self._commands.put(("load", ()))
         return self
@@ -157,6 +161,7 @@ class Studio:
         self._commands.put(("quit", ()))
         if self._thread.is_alive():
             self._thread.join(timeout=10.0)
+        self.lexicon.close()
         self._close_audio()
 
     # ------------------------------------------------- commands (UI thread)
@@ -181,11 +186,13 @@ class Studio:
         return VoiceRef(anchor=anchor)
 
     def take_options(self, voice: VoiceRef | None = None) -> TakeOptions:
-        """The settings as take options (the same values ``render`` gets from its flags)."""
+        """The settings as take options (the same values ``render`` gets from its flags), with the lexicon
+        read last (the engine thread reads it again if its files changed: :meth:`StudioLexicon.refreshed`)."""
         s = self.settings
         return TakeOptions(num_step=s.num_step, guidance_scale=s.guidance_scale, seed=s.seed,
                            seed_locked=s.seed_lock, speed=s.speed, lang=s.language,
-                           voice=voice or self.voice(), finishing=adapters.finishing_options(s))
+                           voice=voice or self.voice(), finishing=adapters.finishing_options(s),
+                           lexicon=self.lexicon.current)
 
     def audition(self, anchor: str, lang: str) -> None:
         """A short fixed sentence in ``anchor``'s voice (with the current blend when it is selected)."""
@@ -374,6 +381,7 @@ class Studio:
                  options: TakeOptions) -> None:
         if cancel.is_set() or self.player is None:
             return
+        options = self.lexicon.refreshed(options)
         player = self.player
         self._set_state("rendering")
         self._rendering_play = True
@@ -403,10 +411,11 @@ class Studio:
             self.report(PlaybackFinished(cancelled=not finished))
 
     def _do_takes(self, name: str, args: tuple[Any, ...]) -> None:
-        self.takes.run(name, args)
+        self.takes.run(name, tuple(self.lexicon.refreshed(arg) for arg in args))
 
     def _do_export(self, sentences: list[Sentence], path: Path, options: TakeOptions) -> None:
         self._set_state("rendering", f"exporting {path.name}")
+        options = self.lexicon.refreshed(options)
         try:
             # With the seed unlocked, export the take that was heard (its base seed), not a new one.
             base = None if options.seed_locked else self._played_seed

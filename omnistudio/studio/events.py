@@ -134,3 +134,11 @@ class TakesChanged:
     @property
     def counts(self) -> tuple[int, ...]:
         return tuple(len(rows) for rows in self.takes)
+
+
+@dataclass(frozen=True)
+class LexiconChanged:
+    """The pronunciation lexicon was read again (the spoken form shown follows it)."""
+
+    entries: int
+    added: str = ""  # what the studio's lexicon key just added, in words ("" for a plain read)
