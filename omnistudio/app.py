@@ -170,6 +170,10 @@ class StudioApp(App[None]):
         elif isinstance(event, ev.TakesChanged):
             self.takes = event
             self._show_takes(screen, event)
+        elif isinstance(event, ev.LexiconChanged):
+            if event.added:
+                self.notify(f"lexicon: {event.added}", timeout=4)
+            screen.show_spoken()
         elif isinstance(event, ev.Exported):
             loud = event.report.get("integrated_lufs")
             self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else ""), timeout=6)

@@ -18,12 +18,16 @@ from textual.widgets import Footer, Header, Label, Static
 from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
 from omnistudio.screens.export import PathDialog, export_dialog
+from omnistudio.screens.lexicon import LexiconDialog
 from omnistudio.screens.settings import SettingsScreen
+from omnistudio.studio.adapters import Sentence
+from omnistudio.studio.lexicon import unresolved, word_at
 from omnistudio.studio.settings import StudioSettings, save_settings
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.lufs_meter import LufsMeter
 from omnistudio.widgets.morph_slider import MorphSlider
 from omnistudio.widgets.script_editor import ScriptEditor
+from omnistudio.widgets.spoken_line import SpokenLine
 from omnistudio.widgets.take_list import TakeList
 from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
@@ -41,6 +45,9 @@ BINDINGS = [
     Binding("ctrl+o", "open", "Open", id="open", show=False, priority=True),
     Binding("ctrl+s", "save", "Save", id="save", show=False, priority=True),
     Binding("f2", "settings", "Settings", id="settings", priority=True),
+    Binding("f3", "toggle_spoken", "Said", id="toggle_spoken", priority=True,
+            tooltip="show or hide what the sentence under the cursor is said as"),
+    Binding("f4", "add_word", "Add word to lexicon", id="add_word", show=False, priority=True),
     Binding("f9", "regenerate", "Retake", id="regenerate", show=False, priority=True),
     Binding("f10", "compare", "A/B", id="compare", show=False, priority=True),
     Binding("alt+left", "step_take(-1)", "Prev take", id="prev_take", show=False, priority=True),
@@ -72,6 +79,7 @@ class MainScreen(Screen[None]):
                 project = studio.takes.project is not None  # the take list shows only with a project
                 yield Label("Takes", classes="section", id="takes-label").set_styles(f"display: {'block' if project else 'none'};")
                 yield TakeList(id="takes").set_styles(f"display: {'block' if project else 'none'};")
+        yield SpokenLine(id="spoken")
         yield Footer()
 
     # ------------------------------------------------------------ helpers
@@ -128,6 +136,7 @@ class MainScreen(Screen[None]):
         picker.lang = "es" if picker.lang == "en" else "en"
         self.studio.select(self.studio.anchor, picker.lang)
         self.notify(f"language: {picker.lang}", timeout=2)
+        self.show_spoken()
 
     def action_set_partner(self) -> None:
         options = self.query_one("#anchor-list")
@@ -190,14 +199,53 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(PathDialog("Save script", "written atomically", Path.cwd() / "script.txt", "Save"), done)
 
-    # ------------------------------------------------------------ takes (a project is open)
-    def sentence_at_cursor(self) -> int | None:
+    # ------------------------------------------------------------ the text front-end (F3, F4)
+    def sentence_under_cursor(self) -> Sentence | None:
         offset = self.editor.cursor_offset
         try:
             sentences = self.studio.parse(self.editor.text)
         except UserError:
             return None  # a half-typed line (e.g. an open tag) while the cursor moves: no sentence yet
-        return next((s.index for s in sentences if offset < s.end), sentences[-1].index if sentences else None)
+        return next((s for s in sentences if offset < s.end), sentences[-1] if sentences else None)
+
+    def action_toggle_spoken(self) -> None:
+        self.query_one(SpokenLine).toggle_class("shown")
+        self.show_spoken()
+
+    def show_spoken(self) -> None:
+        """The spoken form of the sentence under the cursor, when F3 shows it."""
+        line = self.query_one(SpokenLine)
+        if not line.has_class("shown"):
+            return
+        sentence = self.sentence_under_cursor()
+        if sentence is None:
+            line.clear("spoken: no sentence under the cursor")
+            return
+        spoken = self.studio.lexicon.spoken(sentence.text, sentence.lang)
+        line.show(sentence.lang, spoken.text, [(s.spoken_start, s.spoken_end) for s in spoken.spans],
+                  unresolved(spoken))
+
+    def action_add_word(self) -> None:
+        word = self.editor.selected_text.strip() or word_at(self.editor.text, self.editor.cursor_offset)
+        if not word:
+            self.notify("put the cursor on a word (or select a phrase) to add it to the lexicon", severity="warning")
+            return
+        sentence = self.sentence_under_cursor()
+
+        def done(result: tuple[object, bool] | None) -> None:
+            if result is not None:
+                try:
+                    self.studio.lexicon.add(*result)
+                except UserError as exc:
+                    self.notify(str(exc), severity="error")
+
+        lang = sentence.lang if sentence is not None else self.studio.settings.language
+        self.app.push_screen(LexiconDialog(word, lang, self.studio.takes.project is not None), done)
+
+    # ------------------------------------------------------------ takes (a project is open)
+    def sentence_at_cursor(self) -> int | None:
+        sentence = self.sentence_under_cursor()
+        return None if sentence is None else sentence.index
 
     def _on_sentence(self, fn, *args) -> None:  # noqa: ANN001
         index = self.sentence_at_cursor()
@@ -233,6 +281,7 @@ class MainScreen(Screen[None]):
     @on(ScriptEditor.SelectionChanged)
     def _cursor_moved(self) -> None:
         self.show_takes()
+        self.show_spoken()
 
     # ------------------------------------------------------------ widget events
     @on(AnchorPicker.Picked)
@@ -255,3 +304,4 @@ class MainScreen(Screen[None]):
     @on(ScriptEditor.Changed)
     def _edited(self, event: ScriptEditor.Changed) -> None:
         self.app.autosave.save(event.text_area.text)  # type: ignore[attr-defined]
+        self.show_spoken()
