@@ -45,6 +45,10 @@ def test_wrong_or_missing_key_gets_401_and_renders_nothing(keyed: Server) -> Non
         resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=headers, timeout=30)
         assert resp.status_code == 401 and "API key" in resp.json()["error"]["message"]
     assert httpx.get(f"{keyed.url}/metrics").status_code == 401
+    assert httpx.get(f"{keyed.url}/v1/lexicon").status_code == 401  # the lexicon and the front-end too
+    assert httpx.put(f"{keyed.url}/v1/lexicon", json={"entries": []}).status_code == 401
+    assert httpx.post(f"{keyed.url}/v1/text/normalize", json={"text": "3 %"}).status_code == 401
+    assert httpx.get(f"{keyed.url}/v1/lexicon", headers=good).status_code == 200
     assert keyed.metric("omnistudio_batch_size_count", good) == before  # nothing was rendered
     assert httpx.get(f"{keyed.url}/health").status_code == 200  # probes need no key
     resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=good, timeout=120)
