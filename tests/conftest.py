@@ -78,7 +78,8 @@ TIERS["slow"] = {"test_ci_gate", "test_compile", "test_bench", "test_roster_lock
                  "test_project_safety::test_two_renders_into_one_project_at_once_keep_every_take",
                  "test_prompts::test_all_96_prompts_ready_resumable_and_stale_on_model_change",
                  "test_dtype::test_lossless_set_is_token_identical_to_stock_in_bf16",
-                 "test_text_fuzz::test_any_text_gets_a_spoken_form"}
+                 "test_text_fuzz::test_any_text_gets_a_spoken_form",
+                 "test_sampler::test_near_lossless_each_technique_alone"}
 # Run in one pytest-xdist worker, one test after another: one null sink (a recording hears every
 # player), one local Ray. Every other module stays whole on one worker (its module fixtures once).
 SERIAL = ("device", "ray")
