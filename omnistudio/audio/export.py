@@ -29,6 +29,13 @@ def check_output_path(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise UserError(f"unknown output extension '{path.suffix or '(none)'}' for {path}: use .wav or .flac")
+    check_writable_path(path)
+    return suffix
+
+
+def check_writable_path(path: Path) -> None:
+    """Fail early (before any work) if a file cannot be written at ``path``: a folder there, a
+    missing or read-only folder."""
     if path.is_dir():
         raise UserError(f"output path {path} is a directory")
     parent = path.parent if str(path.parent) else Path(".")
@@ -40,7 +47,6 @@ def check_output_path(path: Path) -> str:
         tempfiles.mkstemp(parent, path.name, ".probe").unlink()
     except OSError as exc:
         raise UserError(f"output folder {parent} is not writable ({exc.strerror})") from None
-    return suffix
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -118,6 +124,14 @@ def discard(staged: list[tuple[Path, Path]]) -> None:
 def atomic_write_bytes(path: Path, write: Callable[[Path], object], suffix: str = "", mode: int = 0o644) -> None:
     """Call ``write(tmp_path)`` then rename over ``path`` (file mode ``mode``); a crash leaves the old file intact."""
     commit([(stage(path, write, suffix, mode), path)])
+
+
+def as_pcm24(pcm: np.ndarray) -> NDArray[np.float32]:
+    """Mono float32 samples as a 24-bit PCM file (a project's take, a FLAC export) gives them back:
+    clipped to [-1, 1] and rounded to the nearest 1/2^23 (what libsndfile writes)."""
+    scale = float(1 << 23)
+    data = np.clip(np.asarray(pcm, dtype=np.float64), -1.0, 1.0)
+    return (np.clip(np.round(data * scale), -scale, scale - 1) / scale).astype(np.float32)
 
 
 def write_audio(path: Path, pcm: np.ndarray, sample_rate: int) -> None:
