@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, Stitcher, chunk_fields
+from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, SentenceSpan, Stitcher, chunk_fields
 from omnistudio.audio.export import (TARGET_LUFS, TRUE_PEAK_DBTP, AudioWriter, check_output_path, json_writer,
                                      sidecar_path)
 
@@ -56,6 +56,21 @@ class FinishedRender:
     shm_path: Path | None = None
 
 
+@dataclass(frozen=True)
+class ExtraOutputs:
+    """What a file's finishing writes besides the audio and its sidecar, once the sentences' exact
+    spans are known (the captions): ``sentences``, fields added to each sidecar ``sentences`` entry
+    (by position, e.g. its ``words``); ``files``, ``(path, write(tmp))`` staged with the audio and
+    renamed together with it; ``sidecar``, fields added to the sidecar's top level."""
+
+    sentences: list[dict[str, Any]] = field(default_factory=list)
+    files: list[tuple[Path, Callable[[Path], object]]] = field(default_factory=list)
+    sidecar: dict[str, Any] = field(default_factory=dict)
+
+
+Extras = Callable[[Sequence[SentenceSpan]], ExtraOutputs]
+
+
 PAUSE_IN_LINE_S = 0.15  # between sentences of one line (OmniVoice already pads 0.1 s each side)
 PAUSE_NEW_LINE_S = 0.45  # between lines (paragraphs, speaker changes): long enough for a breath
 
@@ -67,6 +82,14 @@ def pauses(lines: Sequence[int]) -> list[float]:
             for i, line in enumerate(lines)]
 
 
+def sentence_pauses(sentences: Sequence[Any]) -> list[tuple[float, bool]]:
+    """The pause after each script sentence and whether a breath may go in it: the ``[pause]`` it
+    asked for (its ``pause_s``: exactly that, silence), else the line layout's (:func:`pauses`)."""
+    gaps = pauses([s.line for s in sentences])
+    return [(gap, True) if getattr(s, "pause_s", None) is None else (float(s.pause_s), False)
+            for s, gap in zip(sentences, gaps)]
+
+
 def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
     """The stitcher for playback (seams, crossfades, breaths, room tone). A file is finished from
     the same chunks by :func:`finish_render`, which adds the loudness normalisation."""
@@ -76,7 +99,7 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
                   timings: dict[str, Any] | None = None, shm_root: Path | None = None,
                   engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None,
-                  take: dict[str, Any] | None = None) -> FinishedRender:
+                  take: dict[str, Any] | None = None, extra: Extras | None = None) -> FinishedRender:
     """Finish rendered sentences and write them.
 
     ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
@@ -93,6 +116,8 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     ``engine``: what rendered it (model, device, backbone dtype, sampler, torch threads, quantisation).
     ``take``: the take's options (base seed, steps, guidance, speed, batch, language, default voice).
     ``source``: what the audio was made from (script hash, voice, model, seed...), stored as is.
+    ``extra(spans)``: what else to write once the sentences' spans are known (:class:`ExtraOutputs`:
+    the captions); its files are staged after the audio and renamed with it, before the sidecar.
     """
     from omnistudio.audio.export import commit, discard, finished_sidecar, stage
     from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
@@ -117,13 +142,19 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
                     _write_pass(speech, plan, sample_rate, options, writer, None, final)
 
             staged.append((stage(output, write, suffix), output))
+            audio_bytes = staged[-1][0].stat().st_size
+            more = extra(list(stitcher.spans)) if extra is not None else ExtraOutputs()
+            for path, writer in more.files:
+                staged.append((stage(path, writer, path.suffix), path))
             settings = {**asdict(options), "gain_db": plan.gain_db, "limited": plan.limited,
                         "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None}
-            sidecar = finished_sidecar(output, sample_rate, speech.frames, final.report().as_dict(),
-                                       sentences=[s.as_dict() for s in stitcher.spans],
+            rows = [{**s.as_dict(), **(more.sentences[i] if i < len(more.sentences) else {})}
+                    for i, s in enumerate(stitcher.spans)]
+            sidecar = finished_sidecar(output, sample_rate, speech.frames, final.report().as_dict(), sentences=rows,
                                        timings={**(timings or {}), "finishing_s": time.perf_counter() - t0},
-                                       settings=settings, audio_bytes=staged[-1][0].stat().st_size,
+                                       settings=settings, audio_bytes=audio_bytes,
                                        engine=engine, source=source, take=take)
+            sidecar.update(more.sidecar)
             staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
         except BaseException:
             discard(staged)
@@ -141,14 +172,29 @@ def finish_pcm(chunks: Iterable[Any], sample_rate: int, options: FinishingOption
     return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
 
 
+def sentence_spans(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()
+                   ) -> list[SentenceSpan]:
+    """Where each sentence of ``chunks`` lands in the file :func:`finish_render` writes from them
+    (the same stitcher; loudness, room tone and breaths move no sentence), without writing it."""
+    stitcher = _file_stitcher(sample_rate, options)
+    for chunk in chunks:
+        stitcher.push(*chunk_fields(chunk))
+    stitcher.finish()
+    return list(stitcher.spans)
+
+
+def _file_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
+    return Stitcher(sample_rate, room_tone=False, breaths=options.breaths, align_seams=options.align_seams,
+                    crossfade_ms=options.crossfade_ms, seed=options.seed)
+
+
 @contextmanager
 def _stitched(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions,
               spool_dir: Path | None) -> Iterator[tuple[PcmSpool, Stitcher, _Plan]]:
     """Stitch the chunks without room tone into a disk spool, measure it, and plan the finishing."""
     from omnistudio.audio.spool import PcmSpool
 
-    stitcher = Stitcher(sample_rate, room_tone=False, breaths=options.breaths, align_seams=options.align_seams,
-                        crossfade_ms=options.crossfade_ms, seed=options.seed)
+    stitcher = _file_stitcher(sample_rate, options)
     with PcmSpool(spool_dir) as speech:
         meter = _Metered(sample_rate)
         for chunk in chunks:

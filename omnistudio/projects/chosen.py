@@ -15,6 +15,8 @@ from omnistudio.projects.project import Project, StoredTake
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishedRender
+    from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.voices.align import Hearer
 
 
 class StoredTakesLink(WholeGroupLink):
@@ -96,10 +98,12 @@ def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeO
 
 
 def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions,
-                 output: Path) -> FinishedRender | None:
-    """Write the chosen takes to ``output`` through the pipeline's file sink; the FinishedRender."""
+                 output: Path, captions: CaptionOptions | None = None,
+                 hearer: Hearer | None = None) -> FinishedRender | None:
+    """Write the chosen takes to ``output`` through the pipeline's file sink (with ``captions``, the
+    caption files with it; ``hearer`` measures the words); the FinishedRender."""
     from omnistudio.take.sinks import FileSink
 
-    sink = FileSink(output)
+    sink = FileSink(output, captions=captions, hearer=hearer)
     chosen_take(project, planned, options).run([sink])
     return sink.finished

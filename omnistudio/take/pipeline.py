@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from omnistudio.audio.finishing import live_stitcher, pauses
+from omnistudio.audio.finishing import live_stitcher, sentence_pauses
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.script import Script, parse_script
 from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem, link_record
@@ -73,19 +73,16 @@ def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: 
         script = parse_script(script, options.lang, speakers)
     sentences = list(script.sentences if isinstance(script, Script) else script)
     base = options.seed if base_seed is None else int(base_seed)
-    gaps = pauses([s.line for s in sentences])
     planned = []
-    for sentence, gap in zip(sentences, gaps):
-        asked = getattr(sentence, "pause_s", None)  # a script's [pause]: exactly that, no breath in it
+    for sentence, (pause, breath) in zip(sentences, sentence_pauses(sentences)):
         voice = sentence_voice(sentence, options.voice)
         if voice is None:
             raise UserError(f"line {sentence.line} has no speaker tag and no voice is selected")
         spoken = spoken_text(sentence.text, sentence.lang, options)
         seed = sentence_seed(base, spoken, voice.key(), sentence.lang)
         planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed,
-                                       gap if asked is None else asked, sentence.line, sentence.speaker,
-                                       getattr(sentence, "start", 0), getattr(sentence, "end", 0), asked is None,
-                                       spoken))
+                                       pause, sentence.line, sentence.speaker,
+                                       getattr(sentence, "start", 0), getattr(sentence, "end", 0), breath, spoken))
     if not planned:
         raise UserError("nothing to render")
     return planned

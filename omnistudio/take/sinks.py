@@ -23,6 +23,9 @@ from omnistudio.take.stream import Chunk
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishedRender, FinishingOptions
     from omnistudio.audio.player import Player
+    from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.text.lexicon import Lexicon
+    from omnistudio.voices.align import Hearer
 
 Pcm = NDArray[np.float32]
 
@@ -103,14 +106,23 @@ class PlayerSink(Sink):
 class FileSink(Sink):
     """The finished file: sentences stitched without room tone, normalised to the target loudness
     under the true-peak ceiling, room tone under it, written atomically with its JSON sidecar (and
-    /dev/shm/NAME when the finishing options name one). Nothing is written if the take fails."""
+    /dev/shm/NAME when the finishing options name one). Each sentence's ``words`` go in the sidecar;
+    with ``captions``, the caption files (``NAME.srt``, ``NAME.vtt``) are written with the audio, all
+    staged then renamed together; ``hearer`` (a speech model) measures the words where it can hear
+    them, else they are estimated. Nothing is written if the take fails."""
 
     def __init__(self, path: Path, extra: dict[str, Any] | None = None, shm_root: Path | None = None,
-                 source: dict[str, Any] | None = None) -> None:
+                 source: dict[str, Any] | None = None, captions: CaptionOptions | None = None,
+                 hearer: Hearer | None = None) -> None:
         from omnistudio.audio.export import check_output_path
+        from omnistudio.take.captions import caption_paths, check_caption_paths
 
         self.path = Path(path)
         check_output_path(self.path)
+        self.captions = captions.validated() if captions is not None else None
+        self.hearer = hearer  # the speech model that measures the words (None: estimated)
+        if self.captions is not None:
+            check_caption_paths(caption_paths(self.path, self.captions.formats))
         self.extra = dict(extra or {})
         self.shm_root = shm_root
         self.source = source  # what the take was made from, kept in the sidecar (batch renders resume by it)
@@ -122,6 +134,7 @@ class FileSink(Sink):
 
     def end(self, result: TakeResult) -> None:
         from omnistudio.audio.finishing import finish_render
+        from omnistudio.take.captions import file_extras
 
         if self._take is None:
             raise ValueError("FileSink.end without begin")
@@ -129,7 +142,15 @@ class FileSink(Sink):
         engine = result.engine if result.engine is not None else link_record(getattr(self._take, "link", None))
         self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
                                       timings=timings, shm_root=self.shm_root, engine=engine, source=self.source,
-                                      take=result.options or None)
+                                      take=result.options or None,
+                                      extra=file_extras(result.sentences, result.chunks, result.sample_rate,
+                                                        self.path, self.captions, self.hearer, _lexicon(self._take)))
+
+
+def _lexicon(take: TakeView) -> Lexicon | None:
+    """The lexicon the take's spoken forms were made with (a take that names none: the front-end's own)."""
+    options = getattr(take, "options", None)
+    return getattr(options, "lexicon", None)
 
 
 class ShmSink(Sink):

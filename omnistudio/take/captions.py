@@ -1,0 +1,133 @@
+"""A finished take's captions: each sentence's exact span in the file with its written text and timed
+words (the sidecar's ``words``), and the caption files, staged with the audio and renamed together
+with it (:class:`~omnistudio.audio.finishing.ExtraOutputs`), or on their own for audio that exists.
+
+``NAME.wav``'s captions are ``NAME.srt`` and ``NAME.vtt`` beside it (or in another folder)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from omnistudio.audio.dsp import SentenceSpan
+from omnistudio.audio.finishing import Extras, ExtraOutputs
+from omnistudio.captions.formats import CaptionOptions, caption_texts
+from omnistudio.captions.timing import SentenceTiming, WordTime
+from omnistudio.text.lexicon import Lexicon
+from omnistudio.voices.align import Hearer
+from omnistudio.voices.words import with_words
+
+Writer = Callable[[Path], object]
+
+
+def caption_paths(audio: Path, formats: Sequence[str], folder: Path | None = None) -> dict[str, Path]:
+    """Where each format's captions of ``audio`` go: ``NAME.srt`` / ``NAME.vtt`` in ``folder`` (default
+    the audio's own)."""
+    audio = Path(audio)
+    place = audio.parent if folder is None else Path(folder)
+    return {fmt: place / f"{audio.stem}.{fmt}" for fmt in formats}
+
+
+def check_caption_paths(paths: Mapping[str, Path], inputs: Mapping[str, Path | None] | None = None) -> None:
+    """Before any work: each caption file can be written and is none of the command's inputs."""
+    from omnistudio.audio.export import check_not_input, check_writable_path
+
+    for path in paths.values():
+        check_writable_path(path)
+        check_not_input(path, dict(inputs or {}), sidecar=False)
+
+
+def _span(span: SentenceSpan | Mapping[str, Any]) -> tuple[Any, float, float]:
+    """A span's sentence id, start and end as the sidecar records them (to 0.1 ms), so captions made
+    later from the sidecar are the captions written with the file."""
+    row = span.as_dict() if isinstance(span, SentenceSpan) else span
+    return row.get("id"), float(row["start_s"]), float(row["end_s"])
+
+
+def timed_sentences(spans: Sequence[SentenceSpan | Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+                    audio: Callable[[int], NDArray[np.float32]] | None = None, sample_rate: int = 24_000,
+                    hearer: Hearer | None = None, lexicon: Lexicon | None = None) -> list[SentenceTiming]:
+    """The sentences of a file in order: each span (the stitcher's, or a sidecar's ``sentences``
+    entry) with its take row's written text, spoken form and language (rows matched by sentence
+    id), and its words, measured by ``hearer`` where it hears them in ``audio(k)`` (the k-th
+    sentence's samples), else estimated (:func:`omnistudio.voices.words.sentence_words`);
+    ``lexicon``: the take's, which made the spoken forms."""
+    by_id = {row.get("id"): row for row in rows}
+    sentences = []
+    for k, span in enumerate(spans):
+        sentence_id, start, end = _span(span)
+        row = by_id.get(sentence_id, rows[k] if k < len(rows) else {})
+        text = str(row.get("text") or "")
+        sentences.append(SentenceTiming(sentence_id if isinstance(sentence_id, int) else k, text,
+                                        str(row.get("spoken") or text), str(row.get("lang") or "en"), start, end))
+    timed = with_words(sentences, audio, sample_rate, hearer, lexicon)
+    return [replace(s, words=tuple(recorded_word(w.as_dict()) for w in s.words)) for s in timed]
+
+
+def recorded_word(row: Mapping[str, Any]) -> WordTime:
+    """A word as the sidecar records it (times to the millisecond): captions made from a sidecar's
+    words later are the captions written with the file."""
+    confidence = row.get("confidence")
+    return WordTime(str(row["text"]), float(row["start"]), float(row["end"]),
+                    None if confidence is None else float(confidence), bool(row["estimated"]),
+                    int(row.get("written_start", 0)), int(row.get("written_end", 0)))
+
+
+def caption_writers(sentences: Sequence[SentenceTiming], options: CaptionOptions,
+                    paths: Mapping[str, Path]) -> list[tuple[Path, Writer]]:
+    """``(path, write(tmp))`` for each asked-for caption file (the cues are built here, once)."""
+    texts = caption_texts(sentences, options)
+
+    def writer(text: str) -> Writer:
+        return lambda tmp: tmp.write_text(text, encoding="utf-8")
+
+    return [(paths[fmt], writer(text)) for fmt, text in texts.items()]
+
+
+def caption_record(options: CaptionOptions, paths: Mapping[str, Path]) -> dict[str, Any]:
+    """The sidecar's ``captions``: the files, the limits their cues keep, word timestamps or not."""
+    return {"files": {fmt: path.name for fmt, path in paths.items()}, "limits": asdict(options.limits),
+            "vtt_words": options.vtt_words}
+
+
+def file_extras(rows: Sequence[Mapping[str, Any]], chunks: Any, sample_rate: int, output: Path,
+                captions: CaptionOptions | None = None, hearer: Hearer | None = None,
+                lexicon: Lexicon | None = None) -> Extras:
+    """What a take's file sink writes besides the audio once the spans are known: each sentence's
+    ``words`` in the sidecar (measured by ``hearer`` where it can, else estimated) and, with
+    ``captions``, the caption files beside ``output``. ``chunks``: the take's rendered sentences
+    (``chunks[k][0]``: the k-th one's samples)."""
+
+    def extra(spans: Sequence[SentenceSpan]) -> ExtraOutputs:
+        sentences = timed_sentences(spans, rows, lambda k: np.asarray(chunks[k][0], dtype=np.float32), sample_rate,
+                                    hearer, lexicon)
+        words = [{"words": [w.as_dict() for w in s.words]} for s in sentences]
+        if captions is None:
+            return ExtraOutputs(words)
+        paths = caption_paths(output, captions.formats)
+        return ExtraOutputs(words, caption_writers(sentences, captions, paths),
+                            {"captions": caption_record(captions, paths)})
+
+    return extra
+
+
+def write_captions(sentences: Sequence[SentenceTiming], options: CaptionOptions,
+                   paths: Mapping[str, Path]) -> list[Path]:
+    """Write the caption files of audio that exists: every file staged first, then all renamed
+    together (a failure leaves none of them changed)."""
+    from omnistudio.audio.export import commit, discard, stage
+
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, write in caption_writers(sentences, options, paths):
+            staged.append((stage(path, write, path.suffix), path))
+    except BaseException:
+        discard(staged)
+        raise
+    commit(staged)
+    return [path for _tmp, path in staged]

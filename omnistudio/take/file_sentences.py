@@ -1,0 +1,144 @@
+"""The timed sentences of an audio file that exists (for its captions).
+
+The spans come from the file's sidecar (``NAME.wav.json``: each sentence's exact start and end,
+and its written text) when it has one that describes this file; a text given instead of the
+sidecar's must have as many sentences. Without a sidecar the text is needed: one sentence spans the
+whole file, several share it in proportion to their written length (an estimate, as their words
+are). The words: those the sidecar of a ``render --captions`` recorded (so the captions equal the
+ones written with the file), else :func:`omnistudio.voices.words.sentence_words` on the file's own
+samples."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from omnistudio.audio.export import sidecar_path
+from omnistudio.captions.timing import SentenceTiming, WordTime
+from omnistudio.errors import UserError
+from omnistudio.take.captions import recorded_word, timed_sentences
+from omnistudio.take.options import TakeOptions, spoken_text
+from omnistudio.voices.align import Hearer
+
+
+def file_sentences(audio: Path, text: str | None, lang: str | None, options: TakeOptions = TakeOptions(),
+                   hearer: Hearer | None = None) -> tuple[list[SentenceTiming], list[str]]:
+    """The sentences of ``audio`` with spans and words, and notes for the user (a sidecar left out).
+
+    ``text``: the script the file says (None: the sidecar's); ``lang``: its untagged lines' language
+    (None: the sidecar's first sentence's, else en); ``options``: the text front-end's settings;
+    ``hearer``: the speech model that measures words the sidecar does not hold."""
+    frames, rate = _audio_info(audio)
+    notes: list[str] = []
+    sidecar = _sidecar(audio, notes)
+    spans: Sequence[Mapping[str, Any]]
+    if sidecar is not None:
+        spans, rows = sidecar["sentences"], sidecar["timings"]["sentences"]
+        if text is not None:
+            rows = _rows(text, lang or _first_lang(rows), options)
+            if len(rows) != len(spans):
+                raise UserError(f"the text has {len(rows)} sentences; the sidecar of {audio.name} times {len(spans)}: "
+                                "give the text it was rendered from, or move the sidecar away to spread the text "
+                                "over the file")
+            rows = [{**row, "id": span.get("id")} for row, span in zip(rows, spans)]
+    else:
+        if text is None:
+            raise UserError(f"{audio} has no sidecar ({sidecar_path(audio).name}) to take its sentences from: "
+                            "give --text or --script")
+        rows = _rows(text, lang or "en", options)
+        spans = _spread(rows, frames / rate)
+    recorded = _recorded_words(sidecar, notes) if text is None else None
+    timed = timed_sentences(spans, rows, lambda k: _samples(audio, spans[k], rate), rate,
+                            None if recorded else hearer, options.lexicon)
+    if recorded is not None:
+        timed = [replace(s, words=words) for s, words in zip(timed, recorded)]
+    return timed, notes
+
+
+def _recorded_words(sidecar: Mapping[str, Any] | None, notes: list[str]) -> list[tuple[WordTime, ...]] | None:
+    """The words a ``render --captions`` recorded in the sidecar for its own text (so the captions made
+    now are the ones written with the file); None where it recorded none (or they cannot be read)."""
+    if sidecar is None or "captions" not in sidecar:
+        return None
+    try:
+        return [tuple(recorded_word(w) for w in span["words"]) for span in sidecar["sentences"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        notes.append(f"the sidecar's words cannot be read ({type(exc).__name__}: {exc}); made again")
+        return None
+
+
+def _audio_info(audio: Path) -> tuple[int, int]:
+    import soundfile as sf
+
+    if not audio.is_file():
+        raise UserError(f"no such file: {audio}")
+    try:
+        info = sf.info(str(audio))
+    except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
+        raise UserError(f"{audio} is not a readable audio file ({str(exc).splitlines()[0] if str(exc) else exc})") \
+            from None
+    if info.frames <= 0:
+        raise UserError(f"{audio} holds no audio frames")
+    return int(info.frames), int(info.samplerate)
+
+
+def _sidecar(audio: Path, notes: list[str]) -> dict[str, Any] | None:
+    """The file's sidecar when it times this file's sentences; else None, with a note saying why."""
+    path = sidecar_path(audio)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        spans, rows = data["sentences"], data["timings"]["sentences"]
+        if not isinstance(spans, list) or not isinstance(rows, list) or not spans:
+            raise ValueError("no sentences")
+        for span in spans:
+            float(span["start_s"]), float(span["end_s"])
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        notes.append(f"{path.name} is not a sidecar with sentence times ({type(exc).__name__}: {exc}); left out")
+        return None
+    size = data.get("audio_bytes")
+    if isinstance(size, int) and size != audio.stat().st_size:
+        notes.append(f"{path.name} describes another {audio.name} ({size} bytes, this one has "
+                     f"{audio.stat().st_size}); left out")
+        return None
+    return dict(data)
+
+
+def _first_lang(rows: Sequence[Mapping[str, Any]]) -> str:
+    return str(rows[0].get("lang") or "en") if rows else "en"
+
+
+def _rows(text: str, lang: str, options: TakeOptions) -> list[dict[str, Any]]:
+    from omnistudio.script import parse_script
+
+    return [{"id": s.id, "text": s.text, "spoken": spoken_text(s.text, s.lang, options), "lang": s.lang}
+            for s in parse_script(text, lang).sentences]
+
+
+def _spread(rows: Sequence[Mapping[str, Any]], duration: float) -> list[dict[str, Any]]:
+    """Spans for sentences with no times: the file shared in proportion to their written length."""
+    weights = [max(1, len(str(row["text"]))) for row in rows]
+    total, at, spans = sum(weights), 0.0, []
+    for row, weight in zip(rows, weights):
+        end = at + duration * weight / total
+        spans.append({"id": row["id"], "start_s": at, "end_s": min(end, duration)})
+        at = end
+    return spans
+
+
+def _samples(audio: Path, span: Mapping[str, Any], rate: int) -> NDArray[np.float32]:
+    """The file's samples of one span, mono (for an aligner)."""
+    import soundfile as sf
+
+    data, _rate = sf.read(str(audio), start=int(float(span["start_s"]) * rate), stop=int(float(span["end_s"]) * rate),
+                          dtype="float32", always_2d=True)
+    return np.asarray(data.mean(axis=1), dtype=np.float32)
