@@ -32,8 +32,8 @@ from omnistudio import __version__, signals
 from omnistudio.commands.flags.parser import EXIT_USER_ERROR, OneLineParser
 from omnistudio.errors import Terminated, UserError, os_error_line
 
-COMMANDS = ["say", "render", "check", "voices", "prevectorize", "analyze", "lexicon", "normalize", "bench", "serve",
-            "studio"]
+COMMANDS = ["say", "render", "captions", "check", "voices", "prevectorize", "analyze", "lexicon", "normalize",
+            "bench", "serve", "studio"]
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 

@@ -12,6 +12,7 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from omnistudio.commands.flags.captions import add_caption_options
     from omnistudio.commands.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.finishing import add_finishing_options
     from omnistudio.commands.flags.frontend import add_frontend_options
@@ -41,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     add_server_options(p)
     add_finishing_options(p)
+    add_caption_options(p)
     add_frontend_options(p)
     add_take_options(p)
     add_batch_options(p)
@@ -87,8 +89,13 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.config import SAMPLE_RATE
     from omnistudio.script import read_script
 
+    from omnistudio.commands.flags.captions import caption_options
+
     check_project_args(args)  # no output inside a project folder, no --project FILE
+    captions = caption_options(args)
     if args.ray or args.out_dir is not None:
+        if captions is not None:
+            raise UserError("--captions writes beside -o OUT; it does not work with --out-dir/--ray yet")
         from omnistudio.commands.render_ray import run_batch
 
         return run_batch(args)
@@ -102,8 +109,14 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.voices.roster import recording_inputs
 
         check_output_path(args.output)
-        check_not_input(args.output, {"the script": args.script, "the reference recording": args.ref_audio,
-                                      **recording_inputs()})
+        inputs = {"the script": args.script, "the reference recording": args.ref_audio, **recording_inputs()}
+        check_not_input(args.output, inputs)
+        if captions is not None:
+            from omnistudio.take.captions import caption_paths, check_caption_paths
+
+            check_caption_paths(caption_paths(args.output, captions.formats), inputs)
+    elif captions is not None:
+        raise UserError("--captions writes beside the audio: give -o OUT.wav")
     text = read_script(args.script)
     script, options = plan_script(args, text, take_options(args))  # every check first
     from omnistudio.commands.flags.engine import check_link_args
@@ -119,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if player is not None:
         sys.setswitchinterval(0.001)  # the audio callback needs the GIL promptly
     try:
-        result = _render(args, script, options, player)
+        result = _render(args, script, options, player, captions)
     finally:
         if player is not None:
             player.close()
@@ -128,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) -> dict[str, Any]:
+def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, captions: Any = None) -> dict[str, Any]:
     """Build the take (the same function the studio and the server use) with this command's sinks."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -137,11 +150,14 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.sinks import FileSink, PlayerSink
 
+    from omnistudio.commands.flags.captions import caption_hearer
+
+    hearer = caption_hearer(args, captions)  # the speech model for the caption words (a bad --asr-model: first)
     with status("loading model") as update:
         link = open_link(args, progress=update)  # the model here, or the server's (--server)
     take = build_take(link, script, options)
     sinks: list[Any] = []
-    files = FileSink(args.output) if args.output is not None else None
+    files = FileSink(args.output, captions=captions, hearer=hearer) if args.output is not None else None
     if player is not None:
         sinks.append(PlayerSink(player, drain=True))
     if files is not None:
@@ -174,5 +190,6 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any) ->
     if files is not None and files.finished is not None:
         finished = files.finished
         out.update(loudness=finished.sidecar.get("loudness"), sidecar=str(finished.sidecar_path),
-                   shm=str(finished.shm_path) if finished.shm_path else None)
+                   shm=str(finished.shm_path) if finished.shm_path else None,
+                   captions=finished.sidecar.get("captions", {}).get("files"))
     return out

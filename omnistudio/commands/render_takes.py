@@ -96,11 +96,14 @@ def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_fac
     import time
 
     from omnistudio.audio.export import write_json
+    from omnistudio.commands.flags.captions import caption_hearer, caption_options
     from omnistudio.console import err_console
     from omnistudio.projects.chosen import write_chosen
     from omnistudio.projects.retake import takes_report
 
     started = time.perf_counter()
+    captions = caption_options(args)
+    hearer = caption_hearer(args, captions) if args.output is not None else None  # a bad --asr-model: first
     done = render_takes(args, text, script, options, link_factory)
     project = done["project"]
     result: dict[str, Any] = {"output": str(args.output) if args.output else None,
@@ -109,7 +112,7 @@ def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_fac
                               "total_s": round(time.perf_counter() - started, 3)}
     if args.output is not None:
         report = takes_report(project)
-        finished = write_chosen(project, done["planned"], options, args.output)
+        finished = write_chosen(project, done["planned"], options, args.output, captions, hearer)
         write_json(finished.sidecar_path, {**finished.sidecar, "takes": report})
         result.update(sidecar=str(finished.sidecar_path), loudness=finished.sidecar.get("loudness"), takes=report)
     for index in done["failed"]:

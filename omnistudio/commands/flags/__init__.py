@@ -7,6 +7,7 @@ One module per concern; a command's ``add_parser`` adds them and its ``run`` tur
 - ``engine``: ``--model --device --dtype`` and ``--server --api-key-file`` -> the engine link
 - ``voice``: ``--voice --blend --alpha --ref-audio --ref-text`` -> a VoiceRef
 - ``finishing``: ``--target-lufs --true-peak --room-tone --breaths --shm`` -> FinishingOptions
+- ``captions``: ``--captions``/``--format``, ``--captions-words`` and the cue limits -> CaptionOptions
 - ``take``: ``render``'s script and take flags (``--batch``...) -> TakeOptions and the parsed script
 - ``retakes``: ``render``'s takes group (``--project --verify --retake --threshold --asr-model``)
 - ``ray``: the ``--ray`` groups of ``render`` and ``serve``
