@@ -29,6 +29,10 @@ fi
 # OpenMP thread waiting for its partner sleeps instead of spinning (libgomp spins by default, and a
 # spinning thread holds a core the other processes need; same arithmetic, so the same samples).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+# Ray starts its workers (actors, Serve replicas) at nice 15: on a machine busy with other work they get
+# a thirtieth of a core's share and the Ray tests ran 7-11x longer under a CPU burner. The test's own
+# local Ray competes like any other process.
+export RAY_worker_niceness=${RAY_worker_niceness:-0}
 # Architecture and lint first (seconds), the same as the fast tier's.
 bash scripts/lint.sh || exit 1
 "$BIN/python" -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=25 "$@"
