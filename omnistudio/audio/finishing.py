@@ -176,14 +176,18 @@ def sentence_spans(chunks: Iterable[Any], sample_rate: int, options: FinishingOp
                    ) -> list[SentenceSpan]:
     """Where each sentence of ``chunks`` lands in the file :func:`finish_render` writes from them
     (the same stitcher; loudness, room tone and breaths move no sentence), without writing it."""
-    stitcher = _file_stitcher(sample_rate, options)
+    stitcher = file_stitcher(sample_rate, options)
     for chunk in chunks:
         stitcher.push(*chunk_fields(chunk))
     stitcher.finish()
     return list(stitcher.spans)
 
 
-def _file_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
+def file_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
+    """The stitcher a file is finished with (no room tone: it goes under the normalised speech). A
+    sentence's span is final once it is pushed, so a stream can say where each sentence lands in the
+    file :func:`finish_render` writes (room tone, breaths and loudness move no sentence: the live take's
+    spans are these where its seams and crossfade are the options')."""
     return Stitcher(sample_rate, room_tone=False, breaths=options.breaths, align_seams=options.align_seams,
                     crossfade_ms=options.crossfade_ms, seed=options.seed)
 
@@ -194,7 +198,7 @@ def _stitched(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions
     """Stitch the chunks without room tone into a disk spool, measure it, and plan the finishing."""
     from omnistudio.audio.spool import PcmSpool
 
-    stitcher = _file_stitcher(sample_rate, options)
+    stitcher = file_stitcher(sample_rate, options)
     with PcmSpool(spool_dir) as speech:
         meter = _Metered(sample_rate)
         for chunk in chunks:

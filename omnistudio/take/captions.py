@@ -51,12 +51,13 @@ def _span(span: SentenceSpan | Mapping[str, Any]) -> tuple[Any, float, float]:
 
 def timed_sentences(spans: Sequence[SentenceSpan | Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                     audio: Callable[[int], NDArray[np.float32]] | None = None, sample_rate: int = 24_000,
-                    hearer: Hearer | None = None, lexicon: Lexicon | None = None) -> list[SentenceTiming]:
+                    hearer: Hearer | None = None, lexicon: Lexicon | None = None,
+                    words: bool = True) -> list[SentenceTiming]:
     """The sentences of a file in order: each span (the stitcher's, or a sidecar's ``sentences``
     entry) with its take row's written text, spoken form and language (rows matched by sentence
     id), and its words, measured by ``hearer`` where it hears them in ``audio(k)`` (the k-th
     sentence's samples), else estimated (:func:`omnistudio.voices.words.sentence_words`);
-    ``lexicon``: the take's, which made the spoken forms."""
+    ``lexicon``: the take's, which made the spoken forms. ``words=False``: the spans and texts only."""
     by_id = {row.get("id"): row for row in rows}
     sentences = []
     for k, span in enumerate(spans):
@@ -65,6 +66,8 @@ def timed_sentences(spans: Sequence[SentenceSpan | Mapping[str, Any]], rows: Seq
         text = str(row.get("text") or "")
         sentences.append(SentenceTiming(sentence_id if isinstance(sentence_id, int) else k, text,
                                         str(row.get("spoken") or text), str(row.get("lang") or "en"), start, end))
+    if not words:
+        return sentences
     timed = with_words(sentences, audio, sample_rate, hearer, lexicon)
     return [replace(s, words=tuple(recorded_word(w.as_dict()) for w in s.words)) for s in timed]
 

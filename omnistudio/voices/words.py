@@ -10,6 +10,7 @@ model, a language the model cannot hear) they are spread over the sentence's exa
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -80,11 +81,13 @@ def caption_hearer(model_dir: Path | str | None = None) -> Hearer | None:
 
 class LazyHearer:
     """A Whisper model loaded on first use: a command that fails before, or whose words are all known
-    already, loads nothing."""
+    already, loads nothing. Thread-safe: one load, and one sentence heard at a time (a server's
+    requests share one)."""
 
     def __init__(self, model_dir: Path) -> None:
         self.model_dir = model_dir
         self._model: Hearer | None = None
+        self._lock = threading.Lock()
 
     def _loaded(self) -> Hearer:
         if self._model is None:
@@ -94,7 +97,9 @@ class LazyHearer:
         return self._model
 
     def can_hear(self, lang: str) -> bool:
-        return self._loaded().can_hear(lang)
+        with self._lock:
+            return self._loaded().can_hear(lang)
 
     def heard_words(self, wave: np.ndarray, sample_rate: int, lang: str) -> list[HeardWord]:
-        return self._loaded().heard_words(wave, sample_rate, lang)
+        with self._lock:
+            return self._loaded().heard_words(wave, sample_rate, lang)
