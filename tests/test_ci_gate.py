@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from support.wait import HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +21,7 @@ def test_test_sh_under_ci_fails_with_one_line_when_the_null_sink_cannot_start(tm
     env.update(CI="true", VENV=str(Path(sys.executable).parents[1]), PATH=f"{fake}:{env['PATH']}",
                OMNISTUDIO_PULSE_SETTLE="0")
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "test.sh"), "tests/test_paths.py"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 1
     lines = [line for line in proc.stderr.splitlines() if line.startswith("test.sh:")]
     assert lines and lines[-1].startswith("test.sh: CI=true but the PulseAudio null sink did not start"), proc.stderr
@@ -41,7 +42,7 @@ def test_a_skip_is_a_failure_under_ci(tmp_path: Path) -> None:
     outputs = {}
     for ci, code, word in (("true", 1, "failed"), ("", 0, "skipped")):
         proc = subprocess.run(run, cwd=tmp_path, env={**env, "CI": ci}, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=HANG_S)
         assert proc.returncode == code and f"1 {word}" in proc.stdout, proc.stdout
         outputs[ci] = proc.stdout
     assert "skipped under CI=true, which must run every test: Skipped: flite not installed" in outputs["true"]

@@ -20,6 +20,7 @@ from omnistudio.audio.finishing import FinishingOptions, finish_pcm, finish_rend
 from omnistudio.audio.loudness import analyze_file, measure
 from omnistudio.commands.flags.finishing import add_finishing_options, finishing_options
 from omnistudio.errors import UserError
+from support.wait import HANG_S
 
 SR = 24_000
 
@@ -141,7 +142,7 @@ def test_sigkill_mid_export_leaves_previous_file_intact(tmp_path: Path) -> None:
         assert temps and temps[0].stat().st_size > 48_000 * 120 * 4  # really mid-export, into a temp file
         os.kill(child.pid, signal.SIGKILL)
     finally:
-        child.wait(timeout=30)
+        child.wait(timeout=HANG_S)
     assert child.returncode == -signal.SIGKILL
     assert out.read_bytes() == before
     data, rate = sf.read(out, dtype="float32")

@@ -20,6 +20,7 @@ from omnistudio.audio.player import Player
 from support.wait import wait_until
 from omnistudio.errors import UserError
 from support.stream import open_stream
+from support.wait import HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 SR = 24_000
@@ -145,9 +146,9 @@ def test_playback_is_recorded_back_from_the_monitor(null_sink: str, clip: np.nda
     above (test_callback_zero_fills_and_counts_underruns_only_when_audio_was_expected)."""
     tap_seconds = 2 * len(clip) / SR
     with Recorder() as rec, Player(SR, device=None, blocksize=BLOCK, tap_seconds=tap_seconds) as player:
-        wait_until(lambda: len(rec.parts) > 0, timeout=30, what="the recorder running")
+        wait_until(lambda: len(rec.parts) > 0, timeout=HANG_S, what="the recorder running")
         player.write(clip)
-        assert player.drain(timeout=30)
+        assert player.drain(timeout=HANG_S)
         time.sleep(0.3)
     assert player.stats.frames_played == len(clip) and player.stats.tap_dropped == 0
     tapped = np.zeros(len(clip) + BLOCK, dtype=np.float32)
@@ -249,7 +250,7 @@ def test_cancel_mid_script_with_playback(null_sink: str, tiny_engine: Any, ref_w
                 player.stop()
                 stop_now.set()
         at_stop = player.stats.frames_played
-        assert stream.join(timeout=30)
+        assert stream.join(timeout=HANG_S)
         calls = player.stats.callbacks
         deadline = time.monotonic() + 10
         while player.stats.callbacks < calls + 3 and time.monotonic() < deadline:

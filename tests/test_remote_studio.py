@@ -28,6 +28,7 @@ from support.studio import Recorder, wait_for, track_ui_while_held, ui_answers_w
 
 pytest.importorskip("omnistudio.commands.serve")  # the server (issue 15)
 from support.server import Server  # noqa: E402
+from support.wait import HANG_S
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -54,7 +55,7 @@ async def _export(pilot, app, recorder: Recorder, path: Path) -> None:  # noqa: 
 
     asked = time.monotonic()
     app.studio.export(app.main_screen.query_one("#editor").text, path)
-    await wait_for(pilot, lambda: recorder.first(ev.Exported, asked) is not None, timeout=120, what="the export")
+    await wait_for(pilot, lambda: recorder.first(ev.Exported, asked) is not None, timeout=HANG_S, what="the export")
 
 
 def test_remote_studio_plays_exports_survives_a_dead_server(tmp_path: Path, caplog: pytest.LogCaptureFixture,
@@ -111,7 +112,7 @@ async def _play_kill_restart(pilot, app, servers: list[Server], tmp_path: Path, 
     screen = app.main_screen
     telemetry = screen.query_one(Telemetry)
     recorder = Recorder(app)
-    await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=120, what="ready")
+    await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=HANG_S, what="ready")
     assert telemetry.where.startswith("tiny on cpu @ 127.0.0.1:")
     editor = screen.query_one(ScriptEditor)
     editor.load_text(SCRIPT)
@@ -124,11 +125,11 @@ async def _play_kill_restart(pilot, app, servers: list[Server], tmp_path: Path, 
         return len(heard) >= 2
 
     await pilot.press("f5")
-    await wait_for(pilot, progressed, timeout=120, what="the highlight to advance")
+    await wait_for(pilot, progressed, timeout=HANG_S, what="the highlight to advance")
     meter = screen.query_one(LufsMeter)
     await wait_for(pilot, lambda: meter.momentary > -70, what="the meter")
     await wait_for(pilot, lambda: app.studio.state == "ready" and not app.studio.poll().playing,
-                   timeout=120, what="the end of the take")
+                   timeout=HANG_S, what="the end of the take")
     assert telemetry.ttfa > 0 and telemetry.rtf > 0  # network TTFA, the server's RTF
     await _export(pilot, app, recorder, tmp_path / "remote.wav")
 
@@ -137,18 +138,18 @@ async def _play_kill_restart(pilot, app, servers: list[Server], tmp_path: Path, 
     ui_thread, ticks_while_held = track_ui_while_held(app, gate)
     started = time.monotonic()
     await pilot.press("f5")
-    await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered, started) is not None, timeout=120,
+    await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered, started) is not None, timeout=HANG_S,
                    what="a sentence of the long script")
     # from here every network call the link makes (the next group's, or the reconnect after the
     # kill) waits at the gate until it is released
-    await wait_for(pilot, gate.arm, timeout=120, what="no network call in flight")
+    await wait_for(pilot, gate.arm, timeout=HANG_S, what="no network call in flight")
     killed = time.monotonic()
     server.proc.kill()
     await asyncio.to_thread(server.proc.wait)
-    await wait_for(pilot, lambda: gate.held or gate.expired, timeout=120, what="the link reaching for the server")
+    await wait_for(pilot, lambda: gate.held or gate.expired, timeout=HANG_S, what="the link reaching for the server")
     # The link is blocked on the network: the UI still answers keys and runs its timers.
     await ui_answers_while_link_blocked(pilot, gate, editor, ticks_while_held)
-    await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="error") is not None, timeout=120,
+    await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="error") is not None, timeout=HANG_S,
                    what="the error notification")
     _, notice = recorder.first(ev.Notice, killed, severity="error")
     # on screen (the offline state, reported before it, is shown by then)
@@ -167,10 +168,10 @@ async def _play_kill_restart(pilot, app, servers: list[Server], tmp_path: Path, 
 
     # it comes back on the same port: the studio finds it, and play works again
     servers.append(await asyncio.to_thread(_restart, server.port))  # stopped by the caller
-    await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=120, what="the server back")
+    await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=HANG_S, what="the server back")
     again = time.monotonic()
     await pilot.press("f5")
-    await wait_for(pilot, lambda: recorder.first(ev.PlaybackStarted, again) is not None, timeout=120,
+    await wait_for(pilot, lambda: recorder.first(ev.PlaybackStarted, again) is not None, timeout=HANG_S,
                    what="play after the restart")
     await pilot.press("f8")
 
@@ -183,7 +184,7 @@ async def _local(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         telemetry = app.main_screen.query_one(Telemetry)
         recorder = Recorder(app)
-        await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=120, what="ready")
+        await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=HANG_S, what="ready")
         app.main_screen.query_one(ScriptEditor).load_text(SCRIPT)
         await _export(pilot, app, recorder, tmp_path / "local.wav")
 

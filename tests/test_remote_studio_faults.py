@@ -23,6 +23,7 @@ import pytest
 
 from support.remote import FakeServer, LinkGate, refused_port
 from support.studio import Recorder, wait_for, track_ui_while_held, ui_answers_while_link_blocked
+from support.wait import HANG_S
 
 pytestmark = pytest.mark.timeout(500)
 
@@ -65,7 +66,7 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture, mon
             screen = app.main_screen
             telemetry = screen.query_one(Telemetry)
             recorder = Recorder(app)
-            await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="ready")
+            await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=HANG_S, what="ready")
             # the anchor list is the server's (the stand-in lists two anchors), the model line names it
             await wait_for(pilot, lambda: [r.id for r in screen.query_one(AnchorPicker).rows] == ["ruby", "storm"],
                            what="the server's roster")
@@ -76,16 +77,16 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture, mon
             ui_thread, ticks_while_held = track_ui_while_held(app, gate)
             await pilot.press("f5")
             await wait_for(pilot, lambda: recorder.first(ev.SentenceRendered) is not None and server.holding.is_set(),
-                           timeout=60, what="a sentence played and the next one in the server's hands")
+                           timeout=HANG_S, what="a sentence played and the next one in the server's hands")
             # from here every network call the link makes waits at the gate until it is released
             await wait_for(pilot, gate.arm, what="no network call in flight")
             killed = time.monotonic()
             await asyncio.to_thread(server.stop)  # it goes away mid-render (its open connection closed)
-            await wait_for(pilot, lambda: gate.held or gate.expired, timeout=60, what="the link trying to reach the server again")
+            await wait_for(pilot, lambda: gate.held or gate.expired, timeout=HANG_S, what="the link trying to reach the server again")
             # The link is blocked on the network: the UI still answers keys and runs its timers.
             await ui_answers_while_link_blocked(pilot, gate, editor, ticks_while_held)
             await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="error") is not None,
-                           timeout=60, what="the error notification")
+                           timeout=HANG_S, what="the error notification")
             _, notice = recorder.first(ev.Notice, killed, severity="error")
             assert "mid-render" in notice.message, notice.message
             # on screen, naming the server (the offline state, reported before it, is shown by then)
@@ -106,7 +107,7 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture, mon
             # it (backoff), says so, and play works again; the fault was said once, not at every look.
             back = await asyncio.to_thread(FakeServer(port=server.port).start)
             try:
-                await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="back")
+                await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=HANG_S, what="back")
                 await wait_for(pilot, lambda: recorder.first(ev.Notice, killed, severity="information") is not None,
                                what="the notice that the server answers again")
                 errors = [e for at, e in recorder.events if at >= killed and isinstance(e, ev.Notice)
@@ -115,7 +116,7 @@ async def _lost_mid_render(tmp_path: Path, caplog: pytest.LogCaptureFixture, mon
                 again = time.monotonic()
                 await pilot.press("f5")
                 await wait_for(pilot, lambda: recorder.first(ev.PlaybackStarted, again) is not None,
-                               timeout=60, what="play after the server came back")
+                               timeout=HANG_S, what="play after the server came back")
                 await wait_for(pilot, lambda: len(back.requests) >= 2, what="the take's requests")
             finally:
                 back.stop()
@@ -136,7 +137,7 @@ async def _down_at_start(tmp_path: Path) -> None:
         app = _app(f"http://127.0.0.1:{held.getsockname()[1]}", tmp_path / "autosave.script")
         async with app.run_test(size=(120, 36)) as pilot:
             telemetry = app.main_screen.query_one(Telemetry)
-            await wait_for(pilot, lambda: telemetry.engine_state == "offline", timeout=60, what="offline")
+            await wait_for(pilot, lambda: telemetry.engine_state == "offline", timeout=HANG_S, what="offline")
             await wait_for(pilot, lambda: any("unreachable" in n.message for n in app._notifications),  # noqa: SLF001
                            what="the notification")
             editor = app.main_screen.query_one(ScriptEditor)
@@ -145,7 +146,7 @@ async def _down_at_start(tmp_path: Path) -> None:
             assert editor.text.endswith("hi")
             server = FakeServer(sock=held).start()
             try:
-                await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=60, what="the server")
+                await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=HANG_S, what="the server")
                 assert telemetry.where.startswith("fake on cpu @")
             finally:
                 server.stop()

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from omnistudio.audio.ring import Ring
+from support.wait import HANG_S
 
 
 def test_capacity_rounds_up_and_partial_ops() -> None:
@@ -83,7 +84,7 @@ def test_every_sample_in_order_across_threads(capacity: int, total: int, write_s
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=HANG_S)
     assert not any(t.is_alive() for t in threads), "producer or consumer stuck"
     assert not failed
     assert np.array_equal(received, source)

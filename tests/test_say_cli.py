@@ -15,6 +15,7 @@ import soundfile as sf
 from omnistudio.cli import main
 from support.audio import REF_TEXT, make_reference
 from support.cli import one_line_error
+from support.wait import HANG_S
 
 
 def say(args: list[str]) -> int:
@@ -144,7 +145,7 @@ def test_subprocess_bad_input_has_no_traceback(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run([sys.executable, "-m", "omnistudio.cli", "say", "--model", "tiny",
                            "--ref-audio", str(ref), "--ref-text", "Hi.", "--lang", "xx", "Hello.",
-                           "-o", str(out)], capture_output=True, text=True, env=env, timeout=120)
+                           "-o", str(out)], capture_output=True, text=True, env=env, timeout=HANG_S)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "omnistudio: error: unknown language 'xx': use one of en, es"
     assert not out.exists()

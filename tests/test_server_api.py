@@ -25,6 +25,7 @@ import soundfile as sf
 
 from support.server import Server
 from support.wait import wait_until
+from support.wait import HANG_S
 
 STEPS = 3
 LONG = " ".join(f"Sentence number {i} is here." for i in range(1, 13))
@@ -40,7 +41,7 @@ def server(shared_server: Server) -> Server:
 def speech(server: Any, text: str, seed: int = 0, fmt: str = "pcm", **extra: Any) -> httpx.Response:
     body = {"model": "omnivoice", "input": text, "voice": "ruby", "response_format": fmt,
             "num_step": STEPS, "seed": seed, **extra}
-    return httpx.post(f"{server.url}/v1/audio/speech", json=body, timeout=120)
+    return httpx.post(f"{server.url}/v1/audio/speech", json=body, timeout=HANG_S)
 
 
 def test_openai_client_every_format(server: Server) -> None:
@@ -120,7 +121,7 @@ def same_audio(decoded: np.ndarray, pcm: np.ndarray, fmt: str) -> None:
 def test_sse_stream_carries_the_same_audio(server: Server) -> None:
     body = {"input": "Good evening. Here is the news.", "voice": "ruby", "response_format": "pcm",
             "stream_format": "sse", "num_step": STEPS, "seed": 7}
-    with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=body, timeout=120) as resp:
+    with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=body, timeout=HANG_S) as resp:
         assert resp.headers["content-type"].startswith("text/event-stream")
         events = [json.loads(line[6:]) for line in resp.iter_lines() if line.startswith("data: ")]
     assert [e["type"] for e in events[-1:]] == ["speech.audio.done"]
@@ -190,7 +191,7 @@ def test_generate_headers_agree_with_analyze(server: Server, tmp_path: Path,
     from omnistudio.cli import main
 
     resp = httpx.post(f"{server.url}/tts/generate", json={"text": "Good evening. Here is the news.",
-                      "voice": "ruby", "num_step": STEPS, "seed": 2, "target_lufs": -20}, timeout=120)
+                      "voice": "ruby", "num_step": STEPS, "seed": 2, "target_lufs": -20}, timeout=HANG_S)
     assert resp.status_code == 200 and resp.headers["content-type"] == "audio/wav"
     out = tmp_path / "body.wav"
     out.write_bytes(resp.content)
@@ -206,7 +207,7 @@ def test_generate_headers_agree_with_analyze(server: Server, tmp_path: Path,
 def test_generate_shm_reads_back_exactly(server: Server) -> None:
     name = f"omnistudio-test-{os.getpid()}"
     request = {"text": "Good evening.", "voice": "ruby", "num_step": STEPS, "seed": 4}
-    resp = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": name}, timeout=120)
+    resp = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": name}, timeout=HANG_S)
     assert resp.status_code == 200, resp.text
     path = Path("/dev/shm") / name
     try:
@@ -223,7 +224,7 @@ def test_generate_shm_reads_back_exactly(server: Server) -> None:
         assert pcm[:, 0].tobytes() == f32  # the same take, bit for bit
     finally:
         path.unlink(missing_ok=True)
-    bad = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": "../etc/passwd"}, timeout=30)
+    bad = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": "../etc/passwd"}, timeout=HANG_S)
     assert bad.status_code == 400 and "slash" in bad.json()["error"]["message"]
 
 
@@ -241,7 +242,7 @@ def test_generate_shm_leaves_another_users_file_and_a_symlink(server: Server, tm
         link.symlink_to(target)
         rendered = server.metric("omnistudio_batch_size_count")
         for path, needle in ((theirs, "another user"), (link, "symbolic link")):
-            resp = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": path.name}, timeout=120)
+            resp = httpx.post(f"{server.url}/tts/generate-shm", json={**request, "name": path.name}, timeout=HANG_S)
             error = resp.json()["error"]
             assert resp.status_code == 400 and needle in error["message"], resp.text
             assert error["type"] == "invalid_request_error"
@@ -277,7 +278,7 @@ class InProcessServer:
                                                     access_log=False, lifespan="off", ws="websockets-sansio"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
         self.thread.start()
-        wait_until(lambda: self.server.started, timeout=60, what="the in-process server")
+        wait_until(lambda: self.server.started, timeout=HANG_S, what="the in-process server")
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -312,7 +313,7 @@ def test_eight_concurrent_clients_match_alone_and_are_batched(in_process: InProc
         threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
         for t in threads:
             t.start()
-        wait_until(lambda: link.queued == 8, timeout=120, what="all eight sentences queued")
+        wait_until(lambda: link.queued == 8, timeout=HANG_S, what="all eight sentences queued")
     finally:
         link.release()
     for t in threads:
@@ -335,7 +336,7 @@ def test_disconnect_cancels_and_others_finish(server: Server) -> None:
         results[i] = speech(server, texts[i], seed=5).content
 
     threads = [threading.Thread(target=other, args=(i,)) for i in range(2)]
-    with httpx.stream("POST", f"{server.url}/v1/audio/speech", timeout=120,
+    with httpx.stream("POST", f"{server.url}/v1/audio/speech", timeout=HANG_S,
                       json={"input": VERY_LONG, "voice": "ruby", "response_format": "pcm", "num_step": 8}) as resp:
         chunks = resp.iter_bytes()  # kept: a dropped iterator would close the connection now
         assert next(chunks)
@@ -344,12 +345,12 @@ def test_disconnect_cancels_and_others_finish(server: Server) -> None:
         # the long take goes while the others are admitted, in flight with it (or, on a machine that
         # stalled this thread, once they are done: what is asserted below holds either way)
         wait_until(lambda: server.metric("omnistudio_queue_depth") == 3 or not any(t.is_alive() for t in threads),
-                   timeout=120, what="the others in flight")
+                   timeout=HANG_S, what="the others in flight")
     # leaving the block closes the connection mid-stream
     for t in threads:
         t.join(120)
     assert results == alone
-    wait_until(lambda: server.metric("omnistudio_cancelled_requests_total") > before, timeout=60,
+    wait_until(lambda: server.metric("omnistudio_cancelled_requests_total") > before, timeout=HANG_S,
                what="the cancel counted")
     assert server.metric("omnistudio_cancelled_requests_total") == before + 1
     assert server.metric("omnistudio_steps_after_cancel") == 0
@@ -373,7 +374,7 @@ BAD = [
 @pytest.mark.parametrize(("body", "needle"), [pytest.param(b, n, id=i) for i, b, n in BAD])
 def test_bad_requests_get_one_line_4xx(server: Server, body: Any, needle: str) -> None:
     kwargs = {"content": body} if isinstance(body, bytes) else {"json": body}
-    resp = httpx.post(f"{server.url}/v1/audio/speech", timeout=30, **kwargs)
+    resp = httpx.post(f"{server.url}/v1/audio/speech", timeout=HANG_S, **kwargs)
     assert 400 <= resp.status_code < 500
     error = resp.json()["error"]
     assert needle in error["message"] and "\n" not in error["message"]

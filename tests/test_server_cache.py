@@ -10,12 +10,13 @@ from pathlib import Path
 import httpx
 
 from support.server import Server
+from support.wait import HANG_S
 
 
 def _speech(server: Server, seed: int) -> bytes:
     body = {"model": "omnivoice", "input": "Good evening. Here is the news.", "voice": "ruby",
             "response_format": "pcm", "num_step": 2, "seed": seed}
-    resp = httpx.post(f"{server.url}/v1/audio/speech", json=body, timeout=120)
+    resp = httpx.post(f"{server.url}/v1/audio/speech", json=body, timeout=HANG_S)
     assert resp.status_code == 200, resp.text
     return resp.content
 
@@ -39,6 +40,6 @@ def test_a_repeated_request_comes_from_the_cache(omnistudio_home: Path) -> None:
 
 def test_a_bad_cache_size_is_one_line(omnistudio_home: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--cache-mb", "-1"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "omnistudio: error: --cache-mb -1 is out of range 0..65536"

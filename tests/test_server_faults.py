@@ -18,6 +18,7 @@ import pytest
 
 from support.server import Server
 from support.wait import wait_until
+from support.wait import HANG_S
 
 LONG = " ".join(f"Sentence number {i} is here." for i in range(1, 41))
 REQUESTS = "omnistudio_requests_total"
@@ -70,7 +71,7 @@ def test_a_websocket_closed_mid_stream_counts_as_cancelled(shared_server: Server
         # leaving the block closes the connection mid-take
 
     asyncio.run(go())
-    wait_until(lambda: shared_server.metric("omnistudio_cancelled_requests_total") > before, timeout=120,
+    wait_until(lambda: shared_server.metric("omnistudio_cancelled_requests_total") > before, timeout=HANG_S,
                what="the closed connection counted as a cancel")
     assert shared_server.metric("omnistudio_cancelled_requests_total") == before + 1
 
@@ -81,7 +82,7 @@ def test_a_body_cut_off_mid_way_is_counted_not_a_traceback(shared_server: Server
     with socket.create_connection(("127.0.0.1", shared_server.port)) as sock:
         sock.sendall(f"POST {route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      "Content-Length: 100\r\n\r\n".encode() + b'{"input":')  # 9 of the 100 bytes, then gone
-    wait_until(lambda: _requests(shared_server, route, "499") > before_499, timeout=60,
+    wait_until(lambda: _requests(shared_server, route, "499") > before_499, timeout=HANG_S,
                what="the cut-off request counted")
     assert _requests(shared_server, route, "500") == before_500
     assert "Traceback" not in shared_server.output and "Exception in ASGI" not in shared_server.output

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from support.server import Server
+from support.wait import HANG_S
 
 KEY = "test-key-0123456789abcdef"
 
@@ -30,7 +31,7 @@ def keyed(omnistudio_home: Path, tmp_path_factory: pytest.TempPathFactory) -> An
 
 def test_non_loopback_bind_without_key_refuses(omnistudio_home: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--host", "0.0.0.0",
-                           "--port", "0"], capture_output=True, text=True, timeout=60)
+                           "--port", "0"], capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "omnistudio: error: refusing to listen on 0.0.0.0 without --api-key-file: only 127.0.0.1/::1 may be served "
@@ -42,7 +43,7 @@ def test_wrong_or_missing_key_gets_401_and_renders_nothing(keyed: Server) -> Non
     before = keyed.metric("omnistudio_batch_size_count", good)
     body = {"input": "Hello there.", "voice": "ruby", "response_format": "pcm", "num_step": 2}
     for headers in ({}, {"Authorization": "Bearer wrong-key-0123456789abcdef"}, {"Authorization": KEY}):
-        resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=headers, timeout=30)
+        resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=headers, timeout=HANG_S)
         assert resp.status_code == 401 and "API key" in resp.json()["error"]["message"]
     assert httpx.get(f"{keyed.url}/metrics").status_code == 401
     assert httpx.get(f"{keyed.url}/v1/lexicon").status_code == 401  # the lexicon and the front-end too
@@ -51,7 +52,7 @@ def test_wrong_or_missing_key_gets_401_and_renders_nothing(keyed: Server) -> Non
     assert httpx.get(f"{keyed.url}/v1/lexicon", headers=good).status_code == 200
     assert keyed.metric("omnistudio_batch_size_count", good) == before  # nothing was rendered
     assert httpx.get(f"{keyed.url}/health").status_code == 200  # probes need no key
-    resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=good, timeout=120)
+    resp = httpx.post(f"{keyed.url}/v1/audio/speech", json=body, headers=good, timeout=HANG_S)
     assert resp.status_code == 200 and len(resp.content) > 0
     assert keyed.metric("omnistudio_batch_size_count", good) > before
 
@@ -80,7 +81,7 @@ def test_full_queue_gets_429_with_retry_after(keyed: Server) -> None:
     started = threading.Event()
 
     def hold() -> None:
-        with httpx.stream("POST", f"{keyed.url}/v1/audio/speech", headers=good, timeout=120,
+        with httpx.stream("POST", f"{keyed.url}/v1/audio/speech", headers=good, timeout=HANG_S,
                           json={"input": long, "voice": "ruby", "response_format": "pcm", "num_step": 4}) as resp:
             assert resp.status_code == 200
             chunks = resp.iter_bytes()  # kept: a dropped iterator closes the connection
@@ -93,7 +94,7 @@ def test_full_queue_gets_429_with_retry_after(keyed: Server) -> None:
     holder.start()
     try:
         assert started.wait(120)
-        resp = httpx.post(f"{keyed.url}/v1/audio/speech", headers=good, timeout=30,
+        resp = httpx.post(f"{keyed.url}/v1/audio/speech", headers=good, timeout=HANG_S,
                           json={"input": "Hi.", "voice": "ruby", "response_format": "pcm"})
         assert resp.status_code == 429 and int(resp.headers["Retry-After"]) >= 1
         assert "busy" in resp.json()["error"]["message"]
@@ -111,7 +112,7 @@ def test_port_zero_serves_on_a_port_it_names(keyed: Server) -> None:
     assert len(lines) == 1 and (m := SERVING.fullmatch(lines[0])), keyed.output[-2000:]
     port = int(m[1])
     assert port > 0 and keyed.port == port
-    assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=30).json()["status"] == "ready"
+    assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=HANG_S).json()["status"] == "ready"
 
 
 def test_a_port_in_use_or_out_of_range_is_one_line(omnistudio_home: Path) -> None:
@@ -122,6 +123,6 @@ def test_a_port_in_use_or_out_of_range_is_one_line(omnistudio_home: Path) -> Non
         for value, message in ((str(port), f"127.0.0.1:{port} is in use"),
                                ("65536", "port 65536 is out of range 0..65535 (0: a free port the system picks)")):
             done = subprocess.run([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--port", value],
-                                  capture_output=True, text=True, timeout=60)
+                                  capture_output=True, text=True, timeout=HANG_S)
             assert done.returncode == 2, done.stderr
             assert done.stderr.strip().splitlines() == [f"omnistudio: error: {message}"]

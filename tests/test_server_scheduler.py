@@ -15,6 +15,7 @@ from omnistudio.server.pipeline import RenderItem, Rendered, TakeOptions, VoiceR
 from omnistudio.take.link import LinkInfo
 from omnistudio.server.scheduler import Admission, BatchingLink, Busy, CancelEvent, length_bucket
 from support.wait import wait_until
+from support.wait import HANG_S
 
 VOICE = VoiceRef(anchor="ruby")
 
@@ -67,7 +68,7 @@ def run_all(link: BatchingLink, jobs: list[tuple[list[RenderItem], TakeOptions, 
         t.start()
     if held:
         try:
-            wait_until(lambda: link.queued == sum(len(items) for items, _o, _c in jobs), timeout=30,
+            wait_until(lambda: link.queued == sum(len(items) for items, _o, _c in jobs), timeout=HANG_S,
                        what="every item queued")
         finally:
             link.release()
@@ -100,7 +101,7 @@ def test_hold_lets_calls_run_and_release_starts_the_pass() -> None:
     assert link.call(lambda: "ran") == "ran"  # voice preparation and listings are not held
     waiter = threading.Thread(target=link.render, args=([item(0)], TakeOptions()))
     waiter.start()
-    wait_until(lambda: link.queued == 1, timeout=30, what="the item queued")
+    wait_until(lambda: link.queued == 1, timeout=HANG_S, what="the item queued")
     assert fake.passes == []  # held: queued, not rendered
     link.release()
     waiter.join(30)

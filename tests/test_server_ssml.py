@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 
 from support.server import Server
+from support.wait import HANG_S
 
 RATE = 24_000
 BREAK = '<speak>Good evening. <break time="600ms"/> Here is the news.</speak>'
@@ -76,17 +77,17 @@ def test_an_unsupported_element_is_a_400_naming_it_on_every_route(shared_server:
     doc = '<speak>Good <prosody rate="slow">evening</prosody>.</speak>'
     line = "SSML element <prosody> is not supported: use <break>, <say-as>, <sub>"
     speech = httpx.post(f"{url}/v1/audio/speech", json={"model": "omnivoice", "input": doc, "voice": "ruby",
-                                                         "response_format": "wav"}, timeout=60)
+                                                         "response_format": "wav"}, timeout=HANG_S)
     assert speech.status_code == 400 and speech.json()["error"]["message"] == line
     assert speech.json()["error"]["type"] == "invalid_request_error"
-    generate = httpx.post(f"{url}/tts/generate", json={"text": doc, "voice": "ruby"}, timeout=60)
+    generate = httpx.post(f"{url}/tts/generate", json={"text": doc, "voice": "ruby"}, timeout=HANG_S)
     assert generate.status_code == 400 and generate.json()["error"]["message"] == line
     frames = asyncio.run(_ws(url, {"script": doc, "voice": "ruby"}))
     assert len(frames) == 1 and isinstance(frames[0], dict)
     assert (frames[0]["type"], frames[0]["message"], frames[0]["status"]) == ("error", line, 400)
-    malformed = httpx.post(f"{url}/tts/generate", json={"text": "<speak>Good evening.", "voice": "ruby"}, timeout=60)
+    malformed = httpx.post(f"{url}/tts/generate", json={"text": "<speak>Good evening.", "voice": "ruby"}, timeout=HANG_S)
     assert malformed.status_code == 400
     assert malformed.json()["error"]["message"].startswith("SSML is not well-formed XML")
     off = httpx.post(f"{url}/tts/generate", json={"text": '<speak><sub alias="x">Y</sub>.</speak>', "voice": "ruby",
-                                                  "normalize": False}, timeout=60)
+                                                  "normalize": False}, timeout=HANG_S)
     assert off.status_code == 400 and "normalize: false cannot say SSML <sub>" in off.json()["error"]["message"]

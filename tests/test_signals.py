@@ -14,6 +14,7 @@ import pytest
 
 from support.audio import REF_TEXT
 from support.wait import wait_until
+from support.wait import HANG_S
 
 
 
@@ -52,7 +53,7 @@ def test_sigint_at_a_tenth_of_a_second(tmp_path: Path, ref_wav: Path) -> None:
         time.sleep(0.002)
     time.sleep(max(0.0, 0.1 - (time.monotonic() - started)))
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, err
     assert [line for line in err.splitlines() if line.strip()] == ["omnistudio: interrupted"], err
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
@@ -78,7 +79,7 @@ def test_sigint_while_loading_prints_one_line(tmp_path: Path, ref_wav: Path) -> 
     seen = _read_until(proc, "random-weight checkpoint")
     assert "random-weight checkpoint" in seen[-1] and proc.poll() is None, "".join(seen)
     proc.send_signal(signal.SIGINT)
-    _out, rest = proc.communicate(timeout=120)
+    _out, rest = proc.communicate(timeout=HANG_S)
     err = "".join(seen) + rest
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "omnistudio: interrupted"
@@ -112,11 +113,11 @@ def test_sigterm_mid_render(tmp_path: Path, ref_wav: Path, tmp_path_factory: pyt
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "COLUMNS": "400", "TMPDIR": str(spool)})
     seen = _read_until(proc, "cudnn.benchmark")  # the model is loaded: rendering starts now
-    wait_until(lambda: _spooled_bytes(proc.pid, spool) >= 24_000 * 4 or proc.poll() is not None, timeout=120,
+    wait_until(lambda: _spooled_bytes(proc.pid, spool) >= 24_000 * 4 or proc.poll() is not None, timeout=HANG_S,
                interval=0.02, what="a second of rendered audio")
     assert proc.poll() is None, "".join(seen)
     proc.send_signal(signal.SIGTERM)
-    _out, rest = proc.communicate(timeout=120)
+    _out, rest = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 143, "".join(seen) + rest
     assert "Traceback" not in rest
     assert [line for line in rest.splitlines() if line.startswith("omnistudio:")] == ["omnistudio: terminated"]

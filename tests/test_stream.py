@@ -16,6 +16,7 @@ from omnistudio.take.options import sentence_seed
 from omnistudio.take.stream import Stream
 from support.stream import open_stream
 from support.audio import REF_TEXT, same_take
+from support.wait import HANG_S
 
 SCRIPT = "One two. Three four.\nFive six. Seven eight."
 STEPS = 4
@@ -29,7 +30,7 @@ def voice(tiny_engine: Any, ref_wav: Path) -> Any:
 def test_chunks_in_order_match_single_synthesis(tiny_engine: Any, voice: Any) -> None:
     stream = open_stream(tiny_engine, SCRIPT, voice, num_step=STEPS, seed=7)
     chunks = list(stream)
-    assert stream.join(timeout=60)
+    assert stream.join(timeout=HANG_S)
     assert [c.sentence_id for c in chunks] == [0, 1, 2, 3]
     assert [c.sentence.text for c in chunks] == ["One two.", "Three four.", "Five six.", "Seven eight."]
     assert all(c.ok and c.steps == STEPS and c.pcm.dtype == np.float32 for c in chunks)
@@ -60,10 +61,10 @@ def test_renders_one_ahead_of_the_consumer(tiny_engine: Any, voice: Any) -> None
     first = next(it)
     assert first.sentence_id == 0
     # while the consumer holds chunk 0, sentence 1 renders ...
-    assert started[1].wait(timeout=60)
+    assert started[1].wait(timeout=HANG_S)
     second = next(it)
     # ... and sentence 2 only starts once chunk 1 was taken
-    assert started[2].wait(timeout=60)
+    assert started[2].wait(timeout=HANG_S)
     rest = list(it)
     assert [second.sentence_id, *[c.sentence_id for c in rest]] == [1, 2, 3]
     assert all(taken_when_started[i] >= i for i in range(4)), taken_when_started
@@ -96,7 +97,7 @@ def test_cancel_takes_effect_within_one_diffusion_step(tiny_engine: Any, voice: 
         # cancel hook runs after the test's, so the step during which cancel came never runs.
         stream = holder["stream"] = open_stream(tiny_engine, script, voice, num_step=8)
         chunks = list(stream)
-        assert stream.join(timeout=60)
+        assert stream.join(timeout=HANG_S)
     finally:
         for h in handles:
             h.remove()
@@ -114,7 +115,7 @@ def test_cancel_from_the_consumer_ends_iteration(tiny_engine: Any, voice: Any) -
     for chunk in stream:
         got.append(chunk.sentence_id)
         stream.cancel()
-    assert stream.join(timeout=60)
+    assert stream.join(timeout=HANG_S)
     assert got == [0]
     assert stream.steps <= 2 * STEPS  # at most the sentence being rendered when cancel came
 
@@ -155,7 +156,7 @@ def test_decode_lane_gives_the_same_chunks_in_order(tiny_engine: Any, voice: Any
     inline = list(open_stream(tiny_engine, SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=False))
     with open_stream(tiny_engine, SCRIPT, voice, num_step=STEPS, seed=3, overlap_decode=True) as stream:
         lane = list(stream)
-        assert stream.join(timeout=60)
+        assert stream.join(timeout=HANG_S)
     assert [c.sentence_id for c in lane] == [0, 1, 2, 3]
     for a, b in zip(inline, lane):
         np.testing.assert_array_equal(a.pcm, b.pcm)
@@ -179,6 +180,6 @@ def test_decode_lane_reports_errors_and_cancels(tiny_engine: Any, voice: Any) ->
     stream = open_stream(tiny_engine, parse_script(long_script, "en"), voice, num_step=STEPS, overlap_decode=True)
     first = next(iter(stream))
     stream.cancel()
-    assert stream.join(timeout=30)
+    assert stream.join(timeout=HANG_S)
     assert first.sentence_id == 0 and stream.cancelled
     assert stream.steps <= 3 * STEPS  # at most the groups in flight when cancel came

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from support.links import FakeLink
 from support.studio import ROWS, wait_for
+from support.wait import HANG_S
 
 from omnistudio.text import Entry
 from omnistudio.text.lexicon_files import edit_lexicon, global_lexicon_path, load_lexicon, project_lexicon_path
@@ -169,7 +170,7 @@ async def _escape(tmp_path: Path) -> None:
         await say_as(pilot, "Cheinbaum", "escape")
         assert isinstance(app.screen, MainScreen)
         await play_and_hear(pilot, link, "Habló Sheinbaum ayer.")
-        assert app.studio.lexicon._worker.submit(lambda: None).result(timeout=30) is None  # noqa: SLF001 - idle
+        assert app.studio.lexicon._worker.submit(lambda: None).result(timeout=HANG_S) is None  # noqa: SLF001 - idle
     assert not global_lexicon_path().exists()
 
 

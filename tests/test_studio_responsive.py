@@ -63,7 +63,7 @@ def test_ui_keeps_handling_keys_and_timers_while_the_engine_renders(tiny_engine,
         app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", virtual_rate=8.0)
         async with app.run_test(size=(120, 34)) as pilot:
             screen = app.main_screen
-            await wait_for(pilot, lambda: screen.query_one(Telemetry).engine_state == "ready", timeout=120,
+            await wait_for(pilot, lambda: screen.query_one(Telemetry).engine_state == "ready", timeout=HANG_S,
                            what="ready")
             app.studio.select("ruby")
             editor = screen.query_one(ScriptEditor)
@@ -77,7 +77,7 @@ def test_ui_keeps_handling_keys_and_timers_while_the_engine_renders(tiny_engine,
 
             app.set_interval(0.01, tick)
             await pilot.press("f5")
-            await wait_for(pilot, lambda: rendering.is_set() or gave_up[0], timeout=120, what="the render")
+            await wait_for(pilot, lambda: rendering.is_set() or gave_up[0], timeout=HANG_S, what="the render")
             editor.move_cursor(editor.document.end)
             for key in "xxxxx":  # as the terminal sends them (Pilot.press would wait for an idle CPU: never, here)
                 app.post_message(events.Key(key, key))

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from support.studio import wait_for
+from support.wait import HANG_S
 
 MODEL_STACK = ("torch", "transformers", "omnistudio.engine.engine", "omnistudio.engine.model")
 
@@ -44,7 +45,7 @@ def test_studio_is_interactive_before_the_engine_is_ready(tiny_engine, tmp_path:
 
     def gated_load(cls, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         load_threads.append(threading.get_ident())
-        assert typed.wait(timeout=120), "the keys were never typed"
+        assert typed.wait(timeout=HANG_S), "the keys were never typed"
         return real_load(cls, *args, **kwargs)
 
     monkeypatch.setattr(Engine, "load", classmethod(gated_load))
@@ -54,7 +55,7 @@ def test_studio_is_interactive_before_the_engine_is_ready(tiny_engine, tmp_path:
         studio = Studio("tiny", "cpu", audio="virtual")
         app = StudioApp(studio, autosave=Autosave(tmp_path / "autosave.script", interval=0.0))
         async with app.run_test(size=(120, 34)) as pilot:
-            await wait_for(pilot, lambda: app.main_screen.is_mounted, timeout=120, what="the main screen")
+            await wait_for(pilot, lambda: app.main_screen.is_mounted, timeout=HANG_S, what="the main screen")
             editor = app.main_screen.query_one(ScriptEditor)
             editor.focus()
             telemetry = app.main_screen.query_one(Telemetry)
@@ -63,7 +64,7 @@ def test_studio_is_interactive_before_the_engine_is_ready(tiny_engine, tmp_path:
             assert len(editor.text) == len(before) + 2 and "hi" in editor.text
             assert (studio.state, telemetry.engine_state) == ("loading", "loading")
             typed.set()
-            await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=120, what="engine ready")
+            await wait_for(pilot, lambda: telemetry.engine_state == "ready", timeout=HANG_S, what="engine ready")
 
     asyncio.run(run())
     assert load_threads and not set(load_threads) & set(ui_thread), "the engine loaded on the UI thread"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from support.studio import make_app, wait_for
+from support.wait import HANG_S
 
 from omnistudio.projects.project import Project
 
@@ -40,13 +41,13 @@ async def _takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) ->
 
         await pilot.press("f5")
         await wait_for(pilot, lambda: app.takes is not None and app.takes.counts == (1, 1, 1) and idle(),
-                       timeout=60, what="a take per sentence")
+                       timeout=HANG_S, what="a take per sentence")
         assert editor.take_marks == {0: "1 1", 1: "1"}
 
         editor.focus()
         editor.cursor_location = (0, 20)  # in "Here is the news."
         await pilot.press("f9")
-        await wait_for(pilot, lambda: app.takes.counts == (1, 2, 1) and idle(), timeout=60, what="F9's take")
+        await wait_for(pilot, lambda: app.takes.counts == (1, 2, 1) and idle(), timeout=HANG_S, what="F9's take")
         line = takes.project.lines[1]  # the script is parsed again on each command: fresh Line objects
         first, second = line.takes
         assert second.seed != first.seed and line.chosen == second.id

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from support.studio import make_app, wait_for
+from support.wait import HANG_S
 
 from omnistudio.config import DEFAULT_MODEL
 from omnistudio.script import parse_script
@@ -50,7 +51,7 @@ def test_first_start_selects_an_anchor_and_plays_the_example(tiny_engine, voice_
             telemetry = screen.query_one(Telemetry)
             await wait_for(pilot, lambda: telemetry.engine_state == "ready", what="ready")
             await pilot.press("f5")
-            await wait_for(pilot, lambda: not math.isnan(telemetry.ttfa), timeout=60, what="the example playing")
+            await wait_for(pilot, lambda: not math.isnan(telemetry.ttfa), timeout=HANG_S, what="the example playing")
             assert [s.voice.key() for s in app.studio.last_take.sentences][-1] == "ruby+valentina@0.60"
             await pilot.press("f8")
 

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from support.wait import HANG_S
 
 READY = re.compile(r"^omnistudio: serving \S+ on http://(?P<host>[^\s:]+|\[[^\]]+\]):(?P<port>\d+) ")
 
@@ -41,7 +42,7 @@ class Server:
             why = "exited" if self.proc.returncode is not None else f"not ready in {timeout_s:g} s"
             raise RuntimeError(f"server {why} (status {self.proc.returncode}): {self.output[-2000:]}")
         self.url = f"http://127.0.0.1:{self.port}"
-        health = httpx.get(f"{self.url}/health", timeout=30)
+        health = httpx.get(f"{self.url}/health", timeout=HANG_S)
         assert health.status_code == 200, health.text  # the line is printed once the engine is ready
 
     def _read(self) -> None:

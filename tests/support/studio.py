@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from support.wait import HANG_S
+
 from omnistudio.studio.adapters import AnchorRow
 
 ROWS = [AnchorRow("ruby", "Ruby Vance", ("es", "en"), {"en": "ready", "es": "missing"}),
@@ -57,7 +59,7 @@ def make_app(engine: Any, voice_roster_file: Path, autosave_path: Path, **kwargs
     return StudioApp(studio, rows=ROWS, autosave=Autosave(autosave_path, interval=0.0), duo_list=DUOS, **kwargs)
 
 
-async def wait_for(pilot: Any, predicate: Any, timeout: float = 60.0, what: str = "condition") -> None:
+async def wait_for(pilot: Any, predicate: Any, timeout: float = HANG_S, what: str = "condition") -> None:
     """Let the app run until ``predicate()`` holds (no fixed sleeps). The timeout only bounds a hang, and is
     generous for a loaded machine: no test asserts how long the wait took (timings belong in benches)."""
     deadline = time.monotonic() + timeout
