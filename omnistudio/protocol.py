@@ -5,8 +5,10 @@ One module, imported by the server (``omnistudio.server``) and by the one client
 
 - HTTP requests: :class:`SpeechRequest` (``POST /v1/audio/speech``, OpenAI's shape plus OmniStudio's
   fields) and :class:`GenerateRequest` (``POST /tts/generate`` and ``/tts/generate-shm``).
-- HTTP responses: :class:`Health` (``GET /health``), :class:`VoiceListing` (``GET /v1/audio/voices``) and
-  OpenAI's error body (:func:`error_body`).
+- HTTP responses: :class:`Health` (``GET /health``), :class:`VoiceListing` (``GET /v1/audio/voices``),
+  :class:`TimedSpeech` and :class:`SseSentence` (``/v1/audio/speech`` with ``timestamps``), :class:`ShmTake`
+  (``/tts/generate-shm``) and OpenAI's error body (:func:`error_body`). Sentence and word times are
+  :class:`SentenceTime` / :class:`WordTime` everywhere (the WebSocket's ``sentence_end`` too).
 - WebSocket ``WS_ROUTE``: the client sends one :class:`WsRequest` (``speak``) or :class:`WsPrepare`, then
   optionally :class:`WsCancel`; the server answers with the events of :data:`ServerEvent`.
 
@@ -76,6 +78,9 @@ def error_message(body: bytes | str) -> str:
 
 
 # ---------------------------------------------------------------- requests
+Timestamps = Literal["word", "sentence"]
+
+
 class TakeFields(BaseModel):
     """The synthesis options every speech request carries (checked by the server's job planning)."""
 
@@ -88,6 +93,9 @@ class TakeFields(BaseModel):
     speed: float | None = None
     target_lufs: float | None = None
     normalize: bool = True  # false: the text goes to the model as written (no text front-end, no lexicon)
+    # "sentence": each sentence's span in the take; "word": and its written words' times (Whisper where it
+    # hears the language, else estimated); None: neither (no alignment cost)
+    timestamps: Timestamps | None = None
 
 
 class SpeechRequest(TakeFields):
@@ -215,6 +223,70 @@ class WsCancel(BaseModel):
 ClientMessage = Annotated[WsRequest | WsPrepare | WsCancel, Field(discriminator="type")]
 
 
+# ------------------------------------------------------------ timestamps
+class WordTime(BaseModel):
+    """One word of the written text, when it is heard: seconds from the start of the take, to the
+    millisecond, as ``render -o OUT`` records it in its sidecar's ``sentences[*].words``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str  # as written, with its punctuation ("3,2 %" is one word)
+    start: float
+    end: float
+    confidence: float | None = None  # the aligner's probability; None when estimated
+    estimated: bool = False  # true: spread by syllables inside the sentence's span, never measured
+    written_start: int = 0  # the word's character span in the sentence's text
+    written_end: int = 0
+
+
+class SentenceTime(BaseModel):
+    """One sentence's exact span in the take (seconds, to 0.1 ms: the sidecar's ``start_s``/``end_s``)
+    and, with ``timestamps: "word"``, its words (``None`` with ``"sentence"``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    index: int  # the sentence's id in its take
+    text: str  # as written
+    start: float
+    end: float
+    words: list[WordTime] | None = None
+
+
+class TimedSpeech(BaseModel):
+    """``POST /v1/audio/speech`` with ``timestamps`` (not SSE): the whole file in base64, and its sentences."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    object: Literal["audio.speech.timed"] = "audio.speech.timed"
+    audio: str  # base64 of the file in ``format`` (the bytes the plain request would answer)
+    format: str
+    media_type: str
+    sample_rate: int
+    frames: int
+    timestamps: Timestamps
+    sentences: list[SentenceTime]
+
+
+class ShmTake(BaseModel):
+    """``POST /tts/generate-shm``: where the samples are (float32 mono, docs/shm.md), the take's figures
+    (``sentences``: how many, loudness, TTFA, RTF: extra fields) and, with ``timestamps``, each sentence's
+    span and words (``sentence_times``), so a reader has the word times before it maps the PCM."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    path: str
+    frames: int
+    sample_rate: int
+    sentence_times: list[SentenceTime] | None = None  # only with timestamps (absent otherwise)
+
+
+class SseSentence(SentenceTime):
+    """The SSE event after a sentence's audio (``stream_format: "sse"`` with ``timestamps``)."""
+
+    type: Literal["speech.sentence"] = "speech.sentence"
+
+
 # ------------------------------------------------------------------ events
 class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -240,7 +312,8 @@ class WsSentenceStart(_Event):
 
 
 class WsSentenceEnd(_Event):
-    """The end of a sentence's PCM: its frame count, diffusion steps, timings and loudness."""
+    """The end of a sentence's PCM: its frame count, diffusion steps, timings and loudness; with
+    ``timestamps`` asked for, its span in the take and its words (``timing``)."""
 
     type: Literal["sentence_end"] = "sentence_end"
     index: int
@@ -249,6 +322,7 @@ class WsSentenceEnd(_Event):
     timings: dict[str, Any] = Field(default_factory=dict)
     loudness: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None  # the sentence was skipped (its PCM is empty)
+    timing: SentenceTime | None = None
 
 
 class WsDone(_Event):

@@ -15,7 +15,7 @@ from omnistudio.errors import UserError
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.text.ssml import is_ssml, read_ssml
 from omnistudio.protocol import (FORMATS, MAX_INPUT_CHARS, MAX_SCRIPT_CHARS, GenerateRequest, SpeechRequest, TakeFields,
-                                 WsPrepare, WsRequest)
+                                 Timestamps, WsPrepare, WsRequest)
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class SpeechJob:
     options: TakeOptions
     stitch: bool = True  # False: each sentence's PCM as rendered (pre-planned items, for a remote link)
     target_lufs: float | None = None
+    timestamps: Timestamps | None = None  # "sentence": spans; "word": and word times (see server.timestamps)
 
 
 def check_format(value: str) -> str:
@@ -82,7 +83,7 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields) -> Sp
 
         speakers = set(load_roster().anchors)
     sentences = plan(text, options, None, speakers)
-    return SpeechJob(sentences, options, True, check_target(req.target_lufs))
+    return SpeechJob(sentences, options, True, check_target(req.target_lufs), req.timestamps)
 
 
 def _known_voice(text: str) -> tuple[VoiceRef, str | None]:
@@ -112,6 +113,9 @@ def generate_job(req: GenerateRequest) -> SpeechJob:
 
 def ws_job(req: WsRequest) -> SpeechJob:
     if req.items:
+        if req.timestamps is not None:
+            raise UserError("timestamps: a speak with items gets each sentence's PCM unstitched, which has no "
+                            "take times; send text or script to have them")
         options = _options(req, check_language(req.language or req.items[0].lang), None)
         sentences = []
         for index, item in enumerate(req.items):

@@ -6,9 +6,10 @@ request's asyncio queue, which the route turns into HTTP chunks, SSE events or W
 The routes differ only in that last step.
 
 Events, in order: per sentence ``SentenceStart`` -> ``Audio`` (the live-stitched piece; with
-``stitch=False`` the sentence's PCM exactly as rendered) -> ``SentenceEnd``; then ``Audio`` (the
-stitcher's tail) and one ``Done`` -- or ``Failed``. A cancel (client gone, WebSocket cancel, time
-limit) stops the render at the next diffusion step.
+``stitch=False`` the sentence's PCM exactly as rendered) -> ``SentenceEnd`` (with the job's
+``timestamps``, its span and words, :mod:`omnistudio.server.timestamps`, timed after its audio was
+queued); then ``Audio`` (the stitcher's tail) and one ``Done`` -- or ``Failed``. A cancel (client
+gone, WebSocket cancel, time limit) stops the render at the next diffusion step.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from typing import Any
 import numpy as np
 
 from omnistudio.audio.loudness import measure
+from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.scheduler import CancelEvent
+from omnistudio.server.timestamps import SentenceTimer, server_hearer
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,14 @@ class SentenceEnd:
     steps: int
     timings: dict[str, Any]
     loudness: dict[str, Any]
+    timing: SentenceTiming | None = None  # its span in the take (and words): only when the job asks
 
 
 @dataclass(frozen=True)
 class Done:
     pcm: np.ndarray  # the whole take (normalised when the job asked for a target)
     summary: dict[str, Any]
+    sentences: tuple[SentenceTiming, ...] = ()  # every sentence's timing, when the job asks for them
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,13 @@ class NetworkSink(Sink):
 
     def __init__(self, run: TakeRun) -> None:
         self.run = run
+        self.timer: SentenceTimer | None = None
+
+    def begin(self, take: Any) -> None:
+        mode = self.run.job.timestamps
+        if mode is not None:
+            hearer = server_hearer() if mode == "word" else None
+            self.timer = SentenceTimer(mode, take.link.sample_rate, take.finishing, take.options.lexicon, hearer)
 
     def chunk(self, chunk: Any, piece: np.ndarray) -> None:
         run, sentence = self.run, chunk.sentence
@@ -85,8 +97,11 @@ class NetworkSink(Sink):
         if run.job.target_lufs is None:
             run.put(Audio(sentence.id, piece if run.job.stitch else chunk.pcm))
         timings = chunk.timings.as_dict() if chunk.timings is not None else {}
+        timing = self.timer.time(chunk) if self.timer is not None else None  # after its audio went out
+        if timing is not None:
+            run.timed.append(timing)
         run.put(SentenceEnd(sentence, int(len(chunk.pcm)), int(chunk.steps), timings,
-                            loudness_figures(chunk.pcm, run.link.sample_rate)))
+                            loudness_figures(chunk.pcm, run.link.sample_rate), timing))
         run.pieces.append(piece if run.job.stitch else chunk.pcm)
 
     def tail(self, pcm: np.ndarray) -> None:
@@ -109,6 +124,7 @@ class TakeRun:
     wall_s: float = 0.0
     audio_s: float = 0.0
     pieces: list[np.ndarray] = field(default_factory=list)
+    timed: list[SentenceTiming] = field(default_factory=list)  # the sentences timed so far (timestamps)
     cache: TakeCache = field(default_factory=lambda: TakeCache(0))  # the server's shared one (0 bytes: off)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> TakeRun:
@@ -167,4 +183,4 @@ class TakeRun:
                    "wall_s": round(wall, 4), "ttfa_s": round(self.ttfa_s or wall, 4),
                    "rtf": round(wall / self.audio_s, 4) if self.audio_s else None,
                    "steps": int(getattr(result, "steps", 0)), **loudness_figures(pcm, self.link.sample_rate)}
-        return Done(pcm, summary)
+        return Done(pcm, summary, tuple(self.timed))

@@ -7,7 +7,8 @@ phase): every voice resolved on the engine worker (missing or stale prompts buil
 frame per step (done, total, voice, lang, action), then ``prepared``. An unknown message type, or a
 binary first frame, is an ``error`` (status 400) and close 1008. Server -> client, in order: ``start``; per sentence ``sentence_start``,
 binary frames of PCM (``pcm: "s16"`` little-endian int16, or ``"f32"`` little-endian float32, exactly
-the samples rendered), ``sentence_end`` (frames, timings, loudness); then ``done`` (integrated
+the samples rendered), ``sentence_end`` (frames, timings, loudness; with ``timestamps`` in the request,
+``timing``: the sentence's span in the take and, for ``"word"``, its words); then ``done`` (integrated
 loudness, true peak, TTFA, RTF) -- or ``error`` / ``cancelled``. The server closes after that.
 """
 
@@ -25,6 +26,7 @@ from omnistudio.errors import Cancelled, UserError
 from omnistudio.server import encode, jobs
 from omnistudio.server.scheduler import Busy
 from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd, SentenceStart, TakeRun
+from omnistudio.server.timestamps import sentence_time
 
 REQUEST_TIMEOUT_S = 30.0  # for the first message
 POLICY_VIOLATION = 1008
@@ -144,9 +146,10 @@ async def serve_session(ws: WebSocket, state: Any, link: Any, finish: Any) -> No
             elif isinstance(event, Audio) and len(event.pcm):
                 await ws.send_bytes(pack(event.pcm))
             elif isinstance(event, SentenceEnd):
+                timing = sentence_time(event.timing, job.timestamps) if event.timing and job.timestamps else None
                 await ws.send_text(wire.frame(wire.WsSentenceEnd(index=event.sentence.id, frames=event.frames,
                                                                  steps=event.steps, timings=event.timings,
-                                                                 loudness=event.loudness)))
+                                                                 loudness=event.loudness, timing=timing)))
             elif isinstance(event, Done):
                 ended = True
                 await ws.send_text(wire.frame(wire.WsDone(**event.summary)))

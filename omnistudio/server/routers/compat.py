@@ -1,16 +1,18 @@
 """The whole-take routes: ``POST /tts/generate`` (a WAV with loudness headers) and ``POST /tts/generate-shm``
-(the samples in /dev/shm, the figures in JSON)."""
+(the samples in /dev/shm, the figures in JSON and, with ``timestamps``, every sentence's span and words)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from omnistudio.errors import UserError
 from omnistudio.server import encode
 from omnistudio import protocol as wire
 from omnistudio.server import jobs
 from omnistudio.server.app import finish, first_events, read_json, server_state, start_take
 from omnistudio.server.serving import Done, TakeRun
+from omnistudio.server.timestamps import sentence_time
 
 router = APIRouter()
 
@@ -29,6 +31,9 @@ async def generate(request: Request) -> Response:
     from omnistudio.audio.loudness import measure
 
     req = await read_json(request, wire.GenerateRequest)
+    if req.timestamps is not None:
+        raise UserError("timestamps: /tts/generate answers a WAV alone; ask /tts/generate-shm or /v1/audio/speech "
+                        "for the sentence and word times")
     run = await _whole_take(request, req)
     body = encode.encode(run.done.pcm, run.link.sample_rate, "wav")  # type: ignore[attr-defined]
     report = measure(*encode.decode_wav(body))  # figures of the samples sent, not of the floats before
@@ -50,8 +55,11 @@ async def generate_shm(request: Request) -> JSONResponse:
     run = await _whole_take(request, req)
     done: Done = run.done  # type: ignore[attr-defined]
     path = write_shm(name, done.pcm, run.link.sample_rate)
-    return JSONResponse({"name": name, "path": str(path), "frames": int(len(done.pcm)),
-                         "sample_rate": run.link.sample_rate, **done.summary})
+    mode = req.timestamps
+    times = [sentence_time(t, mode) for t in done.sentences] if mode is not None else None
+    body = wire.ShmTake(**{**done.summary, "name": name, "path": str(path), "frames": int(len(done.pcm)),
+                           "sample_rate": run.link.sample_rate, "sentence_times": times})
+    return JSONResponse(body.model_dump(exclude={"sentence_times"} if mode is None else None))
 
 
 def _header(value: float) -> str:

@@ -1,20 +1,26 @@
 """OpenAI's speech routes: ``POST /v1/audio/speech`` (every format, streamed while rendering, or SSE)
-and ``GET /v1/models``."""
+and ``GET /v1/models``.
+
+With ``timestamps`` (``"sentence"`` or ``"word"``) the speech route answers JSON (:class:`~omnistudio.protocol.TimedSpeech`:
+the file in base64 and each sentence's span and words) once the take is done, or, with ``stream_format: "sse"``,
+a ``speech.sentence`` event (:class:`~omnistudio.protocol.SseSentence`) after each sentence's audio deltas."""
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from omnistudio.errors import UserError
 from omnistudio.server import encode
 from omnistudio import protocol as wire
 from omnistudio.server import jobs
 from omnistudio.server.app import finish, first_events, link_info, read_json, server_state, start_take
-from omnistudio.server.serving import Audio, Done, Failed
+from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd
+from omnistudio.server.timestamps import sentence_time
 
 router = APIRouter()
 
@@ -28,6 +34,8 @@ async def speech(request: Request) -> Response:
         raise UserError(f"stream_format '{req.stream_format}' is not supported: use audio or sse")
     job = jobs.speech_job(req)
     run = await start_take(state, request, job)
+    if job.timestamps is not None and req.stream_format == "audio":
+        return await _timed(state, request, run, fmt, job.timestamps)
     streaming = fmt in encode.STREAMABLE and job.target_lufs is None
     seen, events = await first_events(state, request, run, (Audio, Done) if streaming else (Done,))
 
@@ -38,13 +46,13 @@ async def speech(request: Request) -> Response:
             if stream is not None and (head := stream.start()):
                 yield head
             for event in seen:
-                if piece := _bytes(event, fmt, stream, run.link.sample_rate):
+                if piece := _piece(event, fmt, stream, run.link.sample_rate, job.timestamps):
                     yield piece
             if not isinstance(seen[-1], Done):
                 async for event in events:
                     if isinstance(event, Failed):
                         return  # the status is sent; a short body tells the client
-                    if piece := _bytes(event, fmt, stream, run.link.sample_rate):
+                    if piece := _piece(event, fmt, stream, run.link.sample_rate, job.timestamps):
                         yield piece
             completed = True
         finally:
@@ -58,6 +66,18 @@ async def speech(request: Request) -> Response:
     return StreamingResponse(chunks(), media_type=encode.MEDIA_TYPES[fmt])
 
 
+async def _timed(state: Any, request: Request, run: Any, fmt: str, mode: wire.Timestamps) -> JSONResponse:
+    """The whole take as one JSON answer: the file in base64, and every sentence's span (and words)."""
+    seen, _ = await first_events(state, request, run, (Done,))
+    finish(state, run)
+    done: Done = seen[-1]
+    body = wire.TimedSpeech(audio=base64.b64encode(encode.encode(done.pcm, run.link.sample_rate, fmt)).decode("ascii"),
+                            format=fmt, media_type=encode.MEDIA_TYPES[fmt], sample_rate=run.link.sample_rate,
+                            frames=int(len(done.pcm)), timestamps=mode,
+                            sentences=[sentence_time(t, mode) for t in done.sentences])
+    return JSONResponse(body.model_dump())
+
+
 @router.get("/v1/models")
 async def models(request: Request) -> dict[str, Any]:
     info = link_info(server_state(request))
@@ -65,8 +85,14 @@ async def models(request: Request) -> dict[str, Any]:
                                         "owned_by": "omnistudio", "omnistudio": info}]}
 
 
-def _bytes(event: Any, fmt: str, stream: encode.StreamEncoder | None, sample_rate: int) -> bytes:
-    """What one take event adds to the response body: a streamed piece, or the whole file at the end."""
+def _piece(event: Any, fmt: str, stream: encode.StreamEncoder | None, sample_rate: int,
+           mode: wire.Timestamps | None = None) -> bytes | wire.SseSentence:
+    """What one take event adds to the response body: a streamed piece, or the whole file at the end; or,
+    with ``mode`` (timestamps: SSE only), a sentence's timing once it is rendered."""
+    if isinstance(event, SentenceEnd):
+        if event.timing is None or mode is None:
+            return b""
+        return wire.SseSentence(**sentence_time(event.timing, mode).model_dump())
     if stream is not None:
         if isinstance(event, Audio) and len(event.pcm):
             return stream.audio(event.pcm)
@@ -78,7 +104,7 @@ async def _sse(chunks: Any) -> Any:
     started = time.perf_counter()
     try:
         async for chunk in chunks:
-            yield encode.sse_delta(chunk)
+            yield encode.sse_delta(chunk) if isinstance(chunk, bytes) else f"data: {chunk.model_dump_json()}\n\n".encode()
         yield encode.sse("speech.audio.done", usage={"wall_s": round(time.perf_counter() - started, 4)})
     finally:
         await chunks.aclose()
