@@ -64,10 +64,10 @@ def bf16_engine(omnistudio_home: Path):  # noqa: ANN201
 TIERS: dict[str, set[str]] = {
     "server": {"test_server_api", "test_server_cache", "test_server_limits", "test_server_prepare",
                "test_remote_link", "test_signals", "test_finishing_path", "test_server_faults",
-               "test_blend_server", "test_server_text", "test_server_ssml"},
+               "test_blend_server", "test_server_text", "test_server_ssml", "test_server_timestamps"},
     "ray": {"test_cluster_batch", "test_cluster_errors", "test_cluster_serve", "test_cluster_proxy"},
     "whisper": {"test_asr", "test_retake", "test_render_takes", "test_prompt_recipes", "test_align",
-                "test_captions_whisper"},
+                "test_captions_whisper", "test_server_timestamps"},
     "ui": {"test_remote_studio", "test_remote_studio_faults", "test_studio_app", "test_studio_responsive",
            "test_studio_snapshots", "test_studio_startup", "test_studio_takes_app", "test_studio_welcome",
            "test_studio_widgets", "test_studio_lexicon"},
