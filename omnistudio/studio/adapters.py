@@ -3,6 +3,7 @@ start-up prompts, duos and the finishing options from the settings."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +45,20 @@ def parse_script(text: str, lang: str = "en", speakers: Any = None) -> list[Sent
     pos = 0
     for s in script.sentences:
         begin = max(pos, line_starts[min(s.line - 1, len(line_starts) - 1)])
-        found = text.find(s.text, begin)
-        start, end = (found, found + len(s.text)) if found >= 0 else (begin, begin)
+        start, end = _find(text, s.text, begin)
         out.append(Sentence(s.id, s.text, s.speaker, s.lang, start, end, s.line, s.blend))
         pos = max(pos, end)
     return out
+
+
+def _find(text: str, sentence: str, begin: int) -> tuple[int, int]:
+    """Where ``sentence`` (as the parser gives it: whitespace collapsed) is written in ``text`` from
+    ``begin``, spaces as typed (two spaces, a tab); (begin, begin) where it is not."""
+    found = text.find(sentence, begin)
+    if found >= 0:
+        return found, found + len(sentence)
+    match = re.compile(r"\s+".join(map(re.escape, sentence.split()))).search(text, begin) if sentence.split() else None
+    return (match.start(), match.end()) if match else (begin, begin)
 
 
 def load_anchor_rows(source: Any = None) -> list[AnchorRow]:

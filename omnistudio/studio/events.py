@@ -101,6 +101,16 @@ class MeterReading:
 
 
 @dataclass(frozen=True)
+class WordHeard:
+    """The written word being heard: its character span in the written sentence that is playing."""
+
+    sentence: str  # the sentence as written (whitespace collapsed, as the script parser gives it)
+    start: int
+    end: int
+    estimated: bool  # spread by syllables, not measured
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Pulled state for the UI timer."""
 
@@ -109,6 +119,7 @@ class Snapshot:
     underruns: int
     playing: bool
     paused: bool
+    word: WordHeard | None = None  # the word being heard, inside that sentence (None: a pause, or none known)
 
 
 @dataclass(frozen=True)
