@@ -59,18 +59,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _checker(model_dir: Path | None, threshold: float) -> Any:
-    from omnistudio.projects.speech_check import TakeChecker
-    from omnistudio.voices.asr import Transcriber, find_model_dir
+    from omnistudio.projects.speech_check import open_checker
 
-    return TakeChecker(Transcriber(find_model_dir(model_dir)), threshold)
+    return open_checker(model_dir, threshold)
 
 
 def _check_file(args: argparse.Namespace, checker: Any) -> dict[str, Any]:
-    from omnistudio.audio.loudness import read_audio
+    from omnistudio.projects.speech_check import check_file
 
-    pcm, rate = read_audio(args.target)
-    mono = pcm if pcm.ndim == 1 else pcm.mean(axis=1)
-    result = checker.check(mono, rate, args.text, args.lang)
+    result = check_file(args.target, args.text, args.lang, checker)
     return {"sentence": None, "take": args.target.name, "text": args.text, **result.as_dict()}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,3 +82,21 @@ class TakeChecker:
         heard = self.transcriber.transcribe(pcm, sample_rate, lang)
         wer = round(word_error_rate(text, heard, lang), 4)
         return AsrResult(heard, wer, wer <= self.threshold, self.threshold, self.model)
+
+
+def open_checker(model_dir: Path | None = None, threshold: Any = DEFAULT_THRESHOLD) -> TakeChecker:
+    """The check with the Whisper model in ``model_dir`` (else ``$OMNISTUDIO_ASR_MODEL``, else the
+    packaged one; none: one line saying how to get one) at ``threshold``."""
+    from omnistudio.voices.asr import find_model_dir
+
+    return TakeChecker(Transcriber(find_model_dir(model_dir)), check_threshold(threshold))
+
+
+def check_file(path: Path, text: str, lang: str, checker: TakeChecker) -> AsrResult:
+    """The check of an audio file, transcribed whole (both channels mixed) against ``text``
+    (``omnistudio check FILE --text``, the MCP server's ``check_take``)."""
+    from omnistudio.audio.loudness import read_audio
+
+    pcm, rate = read_audio(path)
+    mono = pcm if pcm.ndim == 1 else pcm.mean(axis=1)
+    return checker.check(mono, rate, text, lang)

@@ -4,28 +4,15 @@ parsed script, shared by ``render``, ``render --project`` and ``render --ray``."
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from typing import Any
 
-from omnistudio.errors import UserError
 
 
-def known_speakers() -> set[str]:
-    from omnistudio.voices.roster import load_roster
-
-    return set(load_roster().anchors)
-
-
-def check_voice_options(args: argparse.Namespace, script: Any) -> Any:
-    """The voice of untagged lines (a VoiceRef, or None when every line is tagged)."""
+def check_voice_options(args: argparse.Namespace) -> Any:
+    """The voice of untagged lines (a VoiceRef, or None when the flags name none)."""
     from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
 
-    if check_voice_args(args) is None:
-        untagged = next((s for s in script.sentences if s.speaker is None), None)
-        if untagged is not None:
-            raise UserError(f"line {untagged.line} has no speaker tag: give --voice ANCHOR or "
-                            "--ref-audio FILE --ref-text TEXT")
-    return voice_from_args(args)
+    return voice_from_args(args) if check_voice_args(args) is not None else None
 
 
 def take_options(args: argparse.Namespace) -> Any:
@@ -43,9 +30,8 @@ def take_options(args: argparse.Namespace) -> Any:
 
 
 def plan_script(args: argparse.Namespace, text: str, options: Any) -> tuple[Any, Any]:
-    """The parsed script (speakers checked against the roster) and the options with its default voice."""
-    from omnistudio.script import parse_script
+    """The parsed script (speakers checked against the roster) and the options with its default voice
+    (the core's :func:`omnistudio.take.scripts.plan_script`, with the flags' voice)."""
+    from omnistudio.take.scripts import plan_script as plan
 
-    tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
-    script = parse_script(text, options.lang, speakers=known_speakers() if tagged else None)
-    return script, replace(options, voice=check_voice_options(args, script))
+    return plan(text, options, check_voice_options(args), "give --voice ANCHOR or --ref-audio FILE --ref-text TEXT")

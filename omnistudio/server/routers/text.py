@@ -10,9 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from omnistudio.checks import check_language, check_text
-from omnistudio.protocol import (MAX_INPUT_CHARS, LexiconBody, LexiconEntryBody, NormalizeRequest, NormalizeResponse,
-                                 SpokenSpan, TextWarningBody)
+from omnistudio.protocol import LexiconBody, LexiconEntryBody, NormalizeRequest
 from omnistudio.text.lexicon import Entry, Lexicon
 
 router = APIRouter()
@@ -20,17 +18,11 @@ router = APIRouter()
 
 @router.post("/v1/text/normalize")
 async def normalize(body: NormalizeRequest) -> dict[str, Any]:
-    from omnistudio.errors import UserError
-    from omnistudio.text.frontend import normalize as front_end
+    from omnistudio.text.answer import normalize_answer
     from omnistudio.text.lexicon_files import effective_lexicon
 
-    if len(body.text) > MAX_INPUT_CHARS:
-        raise UserError(f"text is {len(body.text)} characters; the limit is {MAX_INPUT_CHARS}")
-    lang = check_language(body.language)
-    spoken = front_end(check_text(body.text), lang, await asyncio.to_thread(effective_lexicon, None))
-    return NormalizeResponse(written=spoken.written, spoken=spoken.text, language=lang,
-                             spans=[SpokenSpan(**asdict(span)) for span in spoken.spans],
-                             warnings=[TextWarningBody(**asdict(w)) for w in spoken.warnings]).model_dump()
+    lexicon = await asyncio.to_thread(effective_lexicon, None)
+    return normalize_answer(body.text, body.language, lexicon).model_dump()
 
 
 def _listing(lexicon: Lexicon) -> dict[str, Any]:
