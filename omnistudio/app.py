@@ -1,8 +1,8 @@
 """StudioApp: wires the main screen to a Studio controller. Thin by design.
 
 The controller's events arrive on its engine thread and are posted here as ``StudioEvent``
-messages (``post_message`` is thread-safe); the meter, the sentence being heard and the underrun
-count are pulled from the controller on a timer (20 Hz).
+messages (``post_message`` is thread-safe); the meter, the sentence and the word being heard and the
+underrun count are pulled from the controller on a timer (20 Hz).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from omnistudio.studio import events as ev
 from omnistudio.studio.adapters import AnchorRow, duos, load_anchor_rows
 from omnistudio.studio.autosave import Autosave
 from omnistudio.studio.controller import Studio
+from omnistudio.studio.playback import word_in_text
 from omnistudio.studio.welcome import EXAMPLE_SCRIPT, first_anchor
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.lufs_meter import LufsMeter
@@ -127,7 +128,7 @@ class StudioApp(App[None]):
 
     # --------------------------------------------------------- pulled state
     def pull(self) -> None:
-        """Timer: meter, sentence highlight, transport and underruns from the controller."""
+        """Timer: meter, sentence and word highlight, transport and underruns from the controller."""
         screen = self.main_screen
         if screen is None or not screen.is_mounted or not screen.query(LufsMeter):
             return
@@ -136,7 +137,11 @@ class StudioApp(App[None]):
             m = snap.meter
             screen.query_one(LufsMeter).update_reading(m.momentary, m.short_term, m.integrated, m.true_peak)
             span = self.sentences.get(snap.sentence) if snap.sentence is not None else None
-            screen.query_one(ScriptEditor).set_playing(span if snap.playing else None)
+            editor = screen.query_one(ScriptEditor)
+            word = snap.word
+            # the word where the editor still says the sentence being heard; else the sentence alone
+            at = None if word is None else word_in_text(editor.text, span, word.sentence, (word.start, word.end))
+            editor.set_playing(span if snap.playing else None, at)
             transport = screen.query_one(Transport)
             transport.state = "paused" if snap.paused and snap.playing else ("playing" if snap.playing else "stopped")
             transport.position = (f"sentence {snap.sentence + 1}/{len(self.sentences)}"
@@ -176,7 +181,8 @@ class StudioApp(App[None]):
             screen.show_spoken()
         elif isinstance(event, ev.Exported):
             loud = event.report.get("integrated_lufs")
-            self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else ""), timeout=6)
+            self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else "")
+                        + _captions_note(event.report), timeout=8)
 
     def _show_takes(self, screen: MainScreen, event: ev.TakesChanged) -> None:
         """Gutter marks per script row (take count per sentence, ✗ on a failed check) and the take list."""
@@ -195,3 +201,16 @@ class StudioApp(App[None]):
         self.studio.close()
 
 
+def _captions_note(report: dict[str, Any]) -> str:
+    """What an export wrote besides the audio: its caption files and how their words were timed."""
+    files = report.get("captions") or []
+    if not files:
+        return ""
+    words, estimated = int(report.get("words", 0)), int(report.get("words_estimated", 0))
+    if not report.get("measured"):
+        how = "words estimated by syllables"
+    elif estimated == 0:
+        how = "words measured by Whisper"
+    else:
+        how = f"words measured by Whisper, {estimated} of {words} estimated (a language it cannot hear)"
+    return f"; captions {', '.join(files)} ({how})"

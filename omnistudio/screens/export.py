@@ -1,7 +1,9 @@
-"""Path dialogs: export (WAV or FLAC by extension, normalised to the settings' target), open, save."""
+"""Path dialogs: export (WAV or FLAC by extension, normalised to the settings' target, with captions
+beside it if asked), open, save."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import on
@@ -9,7 +11,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Checkbox, Input, Label
+
+from omnistudio.captions.formats import CaptionOptions
+from omnistudio.errors import UserError
 
 
 class PathDialog(ModalScreen[Path | None]):
@@ -42,6 +47,73 @@ class PathDialog(ModalScreen[Path | None]):
         self.dismiss(None)
 
 
-def export_dialog(default: Path, target_lufs: float) -> PathDialog:
-    return PathDialog("Export", f"normalised to {target_lufs:g} LUFS, true peak ≤ -1 dBTP; .wav or .flac; "
-                      "a .json sidecar is written next to it", default, "Export")
+@dataclass(frozen=True)
+class ExportChoice:
+    """What the export dialog asks for: the audio file, its captions (None: none), and whether their
+    words are measured by the speech model (else estimated by syllables)."""
+
+    path: Path
+    captions: CaptionOptions | None = None
+    measure: bool = True
+
+
+class ExportDialog(ModalScreen[ExportChoice | None]):
+    """The export path and, beside the file, captions: SRT and/or WebVTT (with karaoke word times), their
+    words measured by Whisper where it hears the language, else estimated. Returns an
+    :class:`ExportChoice`, or None when cancelled; a choice the captions cannot take is shown, not returned."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, default: Path, target_lufs: float, last: ExportChoice | None = None) -> None:
+        super().__init__()
+        self.title_text, self.button = "Export", "Export"
+        self.note = f"normalised to {target_lufs:g} LUFS, true peak ≤ -1 dBTP; .wav or .flac, with a .json sidecar"
+        self.last = last or ExportChoice(default)
+        self.default = self.last.path
+
+    def compose(self) -> ComposeResult:
+        captions = self.last.captions
+        formats = captions.formats if captions is not None else ()
+        with Vertical(id="dialog"):
+            yield Label(self.title_text, id="dialog-title")
+            yield Label(self.note, id="export-note")
+            yield Input(str(self.default), id="export-path")
+            with Horizontal(id="export-captions"):
+                yield Label("Captions")
+                yield Checkbox("SRT", "srt" in formats, id="cap-srt")
+                yield Checkbox("WebVTT", "vtt" in formats, id="cap-vtt")
+                yield Checkbox("karaoke words", captions is not None and captions.vtt_words, id="cap-words",
+                               tooltip="each word's start as a WebVTT cue timestamp")
+            yield Checkbox("measure words with Whisper (else estimated)", self.last.measure, id="cap-measure")
+            yield Label("", id="export-error")
+            with Horizontal(classes="buttons"):
+                yield Button(self.button, id="export", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def choice(self, path: Path) -> ExportChoice:
+        """The dialog's values, checked as ``render --captions`` checks its flags."""
+        formats = tuple(fmt for fmt in ("srt", "vtt") if self.query_one(f"#cap-{fmt}", Checkbox).value)
+        words = self.query_one("#cap-words", Checkbox).value
+        if words and "vtt" not in formats:
+            raise UserError("karaoke word times go in the WebVTT file: tick WebVTT too")
+        captions = CaptionOptions(formats, vtt_words=words).validated() if formats else None
+        return ExportChoice(path, captions, self.query_one("#cap-measure", Checkbox).value)
+
+    @on(Input.Submitted, "#export-path")
+    @on(Button.Pressed, "#export")
+    def _export(self) -> None:
+        value = self.query_one("#export-path", Input).value.strip()
+        if not value:
+            return
+        try:
+            self.dismiss(self.choice(Path(value).expanduser()))
+        except UserError as exc:
+            self.query_one("#export-error", Label).update(f"⚠ {exc}")
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def export_dialog(default: Path, target_lufs: float, last: ExportChoice | None = None) -> ExportDialog:
+    return ExportDialog(default, target_lufs, last)

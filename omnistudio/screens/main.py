@@ -17,7 +17,7 @@ from textual.widgets import Footer, Header, Label, Static
 
 from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
-from omnistudio.screens.export import PathDialog, export_dialog
+from omnistudio.screens.export import ExportChoice, PathDialog, export_dialog
 from omnistudio.screens.lexicon import LexiconDialog
 from omnistudio.screens.settings import SettingsScreen
 from omnistudio.studio.adapters import Sentence
@@ -57,6 +57,7 @@ BINDINGS = [
 
 class MainScreen(Screen[None]):
     BINDINGS = BINDINGS
+    last_export: ExportChoice | None = None  # the export dialog's last answer (path, captions)
 
     def compose(self) -> ComposeResult:
         studio = self.app.studio  # type: ignore[attr-defined]
@@ -171,11 +172,13 @@ class MainScreen(Screen[None]):
         self.app.push_screen(SettingsScreen(self.studio.settings), done)
 
     def action_export(self) -> None:
-        def done(path: Path | None) -> None:
-            if path is not None:
-                self._try(self.studio.export, self.editor.text, path)
+        def done(choice: ExportChoice | None) -> None:
+            if choice is not None:
+                self.last_export = choice  # the next export starts from it (this session)
+                self._try(self.studio.export, self.editor.text, choice.path, choice.captions, choice.measure)
 
-        self.app.push_screen(export_dialog(Path.cwd() / "take.wav", self.studio.settings.target_lufs), done)
+        self.app.push_screen(export_dialog(Path.cwd() / "take.wav", self.studio.settings.target_lufs,
+                                           self.last_export), done)
 
     def action_open(self) -> None:
         def done(path: Path | None) -> None:

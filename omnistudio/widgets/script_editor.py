@@ -1,4 +1,5 @@
-"""The script editor: a TextArea with speaker tags highlighted and the sentence being heard marked."""
+"""The script editor: a TextArea with speaker tags highlighted, the sentence being heard marked and,
+inside it, the word being heard."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from omnistudio.script import NONVERBAL_TAGS, TAG_RE
 
 SPEAKER_STYLE = Style(color="magenta", bold=True)
 PLAYING_STYLE = Style(bgcolor="dark_green", bold=True)
+WORD_STYLE = Style(color="black", bgcolor="green3", bold=True, underline=True)  # inside PLAYING_STYLE
 MARK_WIDTH = 6  # the take marks before the line number: "2 1✗"
 MARK_STYLE = Style(color="cyan")
 FAILED_STYLE = Style(color="red", bold=True)
@@ -21,13 +23,15 @@ def _byte_col(line: str, column: int) -> int:
 
 
 class ScriptEditor(TextArea):
-    """Edits the script; ``playing`` is the (start, end) character span being heard, or None."""
+    """Edits the script; ``playing`` is the (start, end) character span of the sentence being heard,
+    ``playing_word`` that of the word being heard in it (None: none)."""
 
     DEFAULT_CSS = """
     ScriptEditor { height: 1fr; }
     """
 
     _playing: tuple[int, int] | None = None  # the base class builds highlights during __init__
+    _word: tuple[int, int] | None = None
     _marks: dict[int, str] = {}  # script row -> take marks (a project is open)
 
     def __init__(self, text: str = "", **kwargs: object) -> None:
@@ -37,7 +41,8 @@ class ScriptEditor(TextArea):
     def _set_theme(self, theme: str) -> None:
         super()._set_theme(theme)
         # the theme object is a shallow copy of a shared one: give it its own styles dict
-        self._theme.syntax_styles = {**self._theme.syntax_styles, "speaker": SPEAKER_STYLE, "playing": PLAYING_STYLE}
+        self._theme.syntax_styles = {**self._theme.syntax_styles, "speaker": SPEAKER_STYLE, "playing": PLAYING_STYLE,
+                                     "playing_word": WORD_STYLE}
 
     def _build_highlight_map(self) -> None:
         super()._build_highlight_map()
@@ -48,8 +53,10 @@ class ScriptEditor(TextArea):
                 self._highlights[row].append((_byte_col(line, match.start()), _byte_col(line, match.end()), "speaker"))
         if self._playing is not None:
             self._mark_span(*self._playing)
+            if self._word is not None:  # after the sentence's mark: drawn over it
+                self._mark_span(*self._word, "playing_word")
 
-    def _mark_span(self, start: int, end: int) -> None:
+    def _mark_span(self, start: int, end: int, name: str = "playing") -> None:
         lines = self.document.lines
         offset = 0
         for row, line in enumerate(lines):
@@ -57,7 +64,7 @@ class ScriptEditor(TextArea):
             if line_end >= start and offset < end:
                 a, b = max(start, offset) - offset, min(end, line_end) - offset
                 if b > a:
-                    self._highlights[row].append((_byte_col(line, a), _byte_col(line, b), "playing"))
+                    self._highlights[row].append((_byte_col(line, a), _byte_col(line, b), name))
             offset = line_end + 1  # the newline
             if offset > end:
                 break
@@ -96,11 +103,18 @@ class ScriptEditor(TextArea):
     def playing(self) -> tuple[int, int] | None:
         return self._playing
 
-    def set_playing(self, span: tuple[int, int] | None) -> None:
-        """Mark the sentence at character span ``span`` as the one being heard (None clears)."""
-        if span == self._playing:
+    @property
+    def playing_word(self) -> tuple[int, int] | None:
+        return self._word if self._playing is not None else None
+
+    def set_playing(self, span: tuple[int, int] | None, word: tuple[int, int] | None = None) -> None:
+        """Mark the sentence at character span ``span`` as the one being heard and, inside it, the word at
+        ``word`` (None clears; a word outside the sentence is not marked)."""
+        if word is not None and (span is None or not span[0] <= word[0] < word[1] <= span[1]):
+            word = None
+        if span == self._playing and word == self._word:
             return
-        self._playing = span
+        self._playing, self._word = span, word
         self._build_highlight_map()
         self.refresh()
 
