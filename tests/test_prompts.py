@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 import shutil
@@ -190,8 +191,10 @@ def test_voices_add_then_list(ref_wav: Path, desk: Path, monkeypatch, capsys) ->
     code, _ = cli(capsys, "voices", "add", "Nina Ruiz", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT,
                   "--lang", "en", "--gender", "female", "--pitch", "high pitch")
     assert code == 0
-    assert (desk / "user" / "recordings" / "nina_ruiz_en.wav").read_bytes() == ref_wav.read_bytes()
     nina = load_roster().get("nina_ruiz")
+    stored = nina.voice("en").recording  # named by its content (sha256), never by the name it came with
+    assert stored.parent == desk / "user" / "recordings" and stored.read_bytes() == ref_wav.read_bytes()
+    assert stored.name == hashlib.sha256(ref_wav.read_bytes()).hexdigest()[:32] + ".wav"
     assert nina.pitch == "high pitch" and nina.voice("en").transcript == REF_TEXT
     code, out = cli(capsys, "voices", "list", "--json", "--model", "tiny")
     listing = json.loads(out)

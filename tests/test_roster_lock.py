@@ -73,4 +73,5 @@ def test_duplicate_name_is_refused_unless_replace(tmp_path: Path, ref_wav: Path,
     assert main([*add, str(other), "--ref-text", "Another text.", "--gender", "male", "--replace"]) == 0
     dup = load_roster().get("dup")
     assert dup.gender == "male" and dup.voice("en").transcript == "Another text."
-    assert recording.read_bytes() == other.read_bytes()
+    assert dup.voice("en").recording.read_bytes() == other.read_bytes()
+    assert not recording.exists()  # the replaced recording is removed (no entry refers to it)

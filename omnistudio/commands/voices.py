@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import shutil
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         add.add_argument(f"--{attr}", help=f"voice-design {attr} for the other language"
                          + (f" (default: {default})" if default else ""))
     add.add_argument("--seed", type=int, help="voice-design seed (default: derived from the id)")
+    add.add_argument("--consent", metavar="TEXT", help="the speaker's consent statement, stored with the recording")
     add.add_argument("--replace", action="store_true",
                      help="replace an anchor you added before (its recording in this language, its attributes)")
 
@@ -90,69 +90,20 @@ def list_voices(args: argparse.Namespace) -> int:
 
 
 def add_voice(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import atomic_write_bytes
-    from omnistudio.voices.asr import calibrate, open_transcriber
-    from omnistudio.checks import check_language, check_seed
-    from omnistudio.engine.reference import check_transcript, read_reference
-    from omnistudio.voices.roster import load_roster, slug, update_user_roster, user_roster_path
+    """``voices add``: :func:`omnistudio.voices.manage.add_voice` (the server's and MCP's too) with the flags."""
+    from omnistudio.voices.asr import ASR_ENV, open_transcriber
+    from omnistudio.voices.manage import add_voice as add
 
-    lang = check_language(args.lang)
-    anchor_id = slug(args.name)
-    user_file = user_roster_path()
-    existing = load_roster().anchors.get(anchor_id)
-    if existing is not None and existing.origin != user_file:
-        raise UserError(f"anchor '{anchor_id}' is in the shipped roster ({existing.origin}); choose another name")
-    wave, sr = read_reference(args.ref_audio)
-    if args.ref_text is not None:
-        transcript = check_transcript(args.ref_text)
-        transcriber = open_transcriber(args.asr_model) if args.asr_model else None
-        if transcriber is not None:
-            cal = calibrate(transcriber, wave, sr, lang, transcript)
-            transcript = cal.transcript
-            agreement = "" if cal.agreement is None else f"; agreement with --ref-text {cal.agreement:.0%}"
-            print(f"ASR: {cal.asr_text!r} ({cal.note}{agreement})")
-    else:
-        transcriber = open_transcriber(args.asr_model)
-        if transcriber is None:
-            raise UserError("give the recording's exact transcript with --ref-text, or --asr-model DIR")
-        transcript = calibrate(transcriber, wave, sr, lang, None).transcript
-        print(f"ASR transcript: {transcript}")
-
-    suffix = args.ref_audio.suffix.lower() or ".wav"
-    recording = Path("recordings") / f"{anchor_id}_{lang}{suffix}"
-    attrs = {attr: getattr(args, attr) for attr in ("gender", "age", "pitch", "style", "accent")}
-
-    def change(raws: list[dict[str, Any]]) -> None:
-        """Under the roster lock: add the entry, or (with --replace) update it."""
-        entry = next((r for r in raws if r.get("id") == anchor_id), None)
-        if entry is not None and not args.replace:
-            clash = [f"its {lang} recording"] if lang in entry else []
-            clash += [attr for attr, value in attrs.items()
-                      if value is not None and entry.get(attr) not in (None, value)]
-            if clash:
-                raise UserError(f"anchor '{anchor_id}' already exists in {user_file} and this would replace "
-                                f"{', '.join(clash)}: give --replace to do that, or choose another name")
-        if entry is None:
-            if not args.gender:
-                raise UserError("a new anchor needs --gender (male or female) for its voice in the other language")
-            seed = int(hashlib.sha256(anchor_id.encode()).hexdigest()[:8], 16)
-            entry = {"id": anchor_id, "name": " ".join(args.name.split()), **attrs, "seed": seed}
-            raws.append(entry)
-        entry.update({attr: value for attr, value in attrs.items() if value is not None})
-        for attr in ("age", "pitch"):
-            entry[attr] = entry.get(attr) or {"age": "middle-aged", "pitch": "moderate pitch"}[attr]
-        if args.seed is not None:
-            entry["seed"] = check_seed(args.seed)
-        entry[lang] = {"recording": recording.as_posix(), "transcript": transcript}
-
-    def copy_recording() -> None:
-        """Under the lock, after the new roster checked as a whole, before it replaces the old one."""
-        target = user_file.parent / recording
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, lambda t: shutil.copyfile(args.ref_audio, t), suffix=suffix)
-
-    update_user_roster(change, before_commit=copy_recording)
-    print(f"added anchor '{anchor_id}' ({lang}) to {user_file}; its prompt is built on first use "
-          f"or with `omnistudio prevectorize --anchors {anchor_id}`")
+    if args.ref_text is None and not (args.asr_model or os.environ.get(ASR_ENV)):
+        raise UserError("give the recording's exact transcript with --ref-text, or --asr-model DIR")
+    added = add(args.name, args.lang, args.ref_audio, transcript=args.ref_text,
+                transcriber=open_transcriber(args.asr_model), gender=args.gender, age=args.age, pitch=args.pitch,
+                style=args.style, accent=args.accent, seed=args.seed, consent=args.consent, replace=args.replace)
+    if added.asr_text is not None and args.ref_text is not None:
+        agreement = "" if added.agreement is None else f"; agreement with --ref-text {added.agreement:.0%}"
+        print(f"ASR: {added.asr_text!r} ({added.note}{agreement})")
+    elif added.transcript_source == "asr":
+        print(f"ASR transcript: {added.transcript}")
+    print(f"added anchor '{added.id}' ({added.lang}) to {added.roster}; its prompt is built on first use "
+          f"or with `omnistudio prevectorize --anchors {added.id}`")
     return 0
-

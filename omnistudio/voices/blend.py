@@ -39,6 +39,11 @@ class BlendCache:
     def put(self, key: BlendKey, blend: BlendedPrompt) -> None:
         self._items[key] = blend
 
+    def drop(self, anchor: str) -> None:
+        """Forget every blend with ``anchor`` in it (it was removed or replaced)."""
+        for key in [k for k in self._items if anchor in k[:2]]:
+            del self._items[key]
+
 
 _BLEND_CACHES: weakref.WeakKeyDictionary[Engine, BlendCache] = weakref.WeakKeyDictionary()
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from omnistudio.config import locations
 from omnistudio.voices.asr import Calibration, Transcriber, calibrate
-from omnistudio.voices.roster import Roster, load_roster
+from omnistudio.voices.roster import Anchor, Roster, load_roster
 from omnistudio.errors import UserError, first_line
 
 if TYPE_CHECKING:
@@ -109,6 +109,12 @@ def source_for(roster: Roster, anchor_id: str, lang: str) -> Source:
                   "transcript": voice.transcript}
         sha = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
         return Source("recording", owner.id, lang, sha, voice.transcript or "", recording=voice.recording)
+    return design_source(roster, owner, lang)
+
+
+def design_source(roster: Roster, owner: Anchor, lang: str) -> Source:
+    """The voice-design recipe of ``owner`` in ``lang``: its instruct and seed, the roster's calibration
+    sentence and design settings (an anchor not in the roster, such as a request's design voice, too)."""
     recipe = {"kind": "design", "version": DESIGN_VERSION, "instruct": owner.instruct(lang), "seed": owner.seed,
               "text": roster.calibration[lang], "lang": lang, **roster.design}
     sha = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
@@ -218,13 +224,22 @@ def reference_audio(engine: Engine, source: Source) -> tuple[np.ndarray, int]:
 def build_prompt(engine: Engine, roster: Roster, anchor_id: str, lang: str,
                  transcriber: Transcriber | None = None) -> tuple[AnchorPrompt, Calibration]:
     """Make the prompt for ``anchor_id`` in ``lang`` from its source (not saved)."""
-    source = source_for(roster, anchor_id, lang)
+    return prompt_from_source(engine, source_for(roster, anchor_id, lang), anchor_id, transcriber)
+
+
+def prompt_from_source(engine: Engine, source: Source, anchor_id: str,
+                       transcriber: Transcriber | None = None) -> tuple[AnchorPrompt, Calibration]:
+    """Make the prompt of ``source`` (a recording, or a voice design: its instruct and seed are stored in
+    the metadata), named ``anchor_id`` (not saved)."""
+    lang = source.lang
     wave, sr = reference_audio(engine, source)
     calibration = calibrate(transcriber, wave, sr, lang, source.text)
     made = engine.prompt_from_audio(wave, sr, calibration.transcript)
     meta = {"model_fingerprint": engine.loaded.fingerprint, "source_sha256": source.sha256,
             "source_kind": source.kind, "voice": source.voice, "transcript_source": calibration.source,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if source.kind == "design":
+        meta.update(instruct=source.instruct, seed=str(source.seed))
     tokens = made.ref_audio_tokens.to(engine.loaded.device)
     return AnchorPrompt(tokens, made.ref_text, float(made.ref_rms), anchor_id, lang, meta), calibration
 
@@ -277,6 +292,11 @@ class PromptCache:
 
     def put(self, prompt: AnchorPrompt) -> None:
         self._items[(prompt.anchor, prompt.lang)] = prompt
+
+    def drop(self, anchor: str) -> None:
+        """Forget every language of ``anchor`` (it was removed or replaced)."""
+        for key in [k for k in self._items if k[0] == anchor]:
+            del self._items[key]
 
     def keys(self) -> list[tuple[str, str]]:
         return list(self._items)

@@ -34,7 +34,7 @@ FORMAT = 1
 ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 DEFAULT_DESIGN = {"num_step": 32, "guidance": 2.0}
 ANCHOR_KEYS = {"id", "name", "gender", "age", "pitch", "style", "accent", "seed", *LANGS}
-VOICE_KEYS = {"recording", "transcript", "matched"}
+VOICE_KEYS = {"recording", "transcript", "matched", "consent"}
 
 
 @lru_cache(maxsize=1)
@@ -72,6 +72,7 @@ class Voice:
     recording: Path | None = None
     transcript: str | None = None
     matched: str | None = None
+    consent: str | None = None  # the speaker's consent statement, stored with a voice added over the API
 
 
 @dataclass(frozen=True)
@@ -211,10 +212,11 @@ def _voice(where: str, raw: Any, base: Path) -> Voice:
         if "transcript" not in raw:
             raise UserError(f"{where}: the recording needs its exact transcript ('transcript')")
         path = Path(_text(where, "recording", raw["recording"])).expanduser()
+        consent = _text(where, "consent", raw["consent"]) if "consent" in raw else None
         return Voice(recording=path if path.is_absolute() else (base / path),
-                     transcript=_text(where, "transcript", raw["transcript"]))
-    if "transcript" in raw:
-        raise UserError(f"{where}: a transcript without a recording")
+                     transcript=_text(where, "transcript", raw["transcript"]), consent=consent)
+    if "transcript" in raw or "consent" in raw:
+        raise UserError(f"{where}: a {'transcript' if 'transcript' in raw else 'consent'} without a recording")
     return Voice()
 
 
@@ -388,11 +390,13 @@ def recording_inputs(roster: Roster | None = None) -> dict[str, Path]:
 
 
 def update_user_roster(change: Callable[[list[dict[str, Any]]], None],
-                       before_commit: Callable[[], None] | None = None) -> Path:
+                       before_commit: Callable[[], None] | None = None,
+                       after_commit: Callable[[], None] | None = None) -> Path:
     """Read-modify-write the user roster under an exclusive file lock, so two ``voices add`` at
     once both land: ``change`` edits the anchor tables (plain dicts) in place; the result is checked
     as a whole (with the shipped roster), then ``before_commit`` runs (e.g. copies a recording),
-    then the new file replaces the old one atomically. Returns the user roster path."""
+    then the new file replaces the old one atomically, then ``after_commit`` runs, still under the
+    lock (e.g. removes files nothing refers to any more). Returns the user roster path."""
     import tempfile
 
     from omnistudio.locks import exclusive
@@ -415,4 +419,6 @@ def update_user_roster(change: Callable[[list[dict[str, Any]]], None],
             os.replace(tmp, user_file)
         finally:
             tmp.unlink(missing_ok=True)
+        if after_commit is not None:
+            after_commit()
     return user_file
