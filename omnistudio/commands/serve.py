@@ -30,6 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "float32 audio, least recently used out) so a repeated request with the same text, voice, seed "
                    "and options renders nothing; default 0: off")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false", help="skip the warm-up render")
+    p.add_argument("--mcp-output-dir", type=Path, metavar="DIR", help="the folder the MCP tools at /mcp write "
+                   "into (default: mcp/ in the data folder)")
     add_model_options(p)
     from omnistudio.commands.flags.ray import add_serve_options
 
@@ -82,7 +84,9 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         threads = actor_threads(getattr(args, "threads_per_replica", None), "--threads-per-replica")
     return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, max_batch=args.max_batch,
                         max_queue=args.max_queue, time_limit_s=args.time_limit, cache_mb=args.cache_mb, keys=keys,
-                        warm_up=args.warm_up, threads=threads, host=args.host, port=args.port)
+                        warm_up=args.warm_up, threads=threads, host=args.host, port=args.port,
+                        mcp=not getattr(args, "ray", False),
+                        mcp_output_dir=str(args.mcp_output_dir) if getattr(args, "mcp_output_dir", None) else None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,6 +32,8 @@ class ServerConfig:
     threads: int | None = None  # torch threads of a Ray replica (None: torch's default, the single-process server)
     host: str = "127.0.0.1"
     port: int = 8005  # the port bound (named in the 'serving on' line)
+    mcp: bool = True  # the MCP tools at /mcp (the single-process server; a Ray replica's sessions would not be shared)
+    mcp_output_dir: str | None = None  # the folder the MCP tools write into (None: mcp/ in the data folder)
 
 
 def build_server(config: ServerConfig) -> FastAPI:
@@ -72,5 +74,10 @@ def build_server(config: ServerConfig) -> FastAPI:
 
     for router in (speech.router, voices.router, text.router, ops.router, compat.router, ws.router):
         app.include_router(router)
+    if config.mcp:
+        from omnistudio.mcp.http import mount_mcp
+        from omnistudio.server.auth import is_loopback
+
+        mount_mcp(app, state, config.mcp_output_dir, loopback=is_loopback(config.host))
     app.add_middleware(Guard, state=state)  # keys and body size before any route runs
     return app

@@ -77,4 +77,4 @@ class Guard:
 
 
 KNOWN_ROUTES = frozenset({"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/health", "/metrics",
-                          "/tts/generate", "/tts/generate-shm", "/v1/text/normalize", "/v1/lexicon", WS_ROUTE})
+                          "/tts/generate", "/tts/generate-shm", "/v1/text/normalize", "/v1/lexicon", "/mcp", WS_ROUTE})

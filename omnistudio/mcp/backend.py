@@ -1,0 +1,72 @@
+"""Which engine the MCP tools render through.
+
+``omnistudio mcp`` (stdio, one agent): :class:`LocalBackend` loads the model on first use and
+renders one take at a time. ``omnistudio serve``'s ``/mcp``: the server's backend
+(:mod:`omnistudio.mcp.http`) hands out the server's shared link, under its admission limit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Backend(Protocol):
+    """What the tools render through."""
+
+    asr_model: Path | None  # the Whisper model of check_take and measured caption words (None: the default)
+
+    def link(self, progress: Callable[[str], None] | None = None) -> Any:
+        """The EngineLink (loaded now if it is not yet); a UserError when there is none."""
+
+    def admitted(self) -> AbstractContextManager[None]:
+        """Held while a take renders (one line when the engine is busy)."""
+
+    def forget(self, anchor: str) -> None:
+        """Drop the engine's prompts of ``anchor`` (its recording was replaced)."""
+
+
+def forget_prompts(engine: Any, anchor: str) -> None:
+    """``engine`` forgets every prompt and blend of ``anchor`` (built again on next use)."""
+    from omnistudio.voices.blend import blend_cache_for
+    from omnistudio.voices.prompts import cache_for
+
+    cache_for(engine).drop(anchor)
+    blend_cache_for(engine).drop(anchor)
+
+
+class LocalBackend:
+    """The model in this process (``--model/--device/--dtype``), loaded once on first use."""
+
+    def __init__(self, model: str | None = None, device: str | None = None, dtype: str | None = None,
+                 asr_model: Path | None = None) -> None:
+        self.model, self.device, self.dtype = model, device, dtype
+        self.asr_model = asr_model
+        self._link: Any = None
+        self._loading = threading.Lock()
+        self._rendering = threading.Lock()
+
+    def link(self, progress: Callable[[str], None] | None = None) -> Any:
+        with self._loading:
+            if self._link is None:
+                from omnistudio.take.link import LocalEngine
+                from omnistudio.voices.session import open_engine
+
+                self._link = LocalEngine(open_engine(self.model, self.device, self.dtype, "fast", progress=progress))
+            return self._link
+
+    @contextmanager
+    def _one_at_a_time(self) -> Iterator[None]:
+        with self._rendering:  # one model, one take at a time: the next call waits its turn
+            yield
+
+    def admitted(self) -> AbstractContextManager[None]:
+        return self._one_at_a_time()
+
+    def forget(self, anchor: str) -> None:
+        if self._link is not None:
+            with self._rendering:
+                forget_prompts(self._link.engine, anchor)

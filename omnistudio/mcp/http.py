@@ -1,0 +1,105 @@
+"""The MCP tools over streamable HTTP at ``/mcp`` of ``omnistudio serve``: the same tools as
+``omnistudio mcp``, rendering through the server's shared link under its admission limit, behind the
+server's API keys (the Guard middleware wraps this route like every other one).
+
+The server runs without an ASGI lifespan, so the SDK's session manager (which must be running while
+it handles requests) is started on the first request to ``/mcp``, in the server's event loop, and
+runs as long as the server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from omnistudio.errors import Unavailable, UserError
+from omnistudio.mcp.folder import OutputFolder
+
+MCP_ROUTE = "/mcp"
+
+
+class ServerBackend:
+    """The server's engine: its shared link (503's line until it is ready) and its admission."""
+
+    asr_model: Path | None = None
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def link(self, progress: Any = None) -> Any:
+        if self.state.link is None:
+            raise Unavailable(f"the engine is {self.state.status}; retry shortly")
+        return self.state.link
+
+    @contextmanager
+    def _admission(self) -> Iterator[None]:
+        try:
+            self.state.admission.enter()
+        except Exception as exc:  # Busy: the server's queue is full
+            raise UserError(str(exc)) from None
+        try:
+            yield
+        finally:
+            self.state.admission.leave()
+
+    def admitted(self) -> AbstractContextManager[None]:
+        return self._admission()
+
+    def forget(self, anchor: str) -> None:
+        from omnistudio.mcp.backend import forget_prompts
+
+        link = self.state.link
+        engine = getattr(getattr(link, "inner", None), "engine", None)
+        if link is not None and engine is not None:
+            link.call(lambda: forget_prompts(engine, anchor))  # on the engine thread, between passes
+
+
+class LazySessions:
+    """The SDK's session manager as an ASGI app, started on its first request."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        self._ready: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def _keep(self) -> None:
+        assert self._ready is not None
+        async with self.manager.run():
+            self._ready.set()
+            await asyncio.Event().wait()  # for as long as the server runs
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._ready is None:
+            self._ready = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._keep())
+        await self._ready.wait()
+        await self.manager.handle_request(scope, receive, send)
+
+
+def mount_mcp(app: Any, state: Any, output_dir: str | None, loopback: bool) -> None:
+    """Add ``/mcp`` to the server ``app`` (state: its ServerState). ``loopback``: the server is bound
+    to a loopback address, where the SDK's DNS-rebinding protection applies (a browser page must not
+    reach a keyless local server); elsewhere the API keys guard it."""
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.routing import Route
+
+    from omnistudio.mcp.tools import build_mcp
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=loopback,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+    server = build_mcp(ServerBackend(state), OutputFolder(Path(output_dir) if output_dir else default_folder()),
+                       transport_security=security, streamable_http_path=MCP_ROUTE)
+    server.streamable_http_app()  # makes the session manager
+    app.router.routes.append(Route(MCP_ROUTE, endpoint=LazySessions(server.session_manager)))
+
+
+def default_folder() -> Path:
+    """Where the tools write when no folder is configured: ``mcp`` in the program's data folder."""
+    from omnistudio.config import locations
+
+    return locations().data / "mcp"
