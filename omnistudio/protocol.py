@@ -6,6 +6,7 @@ One module, imported by the server (``omnistudio.server``) and by the one client
 - HTTP requests: :class:`SpeechRequest` (``POST /v1/audio/speech``, OpenAI's shape plus OmniStudio's
   fields) and :class:`GenerateRequest` (``POST /tts/generate`` and ``/tts/generate-shm``).
 - HTTP responses: :class:`Health` (``GET /health``), :class:`VoiceListing` (``GET /v1/audio/voices``),
+  :class:`VoiceDetail` / :class:`VoiceAdded` / :class:`VoiceDeleted` (a voice, from :class:`VoiceUpload`),
   :class:`TimedSpeech` and :class:`SseSentence` (``/v1/audio/speech`` with ``timestamps``), :class:`ShmTake`
   (``/tts/generate-shm``) and OpenAI's error body (:func:`error_body`). Sentence and word times are
   :class:`SentenceTime` / :class:`WordTime` everywhere (the WebSocket's ``sentence_end`` too).
@@ -32,6 +33,9 @@ WS_ROUTE = "/ws/tts/stream-omni"
 MAX_INPUT_CHARS = 4096  # OpenAI's limit for /v1/audio/speech input
 MAX_SCRIPT_CHARS = 20_000  # /tts/* and the WebSocket take whole scripts
 MAX_BODY_BYTES = 1 << 20
+VOICES_ROUTE = "/v1/audio/voices"
+MAX_UPLOAD_BYTES = 8 << 20  # POST /v1/audio/voices: the whole multipart body (a 30 s reference fits)
+MAX_CUSTOM_VOICES = 64  # custom voices a server keeps (serve --max-voices)
 MAX_ITEMS = 512
 FORMATS = ("wav", "flac", "mp3", "opus", "pcm")
 MODEL_ID = "omnivoice"
@@ -105,7 +109,7 @@ class SpeechRequest(TakeFields):
     input: str = ""
     voice: str = DEFAULT_VOICE
     response_format: str = "mp3"
-    instructions: str | None = None  # refused when given (400): a voice is an anchor or a blend, not a prompt
+    instructions: str | None = None  # voice-design attributes, with voice "design" only (else a 400)
     stream_format: str = "audio"
 
 
@@ -471,6 +475,73 @@ class VoiceListing(BaseModel):
     voices: list[VoiceEntry]
     duos: list[DuoEntry] = Field(default_factory=list)
     blend_syntax: str = "anchor_a+anchor_b@alpha (alpha in [0, 1]); add :lang for a language"
+
+
+class VoiceUpload(BaseModel):
+    """``POST /v1/audio/voices``' form fields (besides ``file``, the recording): a recorded voice (name,
+    language, gender, consent; transcript optional) or, with ``instructions`` and ``seed``, a design voice."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    language: str | None = None
+    gender: str | None = None
+    age: str | None = None
+    pitch: str | None = None
+    style: str | None = None
+    accent: str | None = None
+    transcript: str | None = None
+    consent: str | None = None
+    instructions: str | None = None
+    seed: int | None = None
+    replace: bool = False
+
+
+class VoiceLanguageBody(BaseModel):
+    """How a voice sounds in one language (a recording is named by its content hash, never a path)."""
+
+    kind: Literal["recording", "design", "matched"]
+    prompt: str  # missing | ready | stale | invalid | error | unchecked
+    transcript: str | None = None
+    consent: str | None = None
+    recording_sha256: str | None = None
+    matched: str | None = None
+    instruct: str | None = None
+    source_sha256: str | None = None
+
+
+class VoiceDetail(BaseModel):
+    """``GET /v1/audio/voices/{id}``, and the voice in :class:`VoiceAdded`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    object: Literal["voice"] = "voice"
+    id: str
+    name: str
+    custom: bool
+    seed: int
+    attributes: dict[str, str | None]
+    languages: dict[str, VoiceLanguageBody]
+
+
+class VoiceAdded(VoiceDetail):
+    """``POST /v1/audio/voices`` (201): the voice, with its prompt built, and how its transcript was had."""
+
+    created: bool  # false: a custom voice gained a language or was replaced
+    language: str | None = None  # the recording's (None: a design voice)
+    transcript: str | None = None
+    transcript_source: Literal["given", "asr"] | None = None  # "asr": none was given, the server heard it
+    asr_text: str | None = None
+
+
+class VoiceDeleted(BaseModel):
+    """``DELETE /v1/audio/voices/{id}``."""
+
+    object: Literal["voice.deleted"] = "voice.deleted"
+    id: str
+    deleted: bool = True
+    prompts_removed: int = 0
+    recordings_removed: int = 0
 
 
 Body = TypeVar("Body", bound=BaseModel)

@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-mb", type=int, default=0, help="keep rendered sentences (up to this many MB of "
                    "float32 audio, least recently used out) so a repeated request with the same text, voice, seed "
                    "and options renders nothing; default 0: off")
+    p.add_argument("--max-voices", type=int, default=64, help="custom voices POST /v1/audio/voices keeps before "
+                   "it refuses a new one (default 64)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false", help="skip the warm-up render")
     p.add_argument("--mcp-output-dir", type=Path, metavar="DIR", help="the folder the MCP tools at /mcp write "
                    "into (default: mcp/ in the data folder)")
@@ -77,6 +79,8 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise UserError(f"--time-limit {args.time_limit} is out of range 1..86400 s")
     if not 0 <= args.cache_mb <= 65_536:
         raise UserError(f"--cache-mb {args.cache_mb} is out of range 0..65536")
+    if not 0 <= args.max_voices <= 10_000:
+        raise UserError(f"--max-voices {args.max_voices} is out of range 0..10000")
     threads = None  # torch's own count in a single process
     if getattr(args, "ray", False):  # a replica's: this machine's count unless told (Ray would start it with 1)
         from omnistudio.commands.flags.ray import actor_threads
@@ -84,6 +88,7 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         threads = actor_threads(getattr(args, "threads_per_replica", None), "--threads-per-replica")
     return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, max_batch=args.max_batch,
                         max_queue=args.max_queue, time_limit_s=args.time_limit, cache_mb=args.cache_mb, keys=keys,
+                        max_voices=args.max_voices,
                         warm_up=args.warm_up, threads=threads, host=args.host, port=args.port,
                         mcp=not getattr(args, "ray", False),
                         mcp_output_dir=str(args.mcp_output_dir) if getattr(args, "mcp_output_dir", None) else None)

@@ -33,6 +33,7 @@ class ServerState:
 
     max_queue: int = 16
     time_limit_s: float = 300.0
+    max_voices: int = 64  # custom voices POST /v1/audio/voices keeps (serve --max-voices)
     keys: tuple[bytes, ...] = ()
     status: str = "loading"  # loading -> warming -> ready (or failed)
     detail: str = ""

@@ -26,6 +26,7 @@ class ServerConfig:
     max_batch: int = 8
     max_queue: int = 16
     time_limit_s: float = 300.0
+    max_voices: int = 64  # custom voices POST /v1/audio/voices keeps (--max-voices)
     cache_mb: int = 0
     keys: tuple[bytes, ...] = ()  # read from --api-key-file (empty: no key asked for)
     warm_up: bool = True
@@ -52,7 +53,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     from omnistudio.server.scheduler import Busy
 
     state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys,
-                        cache=TakeCache(config.cache_mb * 2**20))
+                        cache=TakeCache(config.cache_mb * 2**20), max_voices=config.max_voices)
     app = FastAPI(title="OmniStudio speech server", version=__version__, docs_url=None, redoc_url=None)
     app.state.server = state
 

@@ -64,11 +64,12 @@ def _text(text: str | None, limit: int, field: str) -> str:
         raise UserError(f"{field} is empty") from None
 
 
-def plan_job(text: str, voice: str, language: str | None, req: TakeFields) -> SpeechJob:
+def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: VoiceRef | None = None) -> SpeechJob:
     """Check everything a request asks for and plan its take with the one seed policy. A text that
     opens with ``<speak`` is SSML (:mod:`omnistudio.text.ssml`): its script text is planned, with its
-    ``<sub>``/``<say-as>`` spoken forms over the server's lexicon for this request."""
-    ref, voice_lang = _known_voice(voice)
+    ``<sub>``/``<say-as>`` spoken forms over the server's lexicon for this request. ``ref``: the voice,
+    made already (a request's design voice), instead of ``voice``."""
+    ref, voice_lang = (ref, None) if ref is not None else _known_voice(voice)
     ssml = read_ssml(text, language or voice_lang) if is_ssml(text) else None
     options = _options(req, ssml.lang if ssml is not None else check_language(language or voice_lang or "en"), ref)
     if ssml is not None:
@@ -100,11 +101,12 @@ def _known_voice(text: str) -> tuple[VoiceRef, str | None]:
     return ref, lang
 
 
-def speech_job(req: SpeechRequest) -> SpeechJob:
-    if req.instructions is not None and req.instructions.strip():
-        raise UserError("instructions are not supported: an OmniStudio voice is an anchor or a blend "
-                        "(voice: 'ruby' or 'ruby+storm@0.7'), not a style prompt; leave instructions out")
-    return plan_job(_text(req.input, MAX_INPUT_CHARS, "input"), req.voice, req.language, req)
+def speech_job(req: SpeechRequest, design: VoiceRef | None = None) -> SpeechJob:
+    """``design``: the request's design voice (``"voice": "design"`` with ``instructions``: made on the
+    engine by :func:`omnistudio.server.voice_admin.design_voice`, which refuses instructions elsewhere)."""
+    if design is None and req.instructions is not None and req.instructions.strip():
+        raise UserError("instructions apply to voice 'design' only; leave them out for an anchor")
+    return plan_job(_text(req.input, MAX_INPUT_CHARS, "input"), req.voice, req.language, req, design)
 
 
 def generate_job(req: GenerateRequest) -> SpeechJob:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from omnistudio.server.auth import OPEN_ROUTES, authorised
-from omnistudio.protocol import MAX_BODY_BYTES, WS_ROUTE, error_json
+from omnistudio.protocol import MAX_BODY_BYTES, MAX_UPLOAD_BYTES, VOICES_ROUTE, WS_ROUTE, error_json
 
 log = logging.getLogger("omnistudio.server")
 
@@ -61,8 +61,9 @@ class Guard:
                                   [(b"www-authenticate", b"Bearer")])
                 return
             length = headers.get("content-length", "0")
-            if not length.isdigit() or int(length) > MAX_BODY_BYTES:
-                await _refuse(watched, 413, f"the request body is over {MAX_BODY_BYTES} bytes")
+            limit = MAX_UPLOAD_BYTES if (path, method) == (VOICES_ROUTE, "POST") else MAX_BODY_BYTES
+            if not length.isdigit() or int(length) > limit:
+                await _refuse(watched, 413, f"the request body is over {limit} bytes")
                 return
             await self.app(scope, receive, watched)
         except BaseException:
@@ -70,7 +71,8 @@ class Guard:
             raise
         finally:
             take = scope.get("state", {}).get("take")
-            self.state.metrics.requests.labels(route=path if path in KNOWN_ROUTES else "other",
+            route = VOICES_ROUTE + "/{id}" if path.startswith(VOICES_ROUTE + "/") else path
+            self.state.metrics.requests.labels(route=route if route in KNOWN_ROUTES else "other",
                                                status=str(status[0])).inc()
             if path not in ("/health", "/metrics"):
                 log.info("%s", request_line(method, path, status[0], time.perf_counter() - started, take))
@@ -78,3 +80,4 @@ class Guard:
 
 KNOWN_ROUTES = frozenset({"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/health", "/metrics",
                           "/tts/generate", "/tts/generate-shm", "/v1/text/normalize", "/v1/lexicon", "/mcp", WS_ROUTE})
+KNOWN_ROUTES |= {VOICES_ROUTE + "/{id}"}  # GET/DELETE of one voice: one label whatever the id

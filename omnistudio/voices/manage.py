@@ -382,6 +382,7 @@ class VoiceLanguage:
     recording_sha256: str | None = None
     matched: str | None = None
     instruct: str | None = None  # the voice-design instruct (design only)
+    source_sha256: str | None = None  # the prompt's recipe hash (recording and transcript, or design and seed)
 
 
 @dataclass(frozen=True)
@@ -400,7 +401,7 @@ class VoiceDetails:
 def voice_details(anchor_id: str, fingerprint: str | None = None) -> VoiceDetails:
     """A voice as a client reads it (no server path: a recording is named by its content hash); prompt
     states are checked against the model ``fingerprint`` (None: "unchecked")."""
-    from omnistudio.voices.prompts import prompt_state
+    from omnistudio.voices.prompts import prompt_state, source_for
 
     key = check_voice_id(anchor_id)
     roster = load_roster()
@@ -411,12 +412,17 @@ def voice_details(anchor_id: str, fingerprint: str | None = None) -> VoiceDetail
     for lang in LANGS:
         voice = anchor.voice(lang)
         state, _why = prompt_state(roster, key, lang, fingerprint)
+        try:
+            source: str | None = source_for(roster, key, lang).sha256
+        except UserError:  # a recording gone missing: its state says "error"
+            source = None
         if voice.matched:
-            languages[lang] = VoiceLanguage("matched", state, matched=voice.matched)
+            languages[lang] = VoiceLanguage("matched", state, matched=voice.matched, source_sha256=source)
         elif voice.recording is not None:
             sha = _sha256(voice.recording) if voice.recording.is_file() else None
-            languages[lang] = VoiceLanguage("recording", state, voice.transcript, voice.consent, sha)
+            languages[lang] = VoiceLanguage("recording", state, voice.transcript, voice.consent, sha,
+                                            source_sha256=source)
         else:
-            languages[lang] = VoiceLanguage("design", state, instruct=anchor.instruct(lang))
+            languages[lang] = VoiceLanguage("design", state, instruct=anchor.instruct(lang), source_sha256=source)
     return VoiceDetails(key, anchor.name, anchor.origin == user_roster_path(), anchor.seed,
                         {attr: getattr(anchor, attr) for attr in ATTRIBUTES}, languages)

@@ -21,6 +21,7 @@ from omnistudio.server import jobs
 from omnistudio.server.app import finish, first_events, link_info, read_json, server_state, start_take
 from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd
 from omnistudio.server.timestamps import sentence_time
+from omnistudio.server.voice_admin import design_voice
 
 router = APIRouter()
 
@@ -32,10 +33,12 @@ async def speech(request: Request) -> Response:
     fmt = jobs.check_format(req.response_format)
     if req.stream_format not in ("audio", "sse"):
         raise UserError(f"stream_format '{req.stream_format}' is not supported: use audio or sse")
-    job = jobs.speech_job(req)
+    design = await design_voice(state, req)  # "voice": "design" with instructions (else None; a 400 if misused)
+    job = jobs.speech_job(req, design[0] if design else None)
+    headers = design[1] if design else None
     run = await start_take(state, request, job)
     if job.timestamps is not None and req.stream_format == "audio":
-        return await _timed(state, request, run, fmt, job.timestamps)
+        return await _timed(state, request, run, fmt, job.timestamps, headers)
     streaming = fmt in encode.STREAMABLE and job.target_lufs is None
     seen, events = await first_events(state, request, run, (Audio, Done) if streaming else (Done,))
 
@@ -62,11 +65,12 @@ async def speech(request: Request) -> Response:
             finish(state, run)
 
     if req.stream_format == "sse":
-        return StreamingResponse(_sse(chunks()), media_type="text/event-stream")
-    return StreamingResponse(chunks(), media_type=encode.MEDIA_TYPES[fmt])
+        return StreamingResponse(_sse(chunks()), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(chunks(), media_type=encode.MEDIA_TYPES[fmt], headers=headers)
 
 
-async def _timed(state: Any, request: Request, run: Any, fmt: str, mode: wire.Timestamps) -> JSONResponse:
+async def _timed(state: Any, request: Request, run: Any, fmt: str, mode: wire.Timestamps,
+                 headers: dict[str, str] | None = None) -> JSONResponse:
     """The whole take as one JSON answer: the file in base64, and every sentence's span (and words)."""
     seen, _ = await first_events(state, request, run, (Done,))
     finish(state, run)
@@ -75,7 +79,7 @@ async def _timed(state: Any, request: Request, run: Any, fmt: str, mode: wire.Ti
                             format=fmt, media_type=encode.MEDIA_TYPES[fmt], sample_rate=run.link.sample_rate,
                             frames=int(len(done.pcm)), timestamps=mode,
                             sentences=[sentence_time(t, mode) for t in done.sentences])
-    return JSONResponse(body.model_dump())
+    return JSONResponse(body.model_dump(), headers=headers)
 
 
 @router.get("/v1/models")
