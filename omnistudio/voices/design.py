@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from omnistudio.checks import check_language, check_seed
 from omnistudio.errors import UserError
-from omnistudio.voices.manage import (ATTRIBUTES, DEFAULTS, AddedVoice, BuiltInVoice, VoiceExists, VoiceLimit,
-                                      check_voice_name, prune_recordings, voice_id)
-from omnistudio.voices.roster import Anchor, attribute_choices, load_roster, update_user_roster, user_roster_path
+from omnistudio.voices.manage import (ATTRIBUTES, DEFAULTS, AddedVoice, VoiceExists, check_room, check_voice_name,
+                                      prune_recordings, refuse_shipped, voice_id)
+from omnistudio.voices import roster as rosters
+from omnistudio.voices.roster import Anchor, attribute_choices
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -108,7 +109,7 @@ def design_prompt(engine: Engine, design: Design, seed: int, lang: str, folder: 
     from omnistudio.voices.prompts import SUFFIX, design_source, prompt_dir, prompt_from_source, save_prompt
 
     lang = check_language(lang)
-    roster = load_roster()
+    roster = rosters.load_roster()
     source = design_source(roster, design.anchor(seed), lang)
     key = hashlib.sha256(f"{source.sha256}\0{engine.loaded.fingerprint}".encode()).hexdigest()[:32]
     folder = folder or prompt_dir() / DESIGN_FOLDER
@@ -136,10 +137,8 @@ def add_design_voice(name: str, instructions: str | Design, seed: int, *, replac
     design = instructions if isinstance(instructions, Design) else parse_instructions(instructions)
     anchor_id = voice_id(name)
     seed = check_seed(seed)
-    user_file = user_roster_path()
-    existing = load_roster().anchors.get(anchor_id)
-    if existing is not None and existing.origin != user_file:
-        raise BuiltInVoice(f"'{anchor_id}' is a built-in anchor (the shipped roster): choose another name")
+    user_file = rosters.user_roster_path()
+    refuse_shipped(anchor_id, user_file)
     created = [True]
 
     def change(raws: list[dict[str, Any]]) -> None:
@@ -148,9 +147,8 @@ def add_design_voice(name: str, instructions: str | Design, seed: int, *, replac
         if index is not None and not replace:
             raise VoiceExists(f"voice '{anchor_id}' already exists: ask to replace it (--replace, replace=true), "
                               "or choose another name")
-        if index is None and max_custom is not None and len(raws) >= max_custom:
-            raise VoiceLimit(f"the roster already holds {len(raws)} custom voices, the most allowed "
-                             f"({max_custom}): delete one first")
+        if index is None:
+            check_room(raws, max_custom)
         entry = {"id": anchor_id, "name": check_voice_name(name),
                  **{attr: getattr(design, attr) for attr in ATTRIBUTES}, "seed": seed}
         if index is None:
@@ -161,7 +159,7 @@ def add_design_voice(name: str, instructions: str | Design, seed: int, *, replac
     def prune() -> None:
         prune_recordings(user_file)
 
-    update_user_roster(change, after_commit=prune)
+    rosters.update_user_roster(change, after_commit=prune)
     return AddedVoice(id=anchor_id, name=check_voice_name(name), kind="design", lang=None, transcript=None,
                       transcript_source=None, note=f"designed from: {design.instruct('en')}",
                       created=created[0], seed=seed, attributes={a: getattr(design, a) for a in ATTRIBUTES},

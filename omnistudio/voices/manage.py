@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from omnistudio.checks import check_language, check_seed
 from omnistudio.errors import UserError
-from omnistudio.voices.roster import (ID_RE, LANGS, attribute_choices, load_roster, slug, update_user_roster,
-                                      user_roster_path)
+from omnistudio.voices import roster as rosters
+from omnistudio.voices.roster import ID_RE, LANGS, attribute_choices, slug
 
 if TYPE_CHECKING:
     from omnistudio.voices.asr import Transcriber
@@ -165,8 +165,8 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
     attrs = check_attributes(gender=gender, age=age, pitch=pitch, style=style, accent=accent)
     seed = None if seed is None else check_seed(seed)
     consent = " ".join(consent.split()) if consent and consent.strip() else None
-    user_file = user_roster_path()
-    _refuse_shipped(anchor_id, user_file)
+    user_file = rosters.user_roster_path()
+    refuse_shipped(anchor_id, user_file)
     folder = user_file.parent / RECORDINGS
     folder.mkdir(parents=True, exist_ok=True)
     staged = _stage(recording, folder)
@@ -207,7 +207,7 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
         def prune() -> None:
             prune_recordings(user_file)
 
-        update_user_roster(change, before_commit=place, after_commit=prune)
+        rosters.update_user_roster(change, before_commit=place, after_commit=prune)
     finally:
         if staged != recording:
             staged.unlink(missing_ok=True)
@@ -218,23 +218,29 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
                       roster=user_file)
 
 
-def _refuse_shipped(anchor_id: str, user_file: Path) -> None:
-    existing = load_roster().anchors.get(anchor_id)
+def refuse_shipped(anchor_id: str, user_file: Path) -> None:
+    """A :class:`BuiltInVoice` when ``anchor_id`` is a shipped anchor (never replaced)."""
+    existing = rosters.load_roster().anchors.get(anchor_id)
     if existing is not None and existing.origin != user_file:
         raise BuiltInVoice(f"'{anchor_id}' is a built-in anchor (the shipped roster): choose another name")
 
 
 def _new_entry(raws: list[dict[str, Any]], anchor_id: str, name: str, attrs: dict[str, str | None],
                max_custom: int | None) -> dict[str, Any]:
-    if max_custom is not None and len(raws) >= max_custom:
-        raise VoiceLimit(f"the roster already holds {len(raws)} custom voices, the most allowed "
-                         f"({max_custom}): delete one first")
+    check_room(raws, max_custom)
     if not attrs.get("gender"):
         raise UserError("a new voice needs a gender (male or female) for its voice design in the other language")
     seed = int(hashlib.sha256(anchor_id.encode()).hexdigest()[:8], 16)
     entry: dict[str, Any] = {"id": anchor_id, "name": check_voice_name(name), **attrs, "seed": seed}
     raws.append(entry)
     return entry
+
+
+def check_room(raws: list[dict[str, Any]], max_custom: int | None) -> None:
+    """A :class:`VoiceLimit` when the user roster's entries (``raws``) leave no room for a new voice."""
+    if max_custom is not None and len(raws) >= max_custom:
+        raise VoiceLimit(f"the roster already holds {len(raws)} custom voices, the most allowed "
+                         f"({max_custom}): delete one first")
 
 
 def _set_attributes(entry: dict[str, Any], attrs: dict[str, str | None], seed: int | None) -> None:
@@ -246,11 +252,11 @@ def _set_attributes(entry: dict[str, Any], attrs: dict[str, str | None], seed: i
 
 
 def _stored_seed(anchor_id: str) -> int:
-    return load_roster().get(anchor_id).seed
+    return rosters.load_roster().get(anchor_id).seed
 
 
 def _stored_attributes(anchor_id: str) -> dict[str, str | None]:
-    anchor = load_roster().get(anchor_id)
+    anchor = rosters.load_roster().get(anchor_id)
     return {attr: getattr(anchor, attr) for attr in ATTRIBUTES}
 
 
@@ -271,11 +277,9 @@ def _read(staged: Path, recording: Path | bytes, label: str | None) -> tuple[Any
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    from omnistudio.voices.prompts import sha256_file
+
+    return sha256_file(path)
 
 
 def _extension(path: Path) -> str:
@@ -316,7 +320,7 @@ def prune_recordings(user_file: Path | None = None) -> int:
     lock, after a commit); returns how many."""
     from omnistudio.voices.roster import read_toml
 
-    user_file = user_file or user_roster_path()
+    user_file = user_file or rosters.user_roster_path()
     folder = user_file.parent / RECORDINGS
     if not folder.is_dir():
         return 0
@@ -339,8 +343,8 @@ def remove_voice(anchor_id: str) -> RemovedVoice:
     from omnistudio.voices.prompts import prompt_path
 
     key = check_voice_id(anchor_id)
-    user_file = user_roster_path()
-    existing = load_roster().anchors.get(key)
+    user_file = rosters.user_roster_path()
+    existing = rosters.load_roster().anchors.get(key)
     if existing is None:
         raise UnknownVoice(f"no voice '{key}' (see GET /v1/audio/voices or `omnistudio voices list`)")
     if existing.origin != user_file:
@@ -366,7 +370,7 @@ def remove_voice(anchor_id: str) -> RemovedVoice:
                 path.unlink()
                 counts[0] += 1
 
-    update_user_roster(change, after_commit=clean)
+    rosters.update_user_roster(change, after_commit=clean)
     return RemovedVoice(key, existing.name, tuple(existing.voices), counts[0], counts[1])
 
 
@@ -404,7 +408,7 @@ def voice_details(anchor_id: str, fingerprint: str | None = None) -> VoiceDetail
     from omnistudio.voices.prompts import prompt_state, source_for
 
     key = check_voice_id(anchor_id)
-    roster = load_roster()
+    roster = rosters.load_roster()
     anchor = roster.anchors.get(key)
     if anchor is None:
         raise UnknownVoice(f"no voice '{key}' (see GET /v1/audio/voices or `omnistudio voices list`)")
@@ -424,5 +428,5 @@ def voice_details(anchor_id: str, fingerprint: str | None = None) -> VoiceDetail
                                             source_sha256=source)
         else:
             languages[lang] = VoiceLanguage("design", state, instruct=anchor.instruct(lang), source_sha256=source)
-    return VoiceDetails(key, anchor.name, anchor.origin == user_roster_path(), anchor.seed,
+    return VoiceDetails(key, anchor.name, anchor.origin == rosters.user_roster_path(), anchor.seed,
                         {attr: getattr(anchor, attr) for attr in ATTRIBUTES}, languages)

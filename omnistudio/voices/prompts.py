@@ -91,7 +91,8 @@ def prompt_path(anchor: str, lang: str, folder: Path | None = None) -> Path:
     return (folder or prompt_dir()) / f"{anchor}_{lang}{SUFFIX}"
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file's content (hex), read a megabyte at a time."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -105,7 +106,7 @@ def source_for(roster: Roster, anchor_id: str, lang: str) -> Source:
     if voice.recording is not None:
         if not voice.recording.is_file():
             raise UserError(f"anchor '{anchor_id}' ({lang}): recording {voice.recording} does not exist")
-        recipe: dict[str, object] = {"kind": "recording", "audio_sha256": _sha256_file(voice.recording),
+        recipe: dict[str, object] = {"kind": "recording", "audio_sha256": sha256_file(voice.recording),
                   "transcript": voice.transcript}
         sha = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
         return Source("recording", owner.id, lang, sha, voice.transcript or "", recording=voice.recording)
