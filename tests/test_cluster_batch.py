@@ -70,18 +70,21 @@ def test_workers_equal_local_renders_resume_and_any_change_renders_again(
         script.write_text(LINES[i] + "\n", encoding="utf-8")
     local = tmp_path / "local"
     local.mkdir()
+    captions = ("--captions", "srt", "--captions-estimate")  # estimated words: no Whisper on the tiny model's noise
     for name in ("seed", "threads"):
-        assert main(["render", str(scripts[name]), "-o", str(local / f"{name}.wav"), "--json", *common(ref_wav)]) == 0
+        assert main(["render", str(scripts[name]), "-o", str(local / f"{name}.wav"), "--json", *common(ref_wav),
+                     *captions]) == 0
         said = json.loads(capsys.readouterr().out)
         assert (said["threads"], said["seed"], said["quantisation"]) == (2, 0, "none")
 
     out = tmp_path / "out"
-    assert main(ray_render(list(scripts.values()), out, ref_wav)) == 0
+    assert main(ray_render(list(scripts.values()), out, ref_wav, *captions)) == 0
     said = json.loads(capsys.readouterr().out)
     assert sorted(said["rendered"]) == sorted(map(str, scripts.values())) and not said["failed"]
     assert (said["threads"], said["same_as_local_render"]) == (2, True)
     for name in ("seed", "threads"):
         assert (out / f"{name}.wav").read_bytes() == (local / f"{name}.wav").read_bytes(), name  # bit for bit
+        assert (out / f"{name}.srt").read_text() == (local / f"{name}.srt").read_text() != "", name  # the same captions
     side = json.loads((out / "seed.wav.json").read_text())
     assert side["engine"]["threads"] == 2 and "note" not in side["engine"]
     assert side["take"]["seed"] == 0 and side["timings"]["sentences"][0]["voice"].startswith("rec:")
@@ -93,7 +96,7 @@ def test_workers_equal_local_renders_resume_and_any_change_renders_again(
     sent: list[list[str]] = []
     real = render_ray._render_on_ray
 
-    def to_ray(args: Any, spec: Any, todo: list[Any], report: Any) -> Any:
+    def to_ray(args: Any, spec: Any, todo: list[Any], report: Any, *_captions: Any) -> Any:
         sent.append([job.name for job in todo])
         report.rendered.extend(job.name for job in todo)
         return report
@@ -114,6 +117,11 @@ def test_workers_equal_local_renders_resume_and_any_change_renders_again(
         assert sent.pop() == said["rendered"] == [str(scripts[name])] and said["skipped"] == [], (name, said)
     assert main(ray_render([scripts["seed"]], out, ref_wav)) == 0  # and unchanged again: done
     assert sent == [] and json.loads(capsys.readouterr().out)["skipped"] == [str(scripts["seed"])]
+    assert main(ray_render([scripts["seed"]], out, ref_wav, *captions)) == 0  # its captions are there: done
+    assert sent == [] and json.loads(capsys.readouterr().out)["skipped"] == [str(scripts["seed"])]
+    assert main(ray_render([scripts["seed"]], out, ref_wav, "--captions", "vtt", "--captions-estimate")) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert sent.pop() == said["rendered"] == [str(scripts["seed"])]  # captions it does not have: rendered again
 
     monkeypatch.setattr(render_ray, "_render_on_ray", real)
     assert main(ray_render([scripts["threads"]], out, ref_wav, "--workers", "1", "--threads-per-worker", "1")) == 0

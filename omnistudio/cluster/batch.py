@@ -26,11 +26,16 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.audio.export import sidecar_path
 from omnistudio.audio.finishing import FinishingOptions
 from omnistudio.errors import UserError, describe, first_line
 from omnistudio.take.options import TakeOptions
+
+if TYPE_CHECKING:
+    from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.voices.align import Hearer
 
 
 @dataclass(frozen=True)
@@ -121,16 +126,25 @@ def plan_jobs(scripts: list[Path], out_dir: Path, suffix: str = ".wav") -> list[
     return jobs
 
 
-def is_done(job: ScriptJob, spec: RenderSpec) -> bool:
-    """The output exists and its sidecar names this script's text and the same settings."""
+def is_done(job: ScriptJob, spec: RenderSpec, captions: CaptionOptions | None = None) -> bool:
+    """The output exists and its sidecar names this script's text and the same settings; with
+    ``captions``, the caption files exist too, made with the same formats and limits."""
+    from omnistudio.take.captions import caption_paths, caption_record
+
     side = sidecar_path(job.output)
     if not job.output.is_file() or not side.is_file():
         return False
     try:
-        recorded = json.loads(side.read_text(encoding="utf-8")).get("source")
+        recorded = json.loads(side.read_text(encoding="utf-8"))
+        source, made = recorded.get("source"), recorded.get("captions")
     except (OSError, ValueError, AttributeError):
         return False
-    return recorded == json.loads(json.dumps(spec.source(job.sha256, job.spoken_sha256)))
+    if source != json.loads(json.dumps(spec.source(job.sha256, job.spoken_sha256))):
+        return False
+    if captions is None:
+        return True
+    paths = caption_paths(job.output, captions.formats)
+    return made == json.loads(json.dumps(caption_record(captions, paths))) and all(p.is_file() for p in paths.values())
 
 
 class Renderer:
@@ -164,12 +178,13 @@ class Renderer:
             return ScriptAudio(error=describe(exc))
 
 
-def split_done(jobs: list[ScriptJob], spec: RenderSpec) -> tuple[list[ScriptJob], BatchReport]:
+def split_done(jobs: list[ScriptJob], spec: RenderSpec,
+               captions: CaptionOptions | None = None) -> tuple[list[ScriptJob], BatchReport]:
     """The jobs still to render, and a report that already lists the ones skipped as done."""
     report = BatchReport()
     todo = []
     for job in jobs:
-        (report.skipped.append(job.name) if is_done(job, spec) else todo.append(job))
+        (report.skipped.append(job.name) if is_done(job, spec, captions) else todo.append(job))
     return todo, report
 
 
@@ -183,10 +198,12 @@ def note_threads(result: Any, local_threads: int) -> None:
 
 def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int, cpus: float, gpus: float,
                  console: Any = None, report: BatchReport | None = None,
-                 renderer: type[Renderer] | None = None, local_threads: int | None = None) -> BatchReport:
+                 renderer: type[Renderer] | None = None, local_threads: int | None = None,
+                 captions: CaptionOptions | None = None, hearer: Hearer | None = None) -> BatchReport:
     """Render ``jobs`` on up to ``workers`` actors (``renderer`` instances); write each output as it arrives.
     ``local_threads``: torch's thread count here (default ``spec.threads``): a file rendered with another
-    count says so in its sidecar."""
+    count says so in its sidecar. ``captions``/``hearer``: caption files beside each output, its words
+    measured by ``hearer`` here (``render -o OUT --captions``' sink)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from omnistudio.take.sinks import FileSink
@@ -225,7 +242,8 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
                     report.failed[job.name] = audio.error
                 else:
                     note_threads(audio.result, local_threads)
-                    sink = FileSink(job.output, source=spec.source(job.sha256, job.spoken_sha256))  # as `render -o`
+                    sink = FileSink(job.output, source=spec.source(job.sha256, job.spoken_sha256),  # as `render -o`
+                                    captions=captions, hearer=hearer)
                     sink.begin(audio)  # the sink takes the finishing from what it is given
                     sink.end(audio.result)
                     report.rendered.append(job.name)

@@ -94,11 +94,9 @@ def run(args: argparse.Namespace) -> int:
     check_project_args(args)  # no output inside a project folder, no --project FILE
     captions = caption_options(args)
     if args.ray or args.out_dir is not None:
-        if captions is not None:
-            raise UserError("--captions writes beside -o OUT; it does not work with --out-dir/--ray yet")
         from omnistudio.commands.render_ray import run_batch
 
-        return run_batch(args)
+        return run_batch(args, captions)
     if len(args.scripts) > 1:
         raise UserError("several scripts render with --out-dir DIR --ray")
     args.script = args.scripts[0]

@@ -41,8 +41,9 @@ def spoken_digest(script: Any, options: Any) -> str:
     return hashlib.sha256(said.encode("utf-8")).hexdigest()
 
 
-def run_batch(args: argparse.Namespace) -> int:
-    """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch."""
+def run_batch(args: argparse.Namespace, captions: Any = None) -> int:
+    """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch;
+    ``captions`` (checked options): NAME.srt / NAME.vtt beside each NAME.wav, as ``render -o --captions``."""
     from omnistudio.cluster.batch import plan_jobs, split_done
     from omnistudio.cluster.connect import Need, import_ray
     from omnistudio.commands.flags.ray import local_threads
@@ -68,10 +69,18 @@ def run_batch(args: argparse.Namespace) -> int:
         spec = replace(spec, options=options)  # the default voice (the same for every script)
     if args.out_dir.exists() and not args.out_dir.is_dir():
         raise UserError(f"--out-dir {args.out_dir} is not a folder")
+    from omnistudio.commands.flags.captions import caption_hearer
+
+    hearer = caption_hearer(args, captions)  # a bad --asr-model before Ray; the words are heard here, not on workers
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    todo, report = split_done(jobs, spec)
+    if captions is not None:
+        from omnistudio.take.captions import caption_paths, check_caption_paths
+
+        for job in jobs:
+            check_caption_paths(caption_paths(job.output, captions.formats), {"the script": job.script})
+    todo, report = split_done(jobs, spec, captions)
     if todo:
-        report = _render_on_ray(args, spec, todo, report)
+        report = _render_on_ray(args, spec, todo, report, captions, hearer)
     for name, reason in report.failed.items():
         err_console.print(f"omnistudio: {name}: {reason}", markup=False, highlight=False, soft_wrap=True)
     here = local_threads()
@@ -93,7 +102,8 @@ def run_batch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report: Any) -> Any:
+def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report: Any, captions: Any = None,
+                   hearer: Any = None) -> Any:
     from omnistudio.cluster.batch import render_batch
     from omnistudio.cluster.connect import Cluster, Need
     from omnistudio.commands.flags.ray import local_threads
@@ -105,4 +115,4 @@ def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report:
         workers = args.workers or (max(1, int(have.get("GPU", 0) // gpus)) if gpus else 1)
         cluster.check_fits(Need(workers, args.cpus_per_worker, gpus, "workers"))
         return render_batch(cluster.ray, spec, todo, workers, args.cpus_per_worker, gpus, console=err_console,
-                            report=report, local_threads=local_threads())
+                            report=report, local_threads=local_threads(), captions=captions, hearer=hearer)
