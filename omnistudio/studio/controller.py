@@ -63,6 +63,7 @@ from omnistudio.studio.events import (
 from omnistudio.studio.lexicon import StudioLexicon
 from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, estimated_marks, word_marks
 from omnistudio.studio.settings import StudioSettings
+from omnistudio.studio.words import MeasuringHearer, measured_words
 from omnistudio.studio.takes import ProjectTakes
 from omnistudio.take.link import LocalEngine, PrepareEvent
 from omnistudio.take.options import TakeOptions
@@ -470,7 +471,7 @@ class Studio:
             base = None if options.seed_locked else self._played_seed
             take = build_take(self.link, sentences, options, self.cache, base_seed=base)  # type: ignore[arg-type]
             take = self.takes.with_chosen(take)
-            measuring = None if hearer is None else _Measuring(hearer, len(take.sentences), self._set_state)
+            measuring = None if hearer is None else MeasuringHearer(hearer, len(take.sentences), self._set_state)
             sink = FileSink(path, captions=captions, hearer=measuring)
             result = take.run([sink], progress=self._preparing, on_chunk=self._rendered)
         finally:
@@ -491,28 +492,6 @@ class Studio:
     def _keep_measured(self, take: Take, options: TakeOptions, rows: list[dict[str, Any]]) -> None:
         """Words the export measured, by rendering, for the highlight when the same rendering plays (not
         with a project open: a sentence's chosen take, not its rendering, is what plays there)."""
-        if self.takes.project is not None:
-            return
-        for sentence, row in zip(take.sentences, rows):
-            words = row.get("words", [])
-            if words and row.get("id") == sentence.id and not any(w.get("estimated") for w in words):
-                start = float(row["start_s"])
-                self.measured[self._rendering(sentence, options)] = tuple(
-                    WordTime(w["text"], float(w["start"]) - start, float(w["end"]) - start, w.get("confidence"), False,
-                             int(w["written_start"]), int(w["written_end"])) for w in words)
-
-
-class _Measuring:
-    """A speech model that says how far the word measuring got (the engine state's detail), one
-    sentence at a time: Whisper takes about a second a sentence on a CPU."""
-
-    def __init__(self, hearer: Any, total: int, state: Callable[[str, str], None]) -> None:
-        self.hearer, self.total, self.state, self.done = hearer, total, state, 0
-
-    def can_hear(self, lang: str) -> bool:
-        self.done += 1
-        self.state("rendering", f"caption words {min(self.done, self.total)}/{self.total}: measuring")
-        return bool(self.hearer.can_hear(lang))
-
-    def heard_words(self, wave: Any, sample_rate: int, lang: str) -> Any:
-        return self.hearer.heard_words(wave, sample_rate, lang)
+        if self.takes.project is None:
+            for sentence, words in measured_words(take.sentences, rows):
+                self.measured[self._rendering(sentence, options)] = words

@@ -1,0 +1,37 @@
+"""The studio's measured words: a speech model that reports how far its measuring got, and the words an
+export measured, kept for the highlight when the same rendering plays again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from omnistudio.captions.timing import WordTime
+
+
+def measured_words(sentences: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> Iterator[tuple[Any, tuple[WordTime, ...]]]:
+    """Each exported sentence whose words were all measured (none estimated), with its words in seconds
+    from the sentence's own start (a sidecar's ``sentences`` ``rows``, in the take's order)."""
+    for sentence, row in zip(sentences, rows):
+        words = row.get("words", [])
+        if words and row.get("id") == sentence.id and not any(w.get("estimated") for w in words):
+            start = float(row["start_s"])
+            yield sentence, tuple(WordTime(w["text"], float(w["start"]) - start, float(w["end"]) - start,
+                                           w.get("confidence"), False, int(w["written_start"]), int(w["written_end"]))
+                                  for w in words)
+
+
+class MeasuringHearer:
+    """A speech model that says how far the word measuring got (the engine state's detail), one
+    sentence at a time: Whisper takes about a second a sentence on a CPU."""
+
+    def __init__(self, hearer: Any, total: int, state: Callable[[str, str], None]) -> None:
+        self.hearer, self.total, self.state, self.done = hearer, total, state, 0
+
+    def can_hear(self, lang: str) -> bool:
+        self.done += 1
+        self.state("rendering", f"caption words {min(self.done, self.total)}/{self.total}: measuring")
+        return bool(self.hearer.can_hear(lang))
+
+    def heard_words(self, wave: Any, sample_rate: int, lang: str) -> Any:
+        return self.hearer.heard_words(wave, sample_rate, lang)
