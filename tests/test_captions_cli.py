@@ -17,11 +17,11 @@ import pytest
 
 from omnistudio.captions.cues import CaptionLimits
 from omnistudio.captions.formats import read_srt, read_vtt
-from omnistudio.captions.estimate import estimate_words
-from omnistudio.captions.timing import WordTime
 from omnistudio.cli import main
 from support.audio import REF_TEXT
 from support.cli import one_line_error
+from support.hearing import Aligned
+from support.hearing import stand_in_hearer as stand_in_model
 
 SCRIPT = ("Good evening. The minister said on Tuesday that the new budget, which parliament will debate next "
           "week, includes cuts to health and education.\n[:es] Buenas noches, Sr. García, y bienvenidos.\n")
@@ -30,37 +30,6 @@ SCRIPT = ("Good evening. The minister said on Tuesday that the new budget, which
 def render(args: list[str], ref_wav: Path) -> list[str]:
     return ["render", *args, "--model", "tiny", "--device", "cpu", "--num-step", "2",
             "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT]
-
-
-class EnglishOnly:
-    """A stand-in speech model: hears English, not Spanish (as the packaged tiny.en)."""
-
-    def can_hear(self, lang: str) -> bool:
-        return lang == "en"
-
-
-class Aligned:
-    """Stands in for ``align_sentence``: each call recorded, the words "measured" (confidence 0.8) where
-    the syllables put them, so a word's estimated flag says which path it took."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[int, str, float, tuple[float, float]]] = []
-
-    def __call__(self, hearer: Any, pcm: Any, rate: int, spoken: Any, lang: str, offset: float,
-                 span: tuple[float, float]) -> tuple[WordTime, ...]:
-        assert isinstance(hearer, EnglishOnly) and rate == 24_000
-        self.calls.append((len(pcm), lang, offset, span))
-        return tuple(WordTime(w.text, w.start, w.end, 0.8, False, w.written_start, w.written_end)
-                     for w in estimate_words(spoken, *span))
-
-
-def stand_in_model(monkeypatch: pytest.MonkeyPatch) -> Aligned:
-    from omnistudio.voices import words
-
-    aligned = Aligned()
-    monkeypatch.setattr(words, "caption_hearer", lambda model_dir=None: EnglishOnly())
-    monkeypatch.setattr(words, "align_sentence", aligned)
-    return aligned
 
 
 @pytest.fixture()

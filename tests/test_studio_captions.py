@@ -103,7 +103,7 @@ def test_export_writes_captions_beside_the_file(tiny_engine, voice_roster_file: 
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     aligned = stand_in_hearer(monkeypatch)
     out = asyncio.run(_export_with_captions(tiny_engine, voice_roster_file, tmp_path))
-    assert [lang for lang, _span in aligned.calls] == ["en"]  # the model heard English only
+    assert [lang for _n, lang, *_ in aligned.calls] == ["en"]  # the model heard English only
     sidecar = json.loads(Path(f"{out}.json").read_text())
     spans = [(s["start_s"], s["end_s"]) for s in sidecar["sentences"]]
     assert len(spans) == 2

@@ -18,15 +18,17 @@ class EnglishOnly:
 
 
 class Aligned:
-    """Stands in for ``align_sentence``; records each call's language and span."""
+    """Stands in for ``align_sentence``: each call recorded (samples, language, offset, span), the words
+    "measured" (confidence 0.8) where the syllables put them, so a word's estimated flag says which path
+    it took."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[float, float]]] = []
+        self.calls: list[tuple[int, str, float, tuple[float, float]]] = []
 
     def __call__(self, hearer: Any, pcm: Any, rate: int, spoken: Any, lang: str, offset: float,
                  span: tuple[float, float]) -> tuple[WordTime, ...]:
         assert lang == "en" and rate == 24_000 and len(pcm) > 0  # only what the model hears is aligned
-        self.calls.append((lang, span))
+        self.calls.append((len(pcm), lang, offset, span))
         return tuple(WordTime(w.text, w.start, w.end, 0.8, False, w.written_start, w.written_end)
                      for w in estimate_words(spoken, *span))
 
