@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
 from textual.message import Message
 from textual.screen import Screen
@@ -119,6 +120,9 @@ class StudioApp(App[None]):
         yield from super().get_system_commands(screen)
         if isinstance(screen, MainScreen):
             for binding in BINDINGS:
+                _, name, params = parse_action(binding.action)
+                if screen.check_action(name, params) is False:
+                    continue  # e.g. F12's panel switch on a wide screen, or the panel already shown
                 yield SystemCommand(f"{binding.description} ({binding.key})", f"studio: {binding.action}",
                                     lambda action=binding.action: self.run_action(action, screen))
 

@@ -2,18 +2,26 @@
 
 Actions live here (bindings shown in the footer); the app adds them to the command palette.
 Everything slow goes through the controller, which never blocks this thread.
+
+The layout follows the terminal's width (:meth:`MainScreen.fit`, on mount, resize and resume; the UI
+only: nothing here reaches the controller). From ``WIDE`` columns the anchor list, the editor and the
+meter side by side; below it the two side columns fold into one panel on the right (the ``-narrow``
+class), the anchor list or the meter, switched with F12. Below ``FOOTER_FULL`` columns the footer shows
+only the main keys (``-few-keys``; every key still works and is in the command palette). The editor
+keeps at least ``EDITOR_SHARE`` of the width either way.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, Static
+from textual.widget import Widget
+from textual.widgets import Header, Label, Static
 
 from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
@@ -24,6 +32,7 @@ from omnistudio.studio.adapters import Sentence
 from omnistudio.studio.lexicon import unresolved, word_at
 from omnistudio.studio.settings import StudioSettings, save_settings
 from omnistudio.widgets.anchor_picker import AnchorPicker
+from omnistudio.widgets.footer import StudioFooter
 from omnistudio.widgets.lufs_meter import LufsMeter
 from omnistudio.widgets.morph_slider import MorphSlider
 from omnistudio.widgets.script_editor import ScriptEditor
@@ -47,17 +56,29 @@ BINDINGS = [
     Binding("f2", "settings", "Settings", id="settings", priority=True),
     Binding("f3", "toggle_spoken", "Said", id="toggle_spoken", priority=True,
             tooltip="show or hide what the sentence under the cursor is said as"),
+    # a narrow screen's one side panel: F12 shows the other one (the footer names it; none when wide)
+    Binding("f12", "panel('meter')", "Meter", id="panel_meter", priority=True,
+            tooltip="show the loudness meter, morph, telemetry and takes in the side panel"),
+    Binding("f12", "panel('anchors')", "Anchors", id="panel_anchors", priority=True,
+            tooltip="show the anchor list in the side panel"),
     Binding("f4", "add_word", "Add word to lexicon", id="add_word", show=False, priority=True),
     Binding("f9", "regenerate", "Retake", id="regenerate", show=False, priority=True),
     Binding("f10", "compare", "A/B", id="compare", show=False, priority=True),
     Binding("alt+left", "step_take(-1)", "Prev take", id="prev_take", show=False, priority=True),
     Binding("alt+right", "step_take(1)", "Next take", id="next_take", show=False, priority=True),
 ]
+PICKER_W, SIDE_W = 28, 36  # the side columns on a wide screen (studio.tcss sets the same widths)
+PANEL_W = 30  # the one side panel on a narrow screen
+EDITOR_SHARE = 0.6  # the least share of the width the editor keeps
+WIDE = round((PICKER_W + SIDE_W) / (1 - EDITOR_SHARE))  # 160: from here both side columns fit beside the editor
+FOOTER_FULL = 140  # from here the (compact) footer has room for every key, a take list's too; below, only these:
+FOOTER_FEW = {"play", "pause", "stop", "export", "settings", "panel"}
 
 
 class MainScreen(Screen[None]):
     BINDINGS = BINDINGS
     last_export: ExportChoice | None = None  # the export dialog's last answer (path, captions)
+    panel = "anchors"  # on a narrow screen, the side panel shown: anchors | meter
 
     def compose(self) -> ComposeResult:
         studio = self.app.studio  # type: ignore[attr-defined]
@@ -81,7 +102,62 @@ class MainScreen(Screen[None]):
                 yield Label("Takes", classes="section", id="takes-label").set_styles(f"display: {'block' if project else 'none'};")
                 yield TakeList(id="takes").set_styles(f"display: {'block' if project else 'none'};")
         yield SpokenLine(id="spoken")
-        yield Footer()
+        yield StudioFooter(FOOTER_FEW)
+
+    # ------------------------------------------------------------ layout (the UI only)
+    def on_mount(self) -> None:
+        self.fit(self.app.size.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit(event.size.width)
+
+    def on_screen_resume(self) -> None:
+        self.fit(self.app.size.width)  # a resize while a dialog was open
+
+    @property
+    def narrow(self) -> bool:
+        return self.has_class("-narrow")
+
+    def fit(self, width: int) -> None:
+        """Fold the side columns into one panel below ``WIDE`` columns (a compact footer), and show only
+        the main keys in the footer below ``FOOTER_FULL``; unfold them from there."""
+        self.set_class(width < FOOTER_FULL, "-few-keys")
+        narrow = width < WIDE
+        if narrow == self.narrow:
+            return
+        self.set_class(narrow, "-narrow")
+        self.query_one(StudioFooter).compact = narrow
+        self._show_panel()
+
+    def _show_panel(self) -> None:
+        self.set_class(self.panel == "meter", "-panel-meter")
+        self.refresh_bindings()
+        focused = self.focused
+        if self.narrow and focused is not None and self._panel_of(focused) not in (None, self.panel):
+            self.editor.focus()  # never leave the focus in a panel that is not shown
+
+    def _panel_of(self, widget: Widget) -> str | None:
+        """The side panel ``widget`` is in (anchors | meter), None for the editor and the rest."""
+        ancestors = widget.ancestors_with_self
+        picker, side = self.query_one("#picker"), self.query_one("#side")
+        return "anchors" if picker in ancestors else ("meter" if side in ancestors else None)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        panel = self._panel_of(event.widget)
+        if self.narrow and panel is not None and panel != self.panel:
+            self.panel = panel  # the focus went into the folded panel (e.g. the take list): show it
+            self._show_panel()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "panel":  # F12 names the panel it would show; it does nothing on a wide screen
+            return self.narrow and parameters[0] != self.panel
+        return True
+
+    def action_panel(self, name: str) -> None:
+        self.panel = name
+        self._show_panel()
+        if self.narrow and name == "anchors":
+            self.query_one("#anchor-list").focus()  # F12 then arrows and enter pick an anchor
 
     # ------------------------------------------------------------ helpers
     @property

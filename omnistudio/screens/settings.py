@@ -1,4 +1,6 @@
-"""Settings: engine options, finishing options, output device. Saved to the user config folder."""
+"""Settings: engine options, finishing options, output device. Saved to the user config folder.
+
+One line a setting (compact fields, check boxes), so the whole dialog fits an 80x24 terminal."""
 
 from __future__ import annotations
 
@@ -9,15 +11,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Switch
+from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from omnistudio.errors import UserError
 from omnistudio.studio.settings import TARGETS, StudioSettings
 
 FIELDS = [("num_step", "diffusion steps"), ("guidance_scale", "guidance scale"), ("seed", "seed"),
-          ("speed", "speed"), ("output_device", "output device (empty: default)"),
+          ("speed", "speed"), ("output_device", "output device"),
           ("server", "server (next start)"), ("api_key_file", "server key file")]
 SWITCHES = [("seed_lock", "seed lock"), ("room_tone", "room tone"), ("breaths", "breaths")]
+PLACEHOLDERS = {"output_device": "empty: the default device", "server": "empty: the model runs here",
+                "api_key_file": "empty: none"}
 
 
 class SettingsScreen(ModalScreen[StudioSettings | None]):
@@ -30,18 +34,19 @@ class SettingsScreen(ModalScreen[StudioSettings | None]):
         self.settings = settings
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
+        with Vertical(id="dialog", classes="settings"):
             yield Label("Settings", id="dialog-title")
             with Grid(id="settings-grid"):
                 for name, label in FIELDS:
                     yield Label(label)
-                    yield Input(str(getattr(self.settings, name)), id=f"set-{name}")
+                    yield Input(str(getattr(self.settings, name)), id=f"set-{name}", compact=True,
+                                placeholder=PLACEHOLDERS.get(name, ""))
                 for name, label in SWITCHES:
                     yield Label(label)
-                    yield Switch(bool(getattr(self.settings, name)), id=f"set-{name}")
+                    yield Checkbox("", bool(getattr(self.settings, name)), id=f"set-{name}")
                 yield Label("target loudness")
                 yield Select([(f"{t:g} LUFS", t) for t in TARGETS], value=self.settings.target_lufs,
-                             allow_blank=False, id="set-target_lufs")
+                             allow_blank=False, id="set-target_lufs", compact=True)
             yield Label("", id="settings-error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", id="save", variant="primary")
@@ -49,7 +54,7 @@ class SettingsScreen(ModalScreen[StudioSettings | None]):
 
     def collect(self) -> StudioSettings:
         values: dict[str, object] = {name: self.query_one(f"#set-{name}", Input).value for name, _ in FIELDS}
-        values.update({name: self.query_one(f"#set-{name}", Switch).value for name, _ in SWITCHES})
+        values.update({name: self.query_one(f"#set-{name}", Checkbox).value for name, _ in SWITCHES})
         values["target_lufs"] = self.query_one("#set-target_lufs", Select).value
         return replace(self.settings, **values).validated()  # type: ignore[arg-type]
 

@@ -27,6 +27,9 @@ class Transport(Static):
         text = Text(SYMBOL.get(self.state, self.state), style="bold")
         if self.position:
             text.append(f"  {self.position}")
-        if self.output:
-            text.append(f"  · {self.output}", style="dim")
+        if self.output:  # on a narrow screen, what fits of it (the state and position come first)
+            output, room = f"  · {self.output}", self.content_size.width - text.cell_len
+            if len(output) > room:
+                output = output[:room - 1] + "…" if room > 6 else ""
+            text.append(output, style="dim")
         return text
