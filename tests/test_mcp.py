@@ -27,7 +27,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
 
-from support.server import Server
+from support.server import Server, private_home, restored_environ
+from support.voices import flite_wav
 from support.wait import HANG_S
 
 T = TypeVar("T")
@@ -92,7 +93,9 @@ def keyed(omnistudio_home: Path, tmp_path_factory: pytest.TempPathFactory) -> An
     keys = tmp_path_factory.mktemp("mcp-keys") / "keys.txt"
     keys.write_text(f"{KEY}\n")
     out = tmp_path_factory.mktemp("mcp-http-out")
-    srv = Server("--api-key-file", str(keys), "--mcp-output-dir", str(out))
+    with restored_environ():  # its own roster: add_voice changes it
+        os.environ["OMNISTUDIO_HOME"] = str(private_home(omnistudio_home, tmp_path_factory.mktemp("mcp-home")))
+        srv = Server("--api-key-file", str(keys), "--mcp-output-dir", str(out))
     srv.out = out  # type: ignore[attr-defined]
     yield srv
     srv.stop()
@@ -290,3 +293,35 @@ def test_http_mcp_tools_and_speak_behind_the_key(keyed: Server) -> None:
     info = sf.info(answer["path"])
     assert info.frames / info.samplerate == pytest.approx(answer["duration_s"], abs=1e-4)
     assert error_text(bad) == "unknown anchor 'nobody' (see `omnistudio voices list`)"
+
+
+def test_http_add_voice_speaks_at_once_and_a_replaced_recording_is_heard(keyed: Server, tmp_path: Path) -> None:
+    """add_voice over /mcp: the new voice speaks at once; replaced by another speaker's recording, the
+    same request (text, seed) speaks with the new one (the server forgot the old prompt and its takes)."""
+    import base64
+    import shutil
+
+    if shutil.which("flite") is None:
+        pytest.skip("Debian flite not installed: apt-get install flite (the CI test command does)")
+    said = "Good evening, here is the news from the harbour."
+    clips = [flite_wav(said, tmp_path / f"{voice}.wav", voice) for voice in ("slt", "kal")]
+
+    async def job(session: ClientSession) -> list[tuple[types.CallToolResult, types.CallToolResult]]:
+        out = []
+        for i, clip in enumerate(clips):
+            added = await session.call_tool("add_voice", {
+                "name": "Pat Quillon", "language": "en", "gender": "female", "transcript": said, "replace": i > 0,
+                "recording_base64": base64.b64encode(clip.read_bytes()).decode(), "consent": "Pat agreed on tape."})
+            voice = (added.structuredContent or {}).get("id", "?")
+            spoken = await session.call_tool("speak", {"text": "Good evening.", "voice": voice, "seed": 3,
+                                                       "num_step": 2, "name": f"quillon{i}"})
+            out.append((added, spoken))
+        return out
+
+    (first, first_audio), (second, second_audio) = over_http(keyed, job)
+    for added, spoken in ((first, first_audio), (second, second_audio)):
+        assert not added.isError and not spoken.isError, (added.content, spoken.content)
+    assert first.structuredContent["created"] and not second.structuredContent["created"]
+    assert first.structuredContent["recording_sha256"] != second.structuredContent["recording_sha256"]
+    a, b = (sf.read(r.structuredContent["path"])[0] for r in (first_audio, second_audio))
+    assert len(a) > 0 and len(b) > 0 and (len(a) != len(b) or (a != b).any())  # the new speaker, not the old prompt

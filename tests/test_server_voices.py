@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from support.server import Server, restored_environ
+from support.server import Server, restored_environ, private_home
 from support.voices import flite_wav
 from support.wait import HANG_S
 
@@ -35,10 +35,7 @@ NEWS = "Good evening, here is the news from the harbour."
 def home(omnistudio_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The server's own OMNISTUDIO_HOME: its roster and prompts apart from the session's (the other server
     tests read those), the session's checkpoints shared (no second tiny checkpoint written)."""
-    private = tmp_path_factory.mktemp("voices-home")
-    (omnistudio_home / "cache").mkdir(parents=True, exist_ok=True)
-    (private / "cache").symlink_to(omnistudio_home / "cache", target_is_directory=True)
-    return private
+    return private_home(omnistudio_home, tmp_path_factory.mktemp("voices-home"))
 
 
 @pytest.fixture(scope="module")

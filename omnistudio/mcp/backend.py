@@ -29,15 +29,6 @@ class Backend(Protocol):
         """Drop the engine's prompts of ``anchor`` (its recording was replaced)."""
 
 
-def forget_prompts(engine: Any, anchor: str) -> None:
-    """``engine`` forgets every prompt and blend of ``anchor`` (built again on next use)."""
-    from omnistudio.voices.blend import blend_cache_for
-    from omnistudio.voices.prompts import cache_for
-
-    cache_for(engine).drop(anchor)
-    blend_cache_for(engine).drop(anchor)
-
-
 class LocalBackend:
     """The model in this process (``--model/--device/--dtype``), loaded once on first use."""
 
@@ -67,6 +58,8 @@ class LocalBackend:
         return self._one_at_a_time()
 
     def forget(self, anchor: str) -> None:
+        from omnistudio.voices.blend import forget_voice
+
         if self._link is not None:
             with self._rendering:
-                forget_prompts(self._link.engine, anchor)
+                forget_voice(self._link.engine, anchor)

@@ -49,12 +49,13 @@ class ServerBackend:
         return self._admission()
 
     def forget(self, anchor: str) -> None:
-        from omnistudio.mcp.backend import forget_prompts
+        from omnistudio.voices.blend import forget_voice
 
         link = self.state.link
         engine = getattr(getattr(link, "inner", None), "engine", None)
         if link is not None and engine is not None:
-            link.call(lambda: forget_prompts(engine, anchor))  # on the engine thread, between passes
+            link.call(lambda: forget_voice(engine, anchor))  # on the engine thread, between passes
+        self.state.cache.clear()  # the server's cached takes of the old recording must not answer for the new one
 
 
 class LazySessions:

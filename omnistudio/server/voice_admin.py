@@ -53,11 +53,9 @@ async def on_engine(state: ServerState, fn: Any) -> Any:
 def forget(state: ServerState, engine: Any, anchor_id: str) -> None:
     """The engine drops what it kept of ``anchor_id`` (call on the engine thread): its prompts, its blends,
     and every cached take (a take of the old voice must not answer for the new one)."""
-    from omnistudio.voices.blend import blend_cache_for
-    from omnistudio.voices.prompts import cache_for
+    from omnistudio.voices.blend import forget_voice
 
-    cache_for(engine).drop(anchor_id)
-    blend_cache_for(engine).drop(anchor_id)
+    forget_voice(engine, anchor_id)
     state.cache.clear()
 
 

@@ -99,3 +99,12 @@ def warm_duos(engine: Engine, roster: Roster, progress: Callable[[str], None] | 
             anchor_blend(engine, duo.anchors[0], duo.anchors[1], lang, duo.ratio, progress=progress)
             count += 1
     return count
+
+
+def forget_voice(engine: Engine, anchor: str) -> None:
+    """``engine`` forgets every prompt and blend it kept of ``anchor`` (its recording was replaced or
+    removed; they are built again on next use). Call on the engine thread."""
+    from omnistudio.voices.prompts import cache_for
+
+    cache_for(engine).drop(anchor)
+    blend_cache_for(engine).drop(anchor)

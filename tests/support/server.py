@@ -93,3 +93,12 @@ def restored_environ() -> Iterator[None]:
         for name, value in saved.items():
             if os.environ.get(name) != value:
                 os.environ[name] = value
+
+
+def private_home(omnistudio_home: Path, folder: Path) -> Path:
+    """``folder`` made an OMNISTUDIO_HOME of its own for a server that changes its roster (voices added,
+    replaced, removed): its roster and prompts apart from the session's, which other tests read, and
+    the session's checkpoints shared (no second tiny checkpoint written)."""
+    (omnistudio_home / "cache").mkdir(parents=True, exist_ok=True)
+    (folder / "cache").symlink_to(omnistudio_home / "cache", target_is_directory=True)
+    return folder
