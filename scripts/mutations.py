@@ -64,6 +64,11 @@ MUTATIONS = [
              "if self.blend is not None and self.blend.alpha == 2.0:",
              ("tests/test_blend.py::test_say_with_a_blend_writes_audio",
               "tests/test_blend_paths.py::test_render_blend_at_one_is_the_voice_alone_and_at_zero_the_engine_blend")),
+    Mutation("studio-never-narrow", "the studio never folds its side columns (the -narrow class is never set)",
+             "omnistudio/screens/main.py",
+             'self.set_class(narrow, "-narrow")',
+             'self.set_class(False, "-narrow")',
+             ("tests/test_studio_layout.py::test_layout_fits_and_every_function_is_reachable[80x24]",)),
 ]
 
 

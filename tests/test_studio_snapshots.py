@@ -1,7 +1,9 @@
-"""Snapshots of the main screen: empty, ready, playing (meter fed fixed values), error.
+"""Snapshots of the studio: the main screen empty, ready and with an error (120x34), and at 80x24,
+120x40 and 200x60 the main screen while playing (meter fed fixed values), the settings (F2) and the
+export dialog (Ctrl+E). tests/test_studio_layout.py checks the same states for clipping and overlap.
 
 Pinned: no cursor blink, a fixed roster, no clock in the header, no live polling (the playing
-state is fed fixed values, as the meter thread would), a fresh autosave file.
+state is fed fixed values, as the meter thread would), a fresh autosave file, the export's path.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support.studio import SCRIPT, make_app, wait_for
+from support.studio import SCREENS, SIZES, make_app, ready_with_script, until_ready
 
 SIZE = (120, 34)
 
@@ -28,54 +30,20 @@ def app(tiny_engine, voice_roster_file: Path, tmp_path: Path):  # noqa: ANN001, 
     return make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", live=False)
 
 
-async def until_ready(pilot) -> None:  # noqa: ANN001
-    from omnistudio.widgets.telemetry import Telemetry
-
-    await wait_for(pilot, lambda: pilot.app.main_screen.query_one(Telemetry).engine_state == "ready",
-                   what="engine ready")
-
-
 def test_snapshot_empty(app, snap_compare) -> None:  # noqa: ANN001
     assert snap_compare(app, terminal_size=SIZE, run_before=until_ready)
 
 
-async def _ready(pilot) -> None:  # noqa: ANN001
-    from omnistudio.widgets.script_editor import ScriptEditor
-
-    await until_ready(pilot)
-    screen = pilot.app.main_screen
-    screen.query_one("#anchor-list").focus()
-    await pilot.press("enter")  # picks Ruby Vance (first row)
-    editor = screen.query_one(ScriptEditor)
-    editor.load_text(SCRIPT)
-    editor.focus()
-    await pilot.pause()
-
-
 def test_snapshot_ready(app, snap_compare) -> None:  # noqa: ANN001
-    assert snap_compare(app, terminal_size=SIZE, run_before=_ready)
+    assert snap_compare(app, terminal_size=SIZE, run_before=ready_with_script)
 
 
-def test_snapshot_playing(app, snap_compare) -> None:  # noqa: ANN001
-    from omnistudio.widgets.lufs_meter import LufsMeter
-    from omnistudio.widgets.script_editor import ScriptEditor
-    from omnistudio.widgets.telemetry import Telemetry
-    from omnistudio.widgets.transport import Transport
-
-    async def playing(pilot) -> None:  # noqa: ANN001
-        await _ready(pilot)
-        screen = pilot.app.main_screen
-        editor = screen.query_one(ScriptEditor)
-        start = editor.text.index("Here is the news.")
-        editor.set_playing((start, start + len("Here is the news.")))
-        screen.query_one(LufsMeter).update_reading(-21.5, -24.0, -23.2, -3.1)
-        transport = screen.query_one(Transport)
-        transport.state, transport.position = "playing", "sentence 2/3"
-        telemetry = screen.query_one(Telemetry)
-        telemetry.engine_state, telemetry.ttfa, telemetry.render_s, telemetry.rtf = "rendering", 0.182, 0.240, 0.13
-        await pilot.pause()
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=playing)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("screen", SCREENS)
+def test_snapshot_sizes(app, snap_compare, screen: str, size: str) -> None:  # noqa: ANN001
+    """docs/screenshot.svg is the 120x40 playing one, docs/screenshot-80x24.svg the 80x24 one
+    (scripts/screenshots.sh copies them)."""
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=SCREENS[screen])
 
 
 def test_snapshot_error(app, snap_compare) -> None:  # noqa: ANN001

@@ -79,6 +79,7 @@ class MainScreen(Screen[None]):
     BINDINGS = BINDINGS
     last_export: ExportChoice | None = None  # the export dialog's last answer (path, captions)
     panel = "anchors"  # on a narrow screen, the side panel shown: anchors | meter
+    fitted = 0  # the terminal width the layout was last fitted to (fit)
 
     def compose(self) -> ComposeResult:
         studio = self.app.studio  # type: ignore[attr-defined]
@@ -121,13 +122,13 @@ class MainScreen(Screen[None]):
     def fit(self, width: int) -> None:
         """Fold the side columns into one panel below ``WIDE`` columns (a compact footer), and show only
         the main keys in the footer below ``FOOTER_FULL``; unfold them from there."""
+        self.fitted = width
         self.set_class(width < FOOTER_FULL, "-few-keys")
         narrow = width < WIDE
-        if narrow == self.narrow:
-            return
-        self.set_class(narrow, "-narrow")
-        self.query_one(StudioFooter).compact = narrow
-        self._show_panel()
+        if narrow != self.narrow:
+            self.set_class(narrow, "-narrow")
+            self.query_one(StudioFooter).compact = narrow
+            self._show_panel()
 
     def _show_panel(self) -> None:
         self.set_class(self.panel == "meter", "-panel-meter")

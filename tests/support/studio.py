@@ -119,3 +119,112 @@ async def ui_answers_while_link_blocked(pilot: Any, gate: Any, editor: Any, tick
     assert not gate.expired, stuck
     assert gate.held and editor.cursor_location == (0, 3), "a key press was not handled while the link was blocked"
     gate.release()
+
+
+# ------------------------------------------------------------ the states the snapshots and the layout test share
+SIZES = {"80x24": (80, 24), "120x40": (120, 40), "200x60": (200, 60)}
+
+
+async def until_ready(pilot: Any) -> None:
+    from omnistudio.widgets.telemetry import Telemetry
+
+    await wait_for(pilot, lambda: pilot.app.main_screen.query_one(Telemetry).engine_state == "ready",
+                   what="engine ready")
+
+
+async def ready_with_script(pilot: Any) -> None:
+    """Engine ready, Ruby picked from the anchor list (enter), the test script in the focused editor."""
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    await until_ready(pilot)
+    screen = pilot.app.main_screen
+    screen.query_one("#anchor-list").focus()
+    await pilot.press("enter")  # picks Ruby Vance (first row)
+    editor = screen.query_one(ScriptEditor)
+    editor.load_text(SCRIPT)
+    editor.focus()
+    await pilot.pause()
+
+
+async def show_playing(pilot: Any) -> None:
+    """The main screen while playing, fed fixed values as the pull timer would (an app made with
+    ``live=False``): sentence 2 of 3 marked, the meter's reading, the telemetry. On a narrow screen
+    F12 shows the meter panel, as a producer would while listening."""
+    from omnistudio.widgets.lufs_meter import LufsMeter
+    from omnistudio.widgets.script_editor import ScriptEditor
+    from omnistudio.widgets.telemetry import Telemetry
+    from omnistudio.widgets.transport import Transport
+
+    await ready_with_script(pilot)
+    screen = pilot.app.main_screen
+    editor = screen.query_one(ScriptEditor)
+    start = editor.text.index("Here is the news.")
+    editor.set_playing((start, start + len("Here is the news.")))
+    screen.query_one(LufsMeter).update_reading(-21.5, -24.0, -23.2, -3.1)
+    transport = screen.query_one(Transport)
+    transport.state, transport.position = "playing", "sentence 2/3"
+    telemetry = screen.query_one(Telemetry)
+    telemetry.engine_state, telemetry.ttfa, telemetry.render_s, telemetry.rtf = "rendering", 0.182, 0.240, 0.13
+    if screen.narrow:
+        await pilot.press("f12")
+    await settled_layout(pilot, *pilot.app.size)
+
+
+async def settled_layout(pilot: Any, width: int, height: int) -> None:
+    """Wait until the main screen has been fitted to ``width`` x ``height`` and its side columns are
+    drawn as its classes say (both when wide; the panel chosen when narrow). Asserts nothing about
+    which classes are right: the tests do."""
+    screen = pilot.app.main_screen
+
+    def settled() -> bool:
+        if screen.fitted != width or screen.size != (width, height):
+            return False
+        shown = {w.id for w in screen.query("#picker, #side") if w.region.area}
+        return shown == ({"side" if screen.panel == "meter" else "picker"} if screen.narrow else {"picker", "side"})
+
+    await wait_for(pilot, settled, what=f"the layout at {width}x{height}")
+
+
+async def show_settings(pilot: Any) -> None:
+    """F2 over the playing main screen."""
+    await show_playing(pilot)
+    await pilot.press("f2")
+    await pilot.pause()
+
+
+async def show_export(pilot: Any) -> None:
+    """Ctrl+E over the playing main screen, its path pinned (the default is the working folder's)."""
+    from omnistudio.screens.export import ExportChoice
+
+    await show_playing(pilot)
+    pilot.app.main_screen.last_export = ExportChoice(Path("bulletin.wav"))
+    await pilot.press("ctrl+e")
+    await pilot.pause()
+
+
+SCREENS = {"playing": show_playing, "settings": show_settings, "export": show_export}
+
+
+def layout_faults(screen: Any) -> list[str]:
+    """What is cut off or overlaps on ``screen``: every widget shown (a region with an area) must lie
+    inside the screen and inside its parent, and no two shown siblings on the same layer may overlap."""
+    from textual.widget import Widget
+
+    faults: list[str] = []
+    shown = [w for w in screen.query("*") if w.region.area]
+    for widget in shown:
+        region, parent = widget.region, widget.parent
+        if not screen.region.contains_region(region):
+            faults.append(f"{widget!r} at {region} is outside the screen {screen.region}")
+        if isinstance(parent, Widget) and parent is not screen and not parent.region.contains_region(region):
+            faults.append(f"{widget!r} at {region} is cut off by its parent {parent!r} at {parent.region}")
+    by_parent: dict[int, list[Any]] = {}
+    for widget in shown:
+        if widget.styles.overlay != "screen":
+            by_parent.setdefault(id(widget.parent), []).append(widget)
+    for siblings in by_parent.values():
+        for i, a in enumerate(siblings):
+            for b in siblings[i + 1:]:
+                if a.styles.layer == b.styles.layer and a.region.overlaps(b.region):
+                    faults.append(f"{a!r} at {a.region} overlaps {b!r} at {b.region}")
+    return faults
