@@ -44,7 +44,8 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
     args = build_parser().parse_args([
         "serve", "--ray", "--host", "::1", "--port", "8123", "--api-key-file", str(keys), "--max-queue", "5",
         "--max-batch", "3", "--time-limit", "42", "--cache-mb", "64", "--no-warm-up", "--cpus-per-replica", "2",
-        "--threads-per-replica", "2", "--model", "tiny", "--device", "cpu", "--dtype", "fp32"])
+        "--threads-per-replica", "2", "--model", "tiny", "--device", "cpu", "--dtype", "fp32", "--max-voices", "9",
+        "--mcp-output-dir", str(tmp_path / "mcp")])
     shipped: dict[str, Any] = {}
 
     def start(_cluster: Any, config: Any, scale: Any, timeout_s: float = 0) -> str:
