@@ -98,6 +98,19 @@ def test_project_render_and_the_captions_command_give_the_same_captions(
     for fmt in ("srt", "vtt"):
         assert proj.with_suffix(f".{fmt}").read_bytes() == plain.with_suffix(f".{fmt}").read_bytes()
     assert [s["words"] for s in _sidecar(proj)["sentences"]] == [s["words"] for s in _sidecar(plain)["sentences"]]
+    # the project's chosen takes carry their words, in seconds from the take's start: the ones the
+    # render measured (English), else the syllable estimate over the take (Spanish)
+    from omnistudio.projects.project import Project
+
+    project = Project.open(renders["project"])
+    for row, line in zip(_sidecar(proj)["sentences"], project.lines):
+        take = line.chosen_take
+        assert take is not None and [w["text"] for w in take.words] == line.text.split()
+        if not row["words"][0]["estimated"]:
+            assert [(w["start"], w["end"]) for w in take.words] == [
+                (round(w["start"] - row["start_s"], 3), round(w["end"] - row["start_s"], 3)) for w in row["words"]]
+        assert all(w["estimated"] == row["words"][0]["estimated"] for w in take.words)
+        assert all(0.0 <= w["start"] <= w["end"] <= take.duration_s + 1e-3 for w in take.words)
     # the captions command on the take that exists (from its sidecar), and on the project's chosen takes
     out = renders["folder"] / "again"
     out.mkdir()

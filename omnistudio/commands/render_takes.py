@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_fac
     from omnistudio.audio.export import write_json
     from omnistudio.commands.flags.captions import caption_hearer, caption_options
     from omnistudio.console import err_console
-    from omnistudio.projects.chosen import write_chosen
+    from omnistudio.projects.chosen import keep_words, write_chosen
     from omnistudio.projects.retake import takes_report
 
     started = time.perf_counter()
@@ -114,6 +114,8 @@ def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_fac
         report = takes_report(project)
         finished = write_chosen(project, done["planned"], options, args.output, captions, hearer)
         write_json(finished.sidecar_path, {**finished.sidecar, "takes": report})
+        if args.project is not None and keep_words(project, list(finished.sidecar.get("sentences", []))):
+            project.save()  # the words the captions measured, kept in the chosen takes
         result.update(sidecar=str(finished.sidecar_path), loudness=finished.sidecar.get("loudness"), takes=report)
     for index in done["failed"]:
         take = project.lines[index].chosen_take

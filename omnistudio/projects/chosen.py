@@ -80,7 +80,7 @@ def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: li
         if take is not None and take.seed == seeds[index]:
             continue  # the chosen take itself
         project.add_take(index, pcm, seed=seeds[index], num_step=options.num_step, guidance=options.guidance_scale,
-                         choose=take is None, speed=options.speed, engine=engine)
+                         choose=take is None, speed=options.speed, engine=engine, lexicon=options.lexicon)
         added.append(index)
     return added
 
@@ -107,3 +107,24 @@ def write_chosen(project: Project, planned: list[PlannedSentence], options: Take
     sink = FileSink(output, captions=captions, hearer=hearer)
     chosen_take(project, planned, options).run([sink])
     return sink.finished
+
+
+def keep_words(project: Project, rows: list[dict[str, Any]]) -> int:
+    """The words a render of the chosen takes measured (a sidecar's ``sentences``, whose ids are the
+    sentences' indices) kept in those takes, in seconds from each take's start, where none of a
+    sentence's words is estimated; returns how many takes got them."""
+    kept = 0
+    for row in rows:
+        words, index = row.get("words") or [], row.get("id")
+        if not words or any(w.get("estimated") for w in words) or not isinstance(index, int):
+            continue
+        line = project.lines[index]
+        take = line.chosen_take
+        if take is None:
+            continue
+        start = float(row["start_s"])
+        moved = tuple({**w, "start": round(float(w["start"]) - start, 3), "end": round(float(w["end"]) - start, 3)}
+                      for w in words)
+        line.takes[line.takes.index(take)] = replace(take, words=moved)
+        kept += 1
+    return kept

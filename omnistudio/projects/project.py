@@ -34,6 +34,7 @@ from omnistudio.audio.export import atomic_write_bytes
 from omnistudio.errors import UserError
 from omnistudio.locks import exclusive
 from omnistudio.projects.speech_check import AsrResult
+from omnistudio.text.lexicon import Lexicon
 
 FORMAT = 1
 SUFFIX = ".omniproj"
@@ -87,6 +88,7 @@ class StoredTake:
     created: str = ""
     speed: float = 1.0
     engine: dict[str, Any] | None = None  # what rendered it (model, device, dtype, sampler, threads...); None: not recorded
+    words: tuple[dict[str, Any], ...] = ()  # its written words, in seconds from the take's start (a sidecar's shape)
 
     @property
     def file(self) -> str:
@@ -97,6 +99,7 @@ class StoredTake:
                                                "text_hash", "duration_s", "loudness_lufs", "created", "engine")}
         data["file"] = self.file
         data["asr"] = self.asr.as_dict() if self.asr is not None else None
+        data["words"] = [dict(w) for w in self.words]
         return data
 
     @classmethod
@@ -109,7 +112,8 @@ class StoredTake:
                    loudness_lufs=None if lufs is None else float(lufs),
                    asr=AsrResult.from_dict(asr) if isinstance(asr, dict) else None, created=str(data.get("created", "")),
                    speed=float(data.get("speed", 1.0)),
-                   engine=dict(data["engine"]) if isinstance(data.get("engine"), dict) else None)
+                   engine=dict(data["engine"]) if isinstance(data.get("engine"), dict) else None,
+                   words=tuple(dict(w) for w in data.get("words") or () if isinstance(w, dict)))
 
 
 @dataclass
@@ -230,10 +234,14 @@ class Project:
     # ----------------------------------------------------------------- takes
     def add_take(self, index: int, pcm: np.ndarray, *, seed: int, num_step: int, guidance: float,
                  asr: AsrResult | None = None, choose: bool = True, sample_rate: int | None = None,
-                 speed: float = 1.0, engine: dict[str, Any] | None = None) -> StoredTake:
+                 speed: float = 1.0, engine: dict[str, Any] | None = None, lexicon: Lexicon | None = None) -> StoredTake:
         """Store a rendering of sentence ``index`` (float32 mono) as a new take and return it. The
-        audio is kept as the FLAC file will give it back, so what plays is what is stored."""
+        audio is kept as the FLAC file will give it back, so what plays is what is stored. Its words are
+        estimated over it by syllables (``lexicon``: the one its spoken form was made with), until a
+        speech model measures them (:func:`omnistudio.projects.chosen.keep_words`)."""
         from omnistudio.audio.loudness import measure
+        from omnistudio.captions.timing import SentenceTiming
+        from omnistudio.voices.words import sentence_words
 
         rate = int(sample_rate or self.sample_rate)
         if rate != self.sample_rate:
@@ -245,10 +253,12 @@ class Project:
         existing = next((t for t in line.takes if t.id == take_id), None)
         if existing is None:
             lufs = measure(stored, rate).integrated_lufs
+            duration = round(stored.size / rate, 4)
+            timing = SentenceTiming(index, line.text, line.spoken or line.text, line.lang, 0.0, duration)
             existing = StoredTake(take_id, line.voice, line.lang, int(seed), int(num_step), float(guidance),
-                                  line.text_hash, round(stored.size / rate, 4),
-                                  None if not np.isfinite(lufs) else round(float(lufs), 2), asr,
-                                  datetime.now(UTC).isoformat(timespec="seconds"), float(speed), engine)
+                                  line.text_hash, duration, None if not np.isfinite(lufs) else round(float(lufs), 2),
+                                  asr, datetime.now(UTC).isoformat(timespec="seconds"), float(speed), engine,
+                                  tuple(w.as_dict() for w in sentence_words(timing, lexicon=lexicon)))
             line.takes.append(existing)
             self._pending[take_id] = data
         self._audio[take_id] = stored

@@ -74,7 +74,8 @@ def _store(project: Project, index: int, synth: Synthesise, seed: int, num_step:
     pcm = synth(project.lines[index], seed)
     record = synth if isinstance(synth, PipelineSynth) else None
     return project.add_take(index, pcm, seed=seed, num_step=num_step, guidance=guidance, choose=choose,
-                            speed=record.speed if record else 1.0, engine=record.engine if record else None)
+                            speed=record.speed if record else 1.0, engine=record.engine if record else None,
+                            lexicon=record.options.lexicon if record else None)
 
 
 def _error(take: StoredTake) -> float:
