@@ -113,18 +113,17 @@ def keep_words(project: Project, rows: list[dict[str, Any]]) -> int:
     """The words a render of the chosen takes measured (a sidecar's ``sentences``, whose ids are the
     sentences' indices) kept in those takes, in seconds from each take's start, where none of a
     sentence's words is estimated; returns how many takes got them."""
+    from omnistudio.take.captions import words_in_sentence
+
     kept = 0
     for row in rows:
-        words, index = row.get("words") or [], row.get("id")
-        if not words or any(w.get("estimated") for w in words) or not isinstance(index, int):
+        words, index = words_in_sentence(row), row.get("id")
+        if words is None or not isinstance(index, int):
             continue
         line = project.lines[index]
         take = line.chosen_take
         if take is None:
             continue
-        start = float(row["start_s"])
-        moved = tuple({**w, "start": round(float(w["start"]) - start, 3), "end": round(float(w["end"]) - start, 3)}
-                      for w in words)
-        line.takes[line.takes.index(take)] = replace(take, words=moved)
+        line.takes[line.takes.index(take)] = replace(take, words=tuple(w.as_dict() for w in words))
         kept += 1
     return kept

@@ -7,18 +7,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from omnistudio.captions.timing import WordTime
+from omnistudio.take.captions import words_in_sentence
 
 
 def measured_words(sentences: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> Iterator[tuple[Any, tuple[WordTime, ...]]]:
-    """Each exported sentence whose words were all measured (none estimated), with its words in seconds
-    from the sentence's own start (a sidecar's ``sentences`` ``rows``, in the take's order)."""
+    """Each exported sentence whose words were all measured, with its words in seconds from the
+    sentence's own start (a sidecar's ``sentences`` ``rows``, in the take's order)."""
     for sentence, row in zip(sentences, rows):
-        words = row.get("words", [])
-        if words and row.get("id") == sentence.id and not any(w.get("estimated") for w in words):
-            start = float(row["start_s"])
-            yield sentence, tuple(WordTime(w["text"], float(w["start"]) - start, float(w["end"]) - start,
-                                           w.get("confidence"), False, int(w["written_start"]), int(w["written_end"]))
-                                  for w in words)
+        words = words_in_sentence(row)
+        if words is not None and row.get("id") == sentence.id:
+            yield sentence, words
 
 
 class MeasuringHearer:

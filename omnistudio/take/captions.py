@@ -81,6 +81,16 @@ def recorded_word(row: Mapping[str, Any]) -> WordTime:
                     int(row.get("written_start", 0)), int(row.get("written_end", 0)))
 
 
+def words_in_sentence(row: Mapping[str, Any]) -> tuple[WordTime, ...] | None:
+    """A sidecar sentence's words (``sentences`` entry) in seconds from the sentence's own start, where
+    every one was measured (none estimated); None otherwise (the words of a take, kept for later)."""
+    words = row.get("words") or []
+    if not words or any(w.get("estimated") for w in words):
+        return None
+    start = float(row["start_s"])
+    return tuple(replace(w, start=w.start - start, end=w.end - start) for w in map(recorded_word, words))
+
+
 def caption_writers(sentences: Sequence[SentenceTiming], options: CaptionOptions,
                     paths: Mapping[str, Path]) -> list[tuple[Path, Writer]]:
     """``(path, write(tmp))`` for each asked-for caption file (the cues are built here, once)."""
