@@ -29,6 +29,7 @@ from omnistudio.studio.welcome import EXAMPLE_SCRIPT, first_anchor
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.lufs_meter import LufsMeter
 from omnistudio.widgets.script_editor import ScriptEditor
+from omnistudio.widgets.take_strip import TakeStrip
 from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
 
@@ -151,6 +152,9 @@ class StudioApp(App[None]):
             transport.position = (f"sentence {snap.sentence + 1}/{len(self.sentences)}"
                                   if span is not None and snap.playing else "")
             screen.query_one(Telemetry).underruns = snap.underruns
+            view = self.studio.view  # the take's waveform and loudness history (the meter's, just fed)
+            screen.query_one(TakeStrip).show(view.shape, view.now(), view.history, self.studio.settings.target_lufs,
+                                             self.studio.meter.sample_rate)
 
     # --------------------------------------------------------- pushed events
     def on_studio_event(self, message: StudioEvent) -> None:

@@ -167,9 +167,18 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
 def finish_pcm(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()) -> np.ndarray:
     """The samples :func:`finish_render` writes for the same chunks and options, in memory (the
     server's ``target_lufs``): one finishing path, so a request and ``render -o`` give the same audio."""
-    with _stitched(chunks, sample_rate, options, None) as (speech, _stitcher, plan):
-        blocks = list(_toned_blocks(speech, sample_rate, options, plan))
+    with finished_blocks(chunks, sample_rate, options) as (pieces, _spans):
+        blocks = list(pieces)
     return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
+
+
+@contextmanager
+def finished_blocks(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()
+                    ) -> Iterator[tuple[Iterator[np.ndarray], list[SentenceSpan]]]:
+    """The samples :func:`finish_render` writes for the same chunks and options, block by block (flat
+    memory), and where each sentence lands in them: what the studio's waveform of a take is drawn from."""
+    with _stitched(chunks, sample_rate, options, None) as (speech, stitcher, plan):
+        yield _toned_blocks(speech, sample_rate, options, plan), list(stitcher.spans)
 
 
 def sentence_spans(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()

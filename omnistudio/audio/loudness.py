@@ -161,6 +161,12 @@ class LoudnessMeter:
             return math.nan
         return db(max(eb.get_true_peak(self._state, c) for c in range(self.channels)))
 
+    def last_true_peak(self) -> float:
+        """The true peak of the block the last ``add`` fed, dBTP (NaN if the meter was made without)."""
+        if not self.has_true_peak:
+            return math.nan
+        return db(max(eb.get_previous_true_peak(self._state, c) for c in range(self.channels)))
+
     def rms(self) -> float:
         """RMS over all samples and channels, dBFS (full-scale square wave = 0 dB)."""
         count = self.frames * self.channels

@@ -38,6 +38,7 @@ from omnistudio.widgets.morph_slider import MorphSlider
 from omnistudio.widgets.script_editor import ScriptEditor
 from omnistudio.widgets.spoken_line import SpokenLine
 from omnistudio.widgets.take_list import TakeList
+from omnistudio.widgets.take_strip import TakeStrip
 from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
 
@@ -61,6 +62,8 @@ BINDINGS = [
             tooltip="show the loudness meter, morph, telemetry and takes in the side panel"),
     Binding("f12", "panel('anchors')", "Anchors", id="panel_anchors", priority=True,
             tooltip="show the anchor list in the side panel"),
+    Binding("ctrl+g", "take_strip", "Take strip", id="take_strip", show=False, priority=True,
+            tooltip="focus the take's waveform: left/right pick a sentence, enter moves the cursor there"),
     Binding("f4", "add_word", "Add word to lexicon", id="add_word", show=False, priority=True),
     Binding("f9", "regenerate", "Retake", id="regenerate", show=False, priority=True),
     Binding("f10", "compare", "A/B", id="compare", show=False, priority=True),
@@ -91,6 +94,7 @@ class MainScreen(Screen[None]):
             yield AnchorPicker(id="picker")
             with Vertical(id="center"):
                 yield ScriptEditor(id="editor")
+                yield TakeStrip(id="take-strip")  # the take's waveform and loudness history (ctrl+g: its sentences)
                 yield Transport(id="transport")
             with Vertical(id="side"):
                 yield Label("Loudness", classes="section")
@@ -362,6 +366,18 @@ class MainScreen(Screen[None]):
     def _cursor_moved(self) -> None:
         self.show_takes()
         self.show_spoken()
+
+    # ------------------------------------------------------------ the take strip
+    def action_take_strip(self) -> None:
+        self.query_one(TakeStrip).focus()
+
+    @on(TakeStrip.Picked)
+    def _go_to_sentence(self, event: TakeStrip.Picked) -> None:
+        """A sentence picked in the take strip: the editor's cursor to its start (as last played)."""
+        span = self.app.sentences.get(event.sentence)  # type: ignore[attr-defined]
+        if span is not None:
+            self.editor.move_cursor(self.editor.document.get_location_from_index(min(span[0], len(self.editor.text))))
+            self.editor.focus()
 
     # ------------------------------------------------------------ widget events
     @on(AnchorPicker.Picked)

@@ -65,6 +65,7 @@ from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, e
 from omnistudio.studio.settings import StudioSettings
 from omnistudio.studio.words import MeasuringHearer, measured_words
 from omnistudio.studio.takes import ProjectTakes
+from omnistudio.studio.take_view import TakeView
 from omnistudio.take.link import LocalEngine, PrepareEvent
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take, cache_key
@@ -115,6 +116,7 @@ class Studio:
         self.silent = False
         self.schedule = Schedule()
         self.meter = LoudnessMeter(SAMPLE_RATE)
+        self.view = TakeView()  # the waveform and loudness history of the take played (pulled by the UI)
         self.cache = TakeCache(cache_bytes)
         self.last_take: Take | None = None
         self._played_seed: int | None = None  # base seed of the last take played (export reuses it)
@@ -302,12 +304,7 @@ class Studio:
         if player is None:
             reading = MeterReading(*(float("-inf"),) * 4)
             return Snapshot(reading, None, 0, False, False)
-        while True:
-            got = player.tap.read_into(self._tap_buf)
-            if got:
-                self.meter.add(self._tap_buf[:got])
-            if got < len(self._tap_buf):
-                break
+        self.view.feed(player.tap, self.meter, self._tap_buf)  # the meter, and its history for the take view
         reading = MeterReading(self.meter.momentary(), self.meter.short_term(), self.meter.integrated(),
                                self.meter.true_peak())
         heard = player.ring.total_read
@@ -434,8 +431,8 @@ class Studio:
             self.last_take = take
             if not audition:
                 self._played_seed = take.base_seed
-            result = take.run([PlayerSink(player, cancel, on_piece)], progress=self._preparing, cancel=cancel,
-                              on_chunk=self._rendered)
+            sinks = [PlayerSink(player, cancel, on_piece), self.view.sink(player, sentences=not audition)]
+            result = take.run(sinks, progress=self._preparing, cancel=cancel, on_chunk=self._rendered)
             if not audition:
                 self.takes.keep(take, result)
             finished = True

@@ -165,9 +165,27 @@ async def show_playing(pilot: Any) -> None:
     transport.state, transport.position = "playing", "sentence 2/3"
     telemetry = screen.query_one(Telemetry)
     telemetry.engine_state, telemetry.ttfa, telemetry.render_s, telemetry.rtf = "rendering", 0.182, 0.240, 0.13
+    show_take(screen)
     if screen.narrow:
         await pilot.press("f12")
     await settled_layout(pilot, *pilot.app.size)
+
+
+def show_take(screen: Any) -> None:
+    """The take strip fed a fixed take, as the pull timer would: 6 s, three sentences, heard up to 2.6 s
+    (sentence 2), its loudness history so far with one block over the true-peak ceiling."""
+    import numpy as np
+
+    from omnistudio.studio.take_view import PEAK_FRAMES, LoudPoint, Shape
+    from omnistudio.widgets.take_strip import TakeStrip
+
+    rate, steps = 24_000, 600
+    t = np.arange(steps)
+    peaks = (0.3 + 0.25 * np.sin(t / 7.0) ** 2) * (np.abs(np.sin(np.pi * t / 200)) > 0.12)
+    sentences = ((0, 48_000, 0), (48_000, 96_000, 1), (96_000, 144_000, 2))
+    history = [LoudPoint(k * 2_400, -23.0 + 3.0 * float(np.sin(k / 4.0)), k == 17) for k in range(1, 27)]
+    shape = Shape(peaks.astype(np.float32), steps * PEAK_FRAMES, sentences, live=False)
+    screen.query_one(TakeStrip).show(shape, 62_400, history, -23.0, rate)
 
 
 async def settled_layout(pilot: Any, width: int, height: int) -> None:
