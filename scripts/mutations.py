@@ -69,6 +69,22 @@ MUTATIONS = [
              'self.set_class(narrow, "-narrow")',
              'self.set_class(False, "-narrow")',
              ("tests/test_studio_layout.py::test_layout_fits_and_every_function_is_reachable[80x24]",)),
+    Mutation("prebuild-not-preempted", "a play waits for the background build to finish (no command pre-empts it)",
+             "omnistudio/studio/prebuild.py",
+             "return not self._commands.empty()",
+             "return False",
+             ("tests/test_studio_prebuild.py::test_a_play_preempts_a_background_build_within_one_step",)),
+    Mutation("prebuild-builds-nothing", "the background builds mark voices ready without preparing them",
+             "omnistudio/studio/prebuild.py",
+             "link.prepare([want], None, preempted)",
+             "link.voices()",
+             ("tests/test_studio_prebuild.py::test_first_f5_after_the_background_builds_runs_no_prepare_step",
+              "tests/test_studio_prebuild.py::test_through_a_remote_link_the_builds_are_the_servers_prepares")),
+    Mutation("picker-ignores-build-marks", "the anchor list shows the roster's states, not the background builds'",
+             "omnistudio/widgets/anchor_picker.py",
+             'return self.marks.get((row.id, self.lang)) or row.state.get(self.lang, "missing")',
+             'return row.state.get(self.lang, "missing")',
+             ("tests/test_studio_prebuild.py::test_the_anchor_list_shows_missing_building_ready",)),
 ]
 
 

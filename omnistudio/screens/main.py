@@ -397,7 +397,12 @@ class MainScreen(Screen[None]):
             return
         self.studio.set_blend(partner, event.value)
 
+    @on(AnchorPicker.Highlighted)
+    def _highlighted(self, event: AnchorPicker.Highlighted) -> None:
+        self.studio.prebuild.highlight(event.anchor, event.lang)  # its prompt built in the background
+
     @on(ScriptEditor.Changed)
     def _edited(self, event: ScriptEditor.Changed) -> None:
         self.app.autosave.save(event.text_area.text)  # type: ignore[attr-defined]
+        self.studio.prebuild.script(event.text_area.text)  # the script's voices built in the background
         self.show_spoken()

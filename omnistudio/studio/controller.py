@@ -62,6 +62,7 @@ from omnistudio.studio.events import (
 )
 from omnistudio.studio.lexicon import StudioLexicon
 from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, estimated_marks, word_marks
+from omnistudio.studio.prebuild import Prebuild
 from omnistudio.studio.settings import StudioSettings
 from omnistudio.studio.words import MeasuringHearer, measured_words
 from omnistudio.studio.takes import ProjectTakes
@@ -133,6 +134,7 @@ class Studio:
         self.measured: dict[Any, tuple[WordTime, ...]] = {}
         self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
         self.lexicon = StudioLexicon(self)  # the global lexicon with the project's over it
+        self.prebuild = Prebuild(self)  # voices built in the background while idle (pre-empted by any command)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> Studio:
@@ -317,9 +319,9 @@ class Studio:
     def _run(self) -> None:
         while True:
             try:
-                name, args = self._commands.get(timeout=self._retry.delay if self._retry else None)
-            except queue.Empty:
-                name, args = "reconnect", ()  # offline: look for the engine again (backoff)
+                name, args = self._commands.get(timeout=self._retry.delay if self._retry else self.prebuild.idle_wait())
+            except queue.Empty:  # offline: look for the engine again (backoff); else idle: build in the background
+                name, args = ("reconnect" if self._retry else "prebuild"), ()
             if name == "quit":
                 return
             try:
@@ -397,6 +399,9 @@ class Studio:
         self.report(Preparing(event.done, event.total, event.voice, event.lang, event.action, event.describe()))
         if event.action != "done":
             self._set_state("rendering", event.describe())
+
+    def _do_prebuild(self) -> None:
+        self.prebuild.run()
 
     def _do_prepare(self, voices: list[tuple[VoiceRef, str]]) -> None:
         self.link.prepare(voices, self._preparing)  # type: ignore[union-attr]

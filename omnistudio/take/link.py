@@ -9,7 +9,6 @@ diffusion step once ``cancel`` is set.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -129,7 +128,7 @@ class EngineLink(Protocol):
     def overlap_decode(self) -> bool: ...
 
     def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
-                cancel: threading.Event | None = None) -> None: ...
+                cancel: CancelFlag | None = None) -> None: ...
 
     def render(self, items: Sequence[RenderItem], options: TakeOptions,
                cancel: CancelFlag | None = None) -> list[Rendered]: ...
@@ -225,7 +224,7 @@ class LocalEngine:
 
     # --------------------------------------------------------------- voices
     def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
-                cancel: threading.Event | None = None) -> None:
+                cancel: CancelFlag | None = None) -> None:
         """Resolve every voice (building missing or stale prompts), reporting each before and after."""
         todo = list(dict.fromkeys(voices))
         for number, (ref, lang) in enumerate(todo, start=1):

@@ -1,8 +1,14 @@
-"""The anchor picker: the roster with each anchor's prompt state, filtered as you type."""
+"""The anchor picker: the roster with each anchor's prompt state, filtered as you type.
+
+The state beside each anchor (in the language shown) is its row's (ready on the device, saved, missing, stale),
+with the background builds' marks over it (building, then ready: :meth:`AnchorPicker.show_marks`, pulled from
+the controller by the app). The highlighted anchor is announced (``Highlighted``): the studio builds its prompt.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -12,11 +18,12 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Input, OptionList
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from omnistudio.studio.adapters import AnchorRow
 
-STATE_MARK = {"ready": ("●", "green"), "saved": ("◐", "yellow"), "missing": ("○", "dim"), "stale": ("◌", "red")}
+STATE_MARK = {"ready": ("●", "green"), "saved": ("◐", "yellow"), "missing": ("○", "dim"), "stale": ("◌", "red"),
+              "building": ("◔", "cyan")}
 
 
 class AnchorPicker(Vertical):
@@ -42,9 +49,23 @@ class AnchorPicker(Vertical):
         def control(self) -> AnchorPicker:
             return self.picker
 
+    @dataclass
+    class Highlighted(Message):
+        """The highlighted anchor (None: the list is empty) or the language shown changed."""
+
+        picker: AnchorPicker
+        anchor: str | None
+        lang: str
+
+        @property
+        def control(self) -> AnchorPicker:
+            return self.picker
+
     def __init__(self, rows: Sequence[AnchorRow] = (), **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.rows = list(rows)
+        self.marks: dict[tuple[str, str], str] = {}  # (anchor, lang) -> the background builds' state
+        self._marks_version = -1
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter anchors", id="anchor-filter")
@@ -60,13 +81,30 @@ class AnchorPicker(Vertical):
     def watch_lang(self) -> None:
         if self.is_mounted:
             self._fill()
+            self._announce()
+
+    def state(self, row: AnchorRow) -> str:
+        """The prompt state shown for ``row`` in the language shown (a background build's over the row's)."""
+        return self.marks.get((row.id, self.lang)) or row.state.get(self.lang, "missing")
+
+    def show_marks(self, version: int, marks: dict[tuple[str, str], str]) -> None:
+        """The background builds' states (pulled by the app); only the rows whose label changed are redrawn."""
+        if version == self._marks_version:
+            return
+        old, self.marks, self._marks_version = self.marks, marks, version
+        options = self.query_one("#anchor-list", OptionList)
+        for row in self.rows:
+            key = (row.id, self.lang)
+            if old.get(key) != marks.get(key):
+                with suppress(OptionDoesNotExist):  # filtered out: drawn with its mark when shown again
+                    options.replace_option_prompt(row.id, self._label(row))
 
     def watch_selected(self) -> None:
         if self.is_mounted:
             self._fill()
 
     def _label(self, row: AnchorRow) -> Text:
-        mark, colour = STATE_MARK.get(row.state.get(self.lang, "missing"), ("?", "red"))
+        mark, colour = STATE_MARK.get(self.state(row), ("?", "red"))
         text = Text()
         text.append("▸ " if row.id == self.selected else "  ", style="bold")
         text.append(f"{mark} ", style=colour)
@@ -87,6 +125,11 @@ class AnchorPicker(Vertical):
             options.highlighted = ids.index(keep)
         elif ids:
             options.highlighted = 0
+
+    @on(OptionList.OptionHighlighted, "#anchor-list")
+    def _announce(self) -> None:
+        option = self.query_one("#anchor-list", OptionList).highlighted_option
+        self.post_message(self.Highlighted(self, option.id if option is not None else None, self.lang))
 
     @on(Input.Changed, "#anchor-filter")
     def _filter(self) -> None:
