@@ -190,6 +190,9 @@ class _ShapeSink(Sink):
         except UserError as exc:  # a silent take has no loudness to normalise: the live shape stays
             log.info("the take's finished shape was not drawn: %s", exc)
             return
+        except Exception:  # noqa: BLE001 - what the strip draws never fails the take: the live shape stays
+            log.exception("the take's finished shape was not drawn")
+            return
         rate = result.sample_rate
         sentences = tuple((round(s.start_s * rate), round(s.end_s * rate), int(s.sentence_id)) for s in spans
                           if s.sentence_id is not None) if self.with_sentences else ()
