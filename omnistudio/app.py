@@ -152,6 +152,7 @@ class StudioApp(App[None]):
             transport.position = (f"sentence {snap.sentence + 1}/{len(self.sentences)}"
                                   if span is not None and snap.playing else "")
             screen.query_one(Telemetry).underruns = snap.underruns
+            screen.query_one(Telemetry).backbone = getattr(self.studio.engine, "compile_state", "off")
             screen.query_one(AnchorPicker).show_marks(*self.studio.prebuild.marks())  # building / ready
             view = self.studio.view  # the take's waveform and loudness history (the meter's, just fed)
             screen.query_one(TakeStrip).show(view.shape, view.now(), view.history, self.studio.settings.target_lufs,

@@ -3,7 +3,8 @@
 ``OMNISTUDIO_HOME`` relocates every file the program writes (config, data,
 caches, checkpoints, prompts) under one folder; without it the platform's
 user directories (platformdirs) are used. ``OMNISTUDIO_MODEL`` picks the
-default model.
+default model. ``OMNISTUDIO_COMPILE=1`` turns on the persistent compiled
+backbone (engine/compiled_backbone.py) for every engine start.
 """
 
 from __future__ import annotations
@@ -60,3 +61,9 @@ def locations() -> Locations:
 def default_model() -> str:
     """The model used when ``--model`` is not given."""
     return os.environ.get("OMNISTUDIO_MODEL") or DEFAULT_MODEL
+
+
+def compile_backbone() -> bool:
+    """Whether engine starts compile the backbone (``OMNISTUDIO_COMPILE``: 1/on/true; default off:
+    measured in docs/benchmarks.md, it does not pay on a 2-core AVX2 CPU)."""
+    return os.environ.get("OMNISTUDIO_COMPILE", "").strip().lower() in ("1", "on", "true", "yes")

@@ -122,7 +122,8 @@ def _call_snake(kernel: SnakeKernel, module: torch.nn.Module, hidden_states: tor
 def compile_status(model: OmniVoiceModel) -> dict[str, str]:
     """Whether the backbone and the vocoder run compiled right now."""
     snakes = snake_modules(model)
-    return {"backbone": "on" if getattr(model.llm, "_compiled_call_impl", None) is not None else "off",
+    backbone = getattr(model.llm, "_compiled_call_impl", None) is not None or "forward" in vars(model.llm)
+    return {"backbone": "on" if backbone else "off",
             "vocoder": "on" if snakes and getattr(snakes[0], "_compiled_call_impl", None) is not None else "off"}
 
 
@@ -148,9 +149,11 @@ def apply_compile(model: OmniVoiceModel, backbone: bool = False, vocoder: str = 
 
 @contextmanager
 def eager(model: OmniVoiceModel) -> Iterator[None]:
-    """Run ``model`` uncompiled inside the block (the bench's stock runs), then restore."""
+    """Run ``model`` uncompiled inside the block (the bench's stock runs), then restore; the persistent
+    compiled backbone (a compiled ``forward`` on the module, engine/compiled_backbone.py) included."""
     modules = [model.llm, *snake_modules(model)]
     saved = [getattr(m, "_compiled_call_impl", None) for m in modules]
+    forward = vars(model.llm).pop("forward", None)
     for m in modules:
         m._compiled_call_impl = None
     try:
@@ -158,3 +161,5 @@ def eager(model: OmniVoiceModel) -> Iterator[None]:
     finally:
         for m, impl in zip(modules, saved):
             m._compiled_call_impl = impl
+        if forward is not None:
+            model.llm.forward = forward

@@ -29,6 +29,7 @@ from omnistudio.errors import Cancelled, UserError
 if TYPE_CHECKING:
     import torch
 
+    from omnistudio.engine.compiled_backbone import CompiledBackbone
     from omnistudio.engine.generation import Tokens
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,13 @@ class Engine:
         self.sampler = sampler  # None: OmniVoice's stock loop
         self._lock = threading.RLock()  # one synthesis at a time on the model
         self._prompt_memo: dict[tuple[str, float, str], VoicePrompt] = {}
+        self.compiled: CompiledBackbone | None = None  # the persistent compiled backbone, once started
+        self.passes = 0  # diffusion passes run (each holds the lock from its first step to its last)
+
+    @property
+    def compile_state(self) -> str:
+        """off | compiling | compiled | failed: the backbone's compilation (/health, the telemetry)."""
+        return self.compiled.state if self.compiled is not None else "off"
 
     @classmethod
     def load(
@@ -245,6 +253,7 @@ class Engine:
             raise UserError("a batch of several lines needs the fast sampler (per-item seeds)")
         started = time.perf_counter()
         with self._lock:
+            self.passes += 1
             prompts = [self.prompt_for(v) for v in voices]
             prompt_s = time.perf_counter() - started
             torch.manual_seed(seed_list[0])

@@ -78,6 +78,7 @@ class LinkInfo:
     sampler: str  # fast | stock
     threads: int | None = None  # torch's thread count where it renders (float sums depend on it); None: unknown
     quantisation: str = "none"  # no quantised weights are loaded anywhere yet
+    compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | compiled | failed (eager)
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ class LocalEngine:
         loaded = self.engine.loaded
         dtype = getattr(loaded, "dtype_name", None) or str(getattr(loaded, "dtype", ""))  # "bf16", as --dtype says
         return LinkInfo(str(getattr(loaded.spec, "name", "?")), str(loaded.device), dtype,
-                        "fast" if self.engine.sampler is not None else "stock", self.threads or torch_threads())
+                        "fast" if self.engine.sampler is not None else "stock", self.threads or torch_threads(),
+                        compile=str(getattr(self.engine, "compile_state", "off")))
 
     @property
     def splits_decode(self) -> bool:

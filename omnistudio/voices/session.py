@@ -31,11 +31,15 @@ def open_engine(model: str | None = None, device: str | None = None, dtype: str 
 
 
 def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
-                voices: Sequence[tuple[VoiceRef, str]] = (), warm: bool = True) -> str | None:
+                voices: Sequence[tuple[VoiceRef, str]] = (), warm: bool = True,
+                compile_backbone: bool | None = None) -> str | None:
     """Make ``engine`` ready to answer at once: resolve ``voices`` (building what is missing), load every
     saved prompt onto the device with the canonical duos, then (``warm``) one warm-up pass of one sentence
-    and one batch of three. Returns a notice for the user, or None: nothing to warm with yet, or prompt
-    files that could not be loaded."""
+    and one batch of three. With ``compile_backbone`` (default: ``OMNISTUDIO_COMPILE``) the compiled
+    backbone is built from its cache before the warm-up, or, with no cache yet, compiled in the background
+    after it while eager serves (engine/compiled_backbone.py). Returns a notice for the user, or None:
+    nothing to warm with yet, or prompt files that could not be loaded."""
+    from omnistudio.config import compile_backbone as compile_setting
     from omnistudio.voices.prompts import cache_for
     from omnistudio.voices.resolve import resolve_voice
     from omnistudio.voices.startup import start_prompts, warm_up
@@ -45,11 +49,22 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
             progress(f"preparing the voice {ref.key()} ({lang})")
         resolve_voice(engine, ref, lang)
     report = start_prompts(engine, progress=progress, warm=False)
+    backbone = None
+    if compile_setting() if compile_backbone is None else compile_backbone:
+        from omnistudio.engine.compiled_backbone import CompiledBackbone
+
+        backbone = CompiledBackbone(engine)
+        if backbone.slot.state() == "warm":
+            if progress is not None:
+                progress("loading the compiled backbone")
+            backbone.start()
     notice = None
     if warm and not len(cache_for(engine)):
         notice = "no voice prompts saved yet: each is built on first use (or run `omnistudio prevectorize`)"
     elif warm:
         warm_up(engine, progress=progress)
+    if backbone is not None and backbone.state == "off":
+        backbone.start(background=True)  # eager serves while a child process compiles
     if report.errors and notice is None:
         notice = f"{len(report.errors)} prompt file(s) could not be loaded (see the log)"
     return notice

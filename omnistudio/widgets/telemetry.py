@@ -1,4 +1,5 @@
-"""Telemetry: engine state, where it runs, time to first audio, last sentence's render time and RTF, underruns.
+"""Telemetry: engine state, where it runs, time to first audio, last sentence's render time and RTF, underruns,
+the compiled backbone's state (compiling / compiled) when it is on.
 
 With a remote engine the TTFA is measured here (network included) and the render time and RTF are the
 server's own, as its telemetry frames report them."""
@@ -14,6 +15,7 @@ from textual.widgets import Static
 
 STATE_STYLE = {"loading": "yellow", "warming": "yellow", "ready": "green", "rendering": "cyan", "offline": "red",
                "error": "red"}
+BACKBONE_STYLE = {"compiling": "yellow", "compiled": "green", "failed": "red"}
 
 
 class Telemetry(Static):
@@ -31,6 +33,8 @@ class Telemetry(Static):
     """Real-time factor of the last sentence (render time / audio time)."""
     underruns: reactive[int] = reactive(0)
     """Output blocks the ring could not fill."""
+    backbone: reactive[str] = reactive("off")
+    """The compiled backbone: off (row hidden) | compiling (eager meanwhile) | compiled | failed (eager)."""
 
     def render(self) -> Table:
         table = Table.grid(padding=(0, 1))
@@ -48,4 +52,6 @@ class Telemetry(Static):
         table.add_row("render", ms(self.render_s))
         table.add_row("RTF", "—" if math.isnan(self.rtf) else f"{self.rtf:.2f}")
         table.add_row("underruns", str(self.underruns))
+        if self.backbone != "off":
+            table.add_row("backbone", f"[{BACKBONE_STYLE.get(self.backbone, 'white')}]{self.backbone}[/]")
         return table
