@@ -10,8 +10,9 @@ one does (room tone, breaths and loudness move no sentence).
 
 The loudness history (:class:`LoudPoint`) is read from the studio's one live meter, the one the LUFS
 meter shows: :meth:`TakeView.feed` moves what the output played from the tap ring into that meter (on
-the UI's pull, never in the audio callback) and keeps, after each block, its short-term loudness and
-whether the block's true peak went over the ceiling, at the take's frame count.
+the UI's pull, never in the audio callback) and keeps, after each pull, its short-term loudness and
+whether a block fed went over the true-peak ceiling, at the take's frame heard (the waveform's
+position).
 """
 
 from __future__ import annotations
@@ -114,8 +115,9 @@ class TakeView:
     shape: Shape = EMPTY
     origin: int = 0  # the player frame (ring.total_read) the take starts at
     history: list[LoudPoint] = field(default_factory=list)
-    _meter: LoudnessMeter | None = None
     _player: Any = None  # the player the take was queued on
+    _takes: int = 0  # takes begun (a new one starts a new history)
+    _fed: tuple[Any, int] | None = None  # the meter and take the history is of
 
     def sink(self, player: Any, sentences: bool = True) -> Sink:
         """A sink beside the player's: the take's shape as it is queued, then as the export writes it.
@@ -132,18 +134,21 @@ class TakeView:
         return 0 if self._player is None else self.position(self._player.ring.total_read)
 
     def feed(self, tap: Any, meter: LoudnessMeter, buf: NDArray[np.float32]) -> None:
-        """Move what the output played (``tap``, its copy ring) into ``meter`` one block at a time, keeping
-        a point of history after each; a new meter (a new take) starts a new history."""
-        if meter is not self._meter:
-            self._meter, self.history = meter, []
+        """Move what the output played (``tap``, its copy ring) into ``meter``, then keep a point of history
+        at the frame heard: the meter's short-term loudness, and whether a block fed went over the
+        ceiling. A new meter or a new take starts a new history."""
+        if self._fed != (meter, self._takes):
+            self._fed, self.history = (meter, self._takes), []
+        fed = over = False
         while True:
             got = tap.read_into(buf)
             if got:
                 meter.add(buf[:got])
-                if len(self.history) < HISTORY_MAX:
-                    self.history.append(LoudPoint(meter.frames, meter.short_term(), meter.last_true_peak() > self.ceiling))
+                fed, over = True, over or meter.last_true_peak() > self.ceiling
             if got < len(buf):
-                return
+                break
+        if fed and len(self.history) < HISTORY_MAX:
+            self.history.append(LoudPoint(self.now(), meter.short_term(), over))
 
 
 class _ShapeSink(Sink):
@@ -157,6 +162,7 @@ class _ShapeSink(Sink):
     def begin(self, take: PlayingTake) -> None:
         self.take = take
         self.view.origin = self.player.ring.total_written  # after the last take's flush: this one's frame 0
+        self.view._takes += 1  # noqa: SLF001 - the view's own sink
         self.view.shape = EMPTY
 
     def _add(self, pcm: NDArray[np.float32], sentence: int | None) -> None:

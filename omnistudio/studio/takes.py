@@ -137,7 +137,8 @@ class ProjectTakes:
 
         studio = self.studio
         return take.run([PlayerSink(studio.player, cancel, lambda start, end, chunk:
-                                    studio.schedule.add(start, end, chunk.sentence.id))],
+                                    studio.schedule.add(start, end, chunk.sentence.id)),
+                         studio.view.sink(studio.player)],  # the take strip shows the take chosen and played
                         progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
 
     def _play(self, cancel: threading.Event, planned: list[Any], options: Any) -> TakeResult:
