@@ -82,6 +82,14 @@ if "$VENV/bin/python" -c "import ray.serve" 2>/dev/null; then
 else
   echo "ray is not installed: serve-on-Ray bench skipped (pip install 'omnistudio[ray]')" >&2
 fi
+echo "bench: the persistent compiled backbone, compile off,default, cold cache then warm ($(left) s left)" >&2
+# The first run compiles into an empty cache (compile.builds: source fresh), the second loads it (source cache):
+# what a second start of serve/studio pays with OMNISTUDIO_COMPILE=1.
+rm -rf "$OMNISTUDIO_HOME/cache/compile"
+for cache in cold warm; do
+  TORCHINDUCTOR_CACHE_DIR= run_bench 120 --sentences "$SENTENCES" --only combined --dtypes fp32,bf16 \
+    --compile off,default || echo "compile rows ($cache cache) failed or ran out of time" >&2
+done
 echo "bench: combined, compile $COMPILE_MODE ($(left) s left)" >&2
 run_bench "$(left)" --sentences "$SENTENCES" --only combined --compile "$COMPILE_MODE" || {
   echo "compile run did not finish in time; retrying with --compile default --only combined" >&2

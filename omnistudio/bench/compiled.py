@@ -77,8 +77,11 @@ def length_sweep(engine: Any, sentences: int = 20, mode: str = "default", num_st
 
 
 def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    from omnistudio.bench.speed import compile_modes
+
+    mode = (compile_modes(args.compile) or ["default"])[0]
     engine = open_engine(args, "fast")
-    return length_sweep(engine, sentences=args.sentences, mode=args.compile if args.compile != "off" else "default",
+    return length_sweep(engine, sentences=args.sentences, mode=mode,
                         num_step=args.num_step, seed=args.seed, progress=args.progress)
 
 

@@ -46,8 +46,10 @@ DEFAULT_SENTENCES = 3
 def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", choices=["all", "combined"], default="all",
                         help="all: each technique alone + lossless + defaults; combined: lossless + defaults")
-    parser.add_argument("--compile", choices=["off", "default", "reduce-overhead"], default="off",
-                        help="also measure the defaults with torch.compile of backbone and vocoder")
+    parser.add_argument("--compile", default="off",
+                        help="comma-separated backbone compile axis, e.g. off,default: each mode but off adds the "
+                        "defaults on the persistent compiled backbone (built through its cache first; compile time "
+                        "reported apart)")
     parser.add_argument("--dtypes", help="comma-separated backbone dtypes to compare in one run, e.g. fp32,bf16 "
                         "(one engine each; stock and fast at each dtype; ratios against stock at the first)")
 
@@ -124,7 +126,8 @@ class BenchSettings:
     seed: int = 0
     guidance: float = 2.0
     variants: list[str] = field(default_factory=lambda: ["techniques", "lossless", "default"])
-    compile: str = "off"  # off | default | reduce-overhead: adds a compiled "default+compile" variant
+    compile: str = "off"  # off | default | reduce-overhead, or a list "off,default": each mode but off adds a
+    # "default+compile" variant on the persistent compiled backbone (engine/compiled_backbone.py)
 
 
 def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None = None) -> list[Variant]:
@@ -142,9 +145,9 @@ def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None
         defaults = SamplerOptions.for_device(device)
         if "default" in settings.variants:
             group.append(Variant("default", defaults))
-        if settings.compile != "off":
-            group.append(Variant("default+compile", replace(defaults, compile_backbone=True,
-                                                            compile_vocoder=settings.compile), compiled=True))
+        for mode in compile_modes(settings.compile):
+            name = "default+compile" if mode == "default" else f"default+compile {mode}"
+            group.append(Variant(name, defaults, compiled=True))
         out += [replace(v, name=v.name + tag, dtype=dtype, stock="stock" + tag) for v in group]
     return out
 
@@ -287,6 +290,7 @@ class Bench:
         from omnistudio.engine.compile import compile_status, dynamo_graphs
 
         engine, model = self.engine, self.model
+        compiled = compile_engines(self.engines, self.variants, self.settings.compile)
         with engine._lock, torch.inference_mode():
             prompts = {d: reference_prompt(e) for d, e in self.engines.items()}
             prompt = prompts[next(iter(self.engines))]
@@ -352,9 +356,38 @@ class Bench:
             "sentences": [{"text": t, "text_tokens": len(tok(t).input_ids),
                            "target_frames": engine.estimate_target_frames(t, prompt)} for t in self.texts],
             "reference_frames": int(prompt.ref_audio_tokens.size(-1)),
-            "compile": {**compile_status(model), "recompiles_after_warmup": dynamo_graphs() - graphs_warm},
+            "compile": {**compile_status(model), "recompiles_after_warmup": dynamo_graphs() - graphs_warm,
+                        "builds": compiled},
             "variants": [results[v.name].finish(None if v is base else stock_r) for v in self.variants],
         }
+
+
+def compile_modes(value: str) -> list[str]:
+    """``"off,default"`` -> ["default"]: the compile modes to add rows for (off is the eager rows)."""
+    from omnistudio.engine.compile import MODES
+
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names or any(n not in MODES for n in names) or len(set(names)) != len(names):
+        raise UserError(f"--compile {value}: give a comma-separated list of {', '.join(MODES)}, each once")
+    return [n for n in names if n != "off"]
+
+
+def compile_engines(engines: dict[str | None, Any], variants: list[Variant], value: str) -> list[dict[str, Any]]:
+    """Build the persistent compiled backbone (through its cache) on every engine a compiled row runs on,
+    before any timing; what each build cost. One mode per run (the backbone holds one graph)."""
+    modes = compile_modes(value)
+    if len(modes) > 1:
+        raise UserError("--compile: one compile mode per run besides off (the backbone holds one graph)")
+    out = []
+    for dtype in dict.fromkeys(v.dtype for v in variants if v.compiled):
+        from omnistudio.engine.compiled_backbone import CompiledBackbone
+
+        backbone = CompiledBackbone(engines[dtype], mode=modes[0]).start(background=False)
+        if backbone.state != "compiled":
+            raise UserError(f"compiling the backbone failed: {backbone.detail}")
+        out.append({"dtype": engines[dtype].loaded.dtype_name, "mode": modes[0], "source": backbone.source,
+                    "compile_s": round(backbone.compile_s, 2)})
+    return out
 
 
 def _agreement(mine: list[torch.Tensor], stock: list[torch.Tensor]) -> float:
@@ -374,15 +407,14 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
     from omnistudio.checks import check_guidance
 
     args.guidance = check_guidance(args.guidance)
+    compile_modes(args.compile)  # a bad --compile refused before any model loads
     settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
                              guidance=args.guidance, variants=args.variants, compile=args.compile)
-    if args.dtypes:  # one engine per dtype, every variant at each
-        engines = {}
-        for dtype in args.dtypes:
-            engines[dtype] = open_engine(argparse.Namespace(**{**vars(args), "dtype": dtype}), "stock")
-        return Bench(engines, settings, progress=args.progress).run()
-    # "stock": the sentence bench installs its own samplers per variant
-    return Bench(open_engine(args, "stock"), settings, progress=args.progress).run()
+    from omnistudio.bench import quantized
+
+    # one engine per dtype and quantisation (--dtypes, --quantize), every variant at each; "stock": the
+    # sentence bench installs its own samplers per variant
+    return quantized.run(args, open_engine, Bench, settings)
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -392,11 +424,11 @@ def print_result(result: dict[str, Any]) -> None:
     table = Table(title=f"{result['model']} on {result['device']} ({','.join(result['dtypes'])}, "
                   f"{result['torch_threads']} threads, {result['num_step']} steps); ratios against "
                   f"{result['baseline']}")
-    for col in ("variant", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s", "peak MB",
+    for col in ("variant", "wall s", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s", "peak MB",
                 "tokens = stock", "agree", "agree base", "max |diff|"):
         table.add_column(col, justify="left" if col == "variant" else "right")
     for v in result["variants"]:
-        table.add_row(v["name"], f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x", f"{v['loop_ratio']:.2f}x",
+        table.add_row(v["name"], f"{v['total_s']:.2f}", f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x", f"{v['loop_ratio']:.2f}x",
                       f"{v['ms_per_step']:.1f}", f"{v['vocoder_ms']:.0f}", f"{v['rtf']:.2f}", f"{v['ttfa_s']:.2f}",
                       f"{v['peak_mem_mb']:.0f}", "yes" if v["tokens_identical"] else "NO",
                       f"{100 * v['token_agreement']:.1f}%", f"{100 * v['baseline_agreement']:.1f}%",
@@ -404,6 +436,9 @@ def print_result(result: dict[str, Any]) -> None:
     Console().print(table)
     frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
     Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
+    from omnistudio.bench.quantized import print_engines
+
+    print_engines(result)
     default = next((v for v in result["variants"] if v["name"] == result.get("default_variant")), None)
     if default is not None and len(result["dtypes"]) > 1:
         Console().print(f"what a user gets by default ({default['name']}: auto dtype = {result['auto_dtype']}, "
