@@ -45,6 +45,7 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
         "serve", "--ray", "--host", "::1", "--port", "8123", "--api-key-file", str(keys), "--max-queue", "5",
         "--max-batch", "3", "--time-limit", "42", "--cache-mb", "64", "--no-warm-up", "--cpus-per-replica", "2",
         "--threads-per-replica", "2", "--model", "tiny", "--device", "cpu", "--dtype", "fp32", "--max-voices", "9",
+        "--quantize", "int8",
         "--mcp-output-dir", str(tmp_path / "mcp")])
     shipped: dict[str, Any] = {}
 

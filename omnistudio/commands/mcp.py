@@ -27,5 +27,8 @@ def run(args: argparse.Namespace) -> int:
     folder = folder_from(args.output_dir)
     if folder.root.exists() and not folder.root.is_dir():
         raise UserError(f"--output-dir {folder.root} is a file, not a folder")
+    if (getattr(args, "quantize", None) or "none") != "none":
+        raise UserError("omnistudio mcp loads the model unquantized: --quantize int8 is for say, render, serve, "
+                        "bench and the studio")
     serve_stdio(LocalBackend(args.model, args.device, args.dtype, args.asr_model), folder)
     return 0

@@ -24,6 +24,8 @@ def _batch_spec(args: argparse.Namespace) -> Any:
         raise UserError("--ray renders files only: --play works without --ray")
     if getattr(args, "shm", None):
         raise UserError("--shm hands one take to one reader: it does not combine with --ray")
+    if (getattr(args, "quantize", None) or "none") != "none":
+        raise UserError("--quantize int8 does not combine with --ray yet: the workers load the model unquantized")
     options = take_options(args)
     ref_bytes = args.ref_audio.read_bytes() if args.ref_audio is not None and args.ref_audio.is_file() else None
     return RenderSpec(model=args.model or default_model(), device=args.device, dtype=args.dtype,

@@ -86,7 +86,14 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         from omnistudio.commands.flags.ray import actor_threads
 
         threads = actor_threads(getattr(args, "threads_per_replica", None), "--threads-per-replica")
-    return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, max_batch=args.max_batch,
+    quantize = "none"
+    if (args.quantize or "none") != "none":  # refused here (one line) where int8 would not run, before any load
+        from omnistudio.engine.model import pick_device
+        from omnistudio.engine.quantize import check_quantize
+
+        quantize = check_quantize(args.quantize, pick_device(args.device))
+    return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, quantize=quantize,
+                        max_batch=args.max_batch,
                         max_queue=args.max_queue, time_limit_s=args.time_limit, cache_mb=args.cache_mb, keys=keys,
                         max_voices=args.max_voices,
                         warm_up=args.warm_up, threads=threads, host=args.host, port=args.port,

@@ -43,7 +43,13 @@ def run(args: argparse.Namespace) -> int:
         if spec.kind == "dir" and spec.path is not None:
             check_model_dir(spec.path)
         dtype = getattr(args, "dtype", None) or settings.dtype  # --dtype, else the saved setting (default auto)
-        studio = Studio(model, getattr(args, "device", None), dtype, settings=settings,
+        quantize = getattr(args, "quantize", None) or settings.quantize  # --quantize, else the saved setting
+        if quantize != "none":  # refused (one line, exit 2) before any screen where int8 would not run
+            from omnistudio.engine.model import pick_device
+            from omnistudio.engine.quantize import check_quantize
+
+            quantize = check_quantize(quantize, pick_device(getattr(args, "device", None)))
+        studio = Studio(model, getattr(args, "device", None), dtype, quantize=quantize, settings=settings,
                         audio=getattr(args, "audio", "auto"))
         app_args = {"subtitle": f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
                     "banner": banner}

@@ -114,8 +114,9 @@ class Engine:
         device: str | None = None,
         dtype: str | None = None,
         progress: Progress | None = None,
+        quantize: str | None = None,
     ) -> Engine:
-        return cls(load_model(model, device=device, dtype=dtype, progress=progress))
+        return cls(load_model(model, device=device, dtype=dtype, progress=progress, quantize=quantize))
 
     # ---------------------------------------------------------------- prompts
     def prompt_from_audio(self, wave: np.ndarray, sample_rate: int, text: str) -> VoicePrompt:

@@ -29,6 +29,8 @@ from omnistudio.errors import UserError, first_line
 if TYPE_CHECKING:
     import torch
 
+    from omnistudio.engine.quantize import QuantizeReport
+
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
@@ -68,6 +70,8 @@ class LoadedModel:
     dtype: torch.dtype  # of the backbone (the vocoder is always fp32)
     fingerprint: str
     dtype_reason: str = ""
+    quantize: str = "none"  # none | int8 (the backbone's linear layers; engine/quantize.py)
+    quantized: QuantizeReport | None = None  # what quantizing did (layers, MB before and after, seconds)
 
     @property
     def dtype_name(self) -> str:
@@ -76,12 +80,12 @@ class LoadedModel:
     @property
     def label(self) -> str:
         """A few words for the studio's telemetry: where the backbone runs, in which dtype."""
-        return f"{self.device} · {self.dtype_name}"
+        return f"{self.device} · {self.dtype_name}" + (f" · {self.quantize}" if self.quantize != "none" else "")
 
     def describe(self) -> dict[str, str]:
         """What --json outputs and sidecars record about the model."""
         return {"model": self.spec.name, "device": self.device, "dtype": self.dtype_name,
-                "dtype_reason": self.dtype_reason, "vocoder_dtype": "fp32"}
+                "dtype_reason": self.dtype_reason, "vocoder_dtype": "fp32", "quantisation": self.quantize}
 
     @property
     def sample_rate(self) -> int:
@@ -169,6 +173,7 @@ def pick_device(requested: str | None = None) -> str:
 
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")
+QUANTIZE = ("none", "int8")  # --quantize: int8 linear layers in the backbone (engine/quantize.py)
 _TORCH_DTYPES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
                  "bf16": "bfloat16", "bfloat16": "bfloat16"}
 # /proc/cpuinfo flags of CPUs that run bf16 matrix products natively (not emulated through fp32).
@@ -295,13 +300,20 @@ def load_model(
     device: str | None = None,
     dtype: str | None = None,
     progress: Progress | None = None,
+    quantize: str | None = None,
 ) -> LoadedModel:
-    """Resolve, fetch or build, and load a model onto the best device."""
+    """Resolve, fetch or build, and load a model onto the best device (``quantize="int8"``: int8 linear
+    layers in the backbone, refused with one line where the CPU has no int8 acceleration)."""
     say = progress or (lambda _m: None)
     spec = resolve_model(name)
-    path = checkpoint_path(spec, say)
     dev = pick_device(device)
     choice = choose_dtype(dev, dtype)
+    quant, report = "none", None
+    if (quantize or "none").strip().lower() != "none":
+        from omnistudio.engine.quantize import check_quantize
+
+        quant = check_quantize(quantize, dev)
+    path = checkpoint_path(spec, say)
     torch_dtype = choice.dtype
     set_backend_flags(dev)
     if spec.is_random:
@@ -328,6 +340,12 @@ def load_model(
         model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
     model.audio_tokenizer.float()  # fp16 underflows in the vocoder
     model.eval()
+    if quant == "int8":
+        from omnistudio.engine.quantize import quantize_backbone
+
+        say("quantizing the backbone to int8")
+        report = quantize_backbone(model.llm)
+        log.info("%s", report.describe())
     log.info("model %s (%s) on %s, backbone %s (%s), vocoder fp32, cudnn.benchmark off%s",
              spec.name, spec.kind, dev, choice.name, choice.reason, ", TF32 on" if dev.startswith("cuda") else "")
-    return LoadedModel(model, spec, path, dev, torch_dtype, fingerprint(path), choice.reason)
+    return LoadedModel(model, spec, path, dev, torch_dtype, fingerprint(path), choice.reason, quant, report)

@@ -23,6 +23,7 @@ class ServerConfig:
     model: str | None = None
     device: str | None = None
     dtype: str | None = None
+    quantize: str = "none"  # none | int8: the backbone's linear layers (--quantize; CPU only)
     max_batch: int = 8
     max_queue: int = 16
     time_limit_s: float = 300.0

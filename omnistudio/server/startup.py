@@ -21,7 +21,8 @@ def start_engine(config: ServerConfig, state: Any, server: Any) -> None:
 
     try:
         with status("loading model") as update:
-            engine = open_engine(config.model, config.device, config.dtype, "fast", progress=update)
+            engine = open_engine(config.model, config.device, config.dtype, "fast", progress=update,
+                                 quantize=config.quantize)
             state.status = "warming"
             # the default voice first, so the warm-up always has a prompt to warm with
             warm_engine(engine, update, voices=[(parse_voice(DEFAULT_VOICE)[0], "en")], warm=config.warm_up)

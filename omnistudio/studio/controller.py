@@ -94,13 +94,13 @@ class Studio:
     """Headless studio: everything the Textual app shows comes from here."""
 
     def __init__(self, model: str | None = None, device: str | None = None, dtype: str | None = None, *,
-                 engine: Any = None, link: Any = None, settings: StudioSettings | None = None,
+                 quantize: str = "none", engine: Any = None, link: Any = None, settings: StudioSettings | None = None,
                  report: Callable[[object], None] | None = None, audio: str = "auto", virtual_rate: float = 1.0,
                  voice_resolver: VoiceFor | None = None, warm: bool = True,
                  cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         if audio not in ("auto", "device", "virtual"):
             raise UserError(f"audio mode '{audio}': use auto, device or virtual")
-        self.model_spec = (model, device, dtype)
+        self.model_spec = (model, device, dtype, quantize)
         self.engine = engine
         self.link = link  # an EngineLink; made over ``engine`` once it is loaded (LocalEngine)
         self.settings = (settings or StudioSettings()).validated()
@@ -367,9 +367,9 @@ class Studio:
             if self.engine is None:
                 from omnistudio.voices.session import open_engine
 
-                model, device, dtype = self.model_spec
+                model, device, dtype, quantize = self.model_spec
                 self._set_state("loading", str(model or "default model"))
-                self.engine = open_engine(model, device, dtype, "fast",
+                self.engine = open_engine(model, device, dtype, "fast", quantize=quantize,
                                           progress=lambda text: self._set_state("loading", text))
             self.link = LocalEngine(self.engine, voice_for=self.voice_resolver)
         self._set_state("warming")

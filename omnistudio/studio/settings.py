@@ -40,6 +40,15 @@ def _dtype(value: Any) -> str:
     return name
 
 
+def _quantize(value: Any) -> str:
+    from omnistudio.engine.model import QUANTIZE
+
+    name = str(value or "none").strip().lower()
+    if name not in QUANTIZE:
+        raise UserError(f"quantize '{value}': use {' or '.join(QUANTIZE)}")
+    return name
+
+
 @dataclass(frozen=True)
 class StudioSettings:
     """Everything the settings screen edits."""
@@ -56,6 +65,7 @@ class StudioSettings:
     language: str = "en"
     anchor: str = ""
     dtype: str = "auto"  # backbone dtype at the next start: auto | fp32 | bf16 | fp16 (--dtype wins)
+    quantize: str = "none"  # the backbone's linear layers at the next start: none | int8 (--quantize wins)
     server: str = ""  # a speech server's URL (`omnistudio serve`); empty: the model runs in this process
     api_key_file: str = ""  # the server's API key, in this file
 
@@ -80,7 +90,7 @@ class StudioSettings:
             output_device=str(self.output_device or "").strip(),
             server=server, api_key_file=str(self.api_key_file or "").strip(),
             language=self.language if self.language in ("en", "es") else "en",
-            dtype=_dtype(self.dtype),
+            dtype=_dtype(self.dtype), quantize=_quantize(self.quantize),
         )
 
     def as_dict(self) -> dict[str, Any]:

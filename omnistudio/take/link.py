@@ -77,7 +77,7 @@ class LinkInfo:
     dtype: str
     sampler: str  # fast | stock
     threads: int | None = None  # torch's thread count where it renders (float sums depend on it); None: unknown
-    quantisation: str = "none"  # no quantised weights are loaded anywhere yet
+    quantisation: str = "none"  # none | int8 (the backbone's linear layers, --quantize)
     compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | compiled | failed (eager)
 
 
@@ -203,6 +203,7 @@ class LocalEngine:
         dtype = getattr(loaded, "dtype_name", None) or str(getattr(loaded, "dtype", ""))  # "bf16", as --dtype says
         return LinkInfo(str(getattr(loaded.spec, "name", "?")), str(loaded.device), dtype,
                         "fast" if self.engine.sampler is not None else "stock", self.threads or torch_threads(),
+                        quantisation=str(getattr(loaded, "quantize", "none")),
                         compile=str(getattr(self.engine, "compile_state", "off")))
 
     @property

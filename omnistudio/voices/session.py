@@ -16,11 +16,13 @@ SAMPLERS = ("fast", "stock")
 
 
 def open_engine(model: str | None = None, device: str | None = None, dtype: str | None = None,
-                sampler: str = "fast", progress: Callable[[str], None] | None = None) -> Engine:
-    """Load ``model`` (hub id, checkpoint directory, tiny/mid/full) and install ``sampler``."""
+                sampler: str = "fast", progress: Callable[[str], None] | None = None,
+                quantize: str | None = None) -> Engine:
+    """Load ``model`` (hub id, checkpoint directory, tiny/mid/full) and install ``sampler`` (``quantize``:
+    none or int8, the backbone's linear layers)."""
     if sampler not in SAMPLERS:
         raise UserError(f"sampler '{sampler}': use {' or '.join(SAMPLERS)}")
-    engine = Engine.load(model, device=device, dtype=dtype, progress=progress)
+    engine = Engine.load(model, device=device, dtype=dtype, progress=progress, quantize=quantize)
     if sampler == "fast":
         try:
             from omnistudio.engine.sampler import FastSampler

@@ -22,6 +22,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
     parser.add_argument("--dtype", help="backbone dtype: auto (default), fp32, bf16 or fp16; auto is fp16 on "
                         "CUDA, bf16 on a CPU with AMX-BF16 or AVX512-BF16, else fp32 (the vocoder stays fp32)")
+    parser.add_argument("--quantize", metavar="none|int8", help="int8: the backbone's linear layers in int8 "
+                        "(CPU only, refused without AVX2/VNNI/AMX int8; opt-in; quality on the real weights "
+                        "unmeasured); default none; bench takes a list, e.g. none,int8")
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +40,7 @@ def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] |
     from omnistudio.voices.session import open_engine
 
     return open_engine(getattr(args, "model", None), getattr(args, "device", None), getattr(args, "dtype", None),
-                       getattr(args, "sampler", "fast"), progress=progress)
+                       getattr(args, "sampler", "fast"), progress=progress, quantize=getattr(args, "quantize", None))
 
 
 def remote_link(server: str | None, api_key_file: Any = None) -> Any:

@@ -1,0 +1,147 @@
+"""int8 linear layers in the backbone (``--quantize int8``), and where int8 pays.
+
+Every ``nn.Linear`` of the Qwen3 backbone (``model.llm``: the attention projections and the MLP) becomes
+PyTorch's own dynamic quantized Linear (``torch.ao.nn.quantized.dynamic.Linear``, the fbgemm / oneDNN
+kernels of torch's ``x86`` quantized engine): weights int8, one scale per output channel (symmetric,
+``max |w| / 127``, computed here: :func:`weight_scales`); activations quantized per call to uint8 with one
+scale for the whole input (the kernel's ``reduce_range``: 7 bits, so AVX2's ``vpmaddubsw`` never
+saturates), int32 accumulation, fp32 out. The audio embeddings, the audio heads (``model.audio_heads``)
+and the vocoder are left as they are (the vocoder fp32). On a bf16 backbone the layer takes bf16 in and
+gives bf16 out (its arithmetic is int8 with fp32 scales either way).
+
+Why these kernels and not torchao's int8 configs, and what "int8 acceleration" means: docs/decisions.md
+("int8 backbone"). The rule (:func:`int8_feature`): a CPU whose flags name AMX-INT8, AVX512-VNNI or
+AVX-VNNI (native int8 dot products), or AVX2 (fbgemm's ``vpmaddubsw`` path: measured 1.7-2.3x faster than
+fp32 on the backbone's matrix shapes on an AVX2-only EPYC). Anything else is refused with one line;
+so is any device but the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from omnistudio.engine.model import QUANTIZE
+from omnistudio.errors import UserError
+
+# /proc/cpuinfo flags that give int8 matrix products an edge over fp32, best first.
+INT8_CPU_FLAGS = (("amx_int8", "AMX-INT8"), ("avx512_vnni", "AVX512-VNNI"), ("avx_vnni", "AVX-VNNI"),
+                  ("avx2", "AVX2"))
+QMAX = 127  # the largest int8 weight: a channel's largest |w| maps to it
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (``/proc/cpuinfo``); ``OMNISTUDIO_CPU_FLAGS`` (space-separated) stands in
+    for them (tests use it; so can a user whose CPU is misread). Empty where there is no such file."""
+    forced = os.environ.get("OMNISTUDIO_CPU_FLAGS")
+    if forced is not None:
+        return frozenset(forced.split())
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def int8_feature(flags: frozenset[str] | set[str]) -> str | None:
+    """The feature that makes int8 matrix products pay on a CPU with ``flags``, or None."""
+    return next((label for flag, label in INT8_CPU_FLAGS if flag in flags), None)
+
+
+def check_quantize(value: str | None, device: str, flags: frozenset[str] | None = None) -> str:
+    """``--quantize`` checked against the device and the CPU (one line when refused): "none" or "int8"."""
+    name = str(value or "none").strip().lower()
+    if name not in QUANTIZE:
+        raise UserError(f"unknown --quantize '{value}': use {' or '.join(QUANTIZE)}")
+    if name == "none":
+        return name
+    if not device.startswith("cpu"):
+        raise UserError(f"--quantize int8 runs on the CPU (PyTorch's x86 int8 kernels), not on {device}: "
+                        "use --device cpu, or --quantize none")
+    if int8_feature(cpu_flags() if flags is None else flags) is None:
+        raise UserError("--quantize int8: this CPU has no int8 acceleration (none of AVX2, AVX-VNNI, "
+                        "AVX512-VNNI or AMX-INT8 in its flags), so int8 would be slower than fp32; use --quantize none")
+    if "x86" not in torch.backends.quantized.supported_engines:
+        raise UserError("--quantize int8: this torch build has no x86 int8 kernels (fbgemm/oneDNN); "
+                        "use --quantize none")
+    return name
+
+
+def weight_scales(weight: torch.Tensor) -> torch.Tensor:
+    """One scale per output channel (row): its largest |w| maps to 127 (fp64, as quantize_per_channel takes)."""
+    amax = weight.detach().abs().amax(dim=1).double()
+    return amax.clamp_min(torch.finfo(torch.float32).tiny) / QMAX
+
+
+def _dynamic_linear() -> type[torch.nn.Module]:
+    with warnings.catch_warnings():  # torch.ao's eager quantization API warns that it moves to torchao
+        warnings.simplefilter("ignore")
+        import torch.ao.nn.quantized.dynamic as nnqd
+
+        return nnqd.Linear
+
+
+class CastLinear(torch.nn.Module):
+    """An int8 dynamic quantized Linear (fp32 in and out) inside a backbone of any float dtype."""
+
+    def __init__(self, inner: torch.nn.Module, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.inner = inner
+        self.in_features, self.out_features = in_features, out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:
+            return self.inner(x)  # type: ignore[no-any-return]
+        return self.inner(x.float()).to(x.dtype)  # type: ignore[no-any-return]
+
+
+def int8_linear(linear: torch.nn.Linear) -> CastLinear:
+    """``linear`` as an int8 dynamic quantized Linear that takes and gives ``linear``'s dtype."""
+    weight = linear.weight.detach().float()
+    scales = weight_scales(weight)
+    with warnings.catch_warnings():  # quantized tensors are deprecated in favour of torchao's (decisions.md)
+        warnings.simplefilter("ignore")
+        qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.long), 0,
+                                             torch.qint8)
+        inner = _dynamic_linear()(linear.in_features, linear.out_features, bias_=linear.bias is not None,
+                                  dtype=torch.qint8)
+        inner.set_weight_bias(qweight, None if linear.bias is None else linear.bias.detach().float())  # type: ignore[operator]
+    return CastLinear(inner, linear.in_features, linear.out_features)
+
+
+@dataclass(frozen=True)
+class QuantizeReport:
+    """What :func:`quantize_backbone` did: layers replaced, their weights' size before and after, its time."""
+
+    layers: int
+    float_mb: float  # the replaced layers' weights in their float dtype
+    int8_mb: float  # the same weights in int8, with their scales
+    seconds: float
+
+    def describe(self) -> str:
+        return (f"int8: {self.layers} linear layers of the backbone, weights {self.float_mb:.0f} -> "
+                f"{self.int8_mb:.0f} MB, in {self.seconds:.1f} s")
+
+
+def quantize_backbone(llm: torch.nn.Module) -> QuantizeReport:
+    """Replace every ``nn.Linear`` inside ``llm`` (the backbone) by its int8 version, in place."""
+    started = time.perf_counter()
+    layers, float_bytes, int8_bytes = 0, 0, 0
+    for parent in list(llm.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is not torch.nn.Linear:
+                continue
+            weight = child.weight
+            float_bytes += weight.numel() * weight.element_size()
+            int8_bytes += weight.numel() + 8 * weight.size(0)
+            with torch.inference_mode():
+                setattr(parent, name, int8_linear(child))
+            layers += 1
+    return QuantizeReport(layers, float_bytes / 2**20, int8_bytes / 2**20, time.perf_counter() - started)

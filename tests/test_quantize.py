@@ -1,0 +1,188 @@
+"""int8 linear layers in the backbone (``--quantize int8``): each layer against its float weights within a
+bound derived from int8 arithmetic, the CPU rule that refuses it, and ``say --quantize int8`` end to end.
+
+The bound, per layer call ``y = x W^T`` (x: rows of k features, W: n x k), with the weight scale of output
+channel j ``s_j = max|W_j| / 127`` and the activation scale ``s_x = (max(x, 0) - min(x, 0)) / 127`` (the
+kernel's 7-bit activations; 8 bits only halve it), both computed here from the float values:
+
+- worst case, every element: ``|y_q - y| <= s_j/2 * |x|_1 + s_x/2 * (|W_j|_1 + k * s_j/2)`` (each weight
+  off by at most half its step, each activation by at most half its step, the products summed);
+- the layer's RMS error at most 1.25 x the RMS that rounding noise predicts (independent errors, uniform
+  within half a step: variance ``s_j^2/12 * |x|_2^2 + s_x^2/12 * |W_j|_2^2`` per element); measured 0.99-1.00
+  on the backbone's shapes, so 1.25 leaves room for the small layers and nothing for a wrong scale.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from omnistudio.engine.reference import Reference
+from omnistudio.errors import UserError
+from support.audio import REF_TEXT
+from support.cli import one_line_error
+
+RMS_SLACK = 1.25
+ONE = "Good evening and welcome to the news."
+THREE = ["Good evening.", "The council met late into the night to vote.", "Rain is expected tomorrow."]
+
+
+@pytest.fixture(scope="module")
+def int8_engine(omnistudio_home: Path) -> Any:
+    from omnistudio.engine.engine import Engine
+
+    return Engine.load("tiny", device="cpu", dtype="fp32", quantize="int8")
+
+
+def _calls(engine: Any, run: Any) -> list[tuple[str, Any, Any]]:
+    """(layer name, input, output) of every int8 layer call while ``run()`` renders."""
+    from omnistudio.engine.quantize import CastLinear
+
+    seen: list[tuple[str, Any, Any]] = []
+    hooks = [module.register_forward_hook(lambda _m, args, out, name=name: seen.append(
+        (name, args[0].detach().clone(), out.detach().clone())))
+             for name, module in engine.model.llm.named_modules() if isinstance(module, CastLinear)]
+    try:
+        run()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return seen
+
+
+def _check(name: str, x: Any, y: Any, linear: Any) -> float:
+    """Assert the bound for one call; returns its RMS error over the predicted RMS."""
+    import torch
+
+    k, n = linear.in_features, linear.out_features
+    x64, y64 = x.reshape(-1, k).double(), y.reshape(-1, n).double()
+    w = linear.weight.detach().double()
+    ref = x64 @ w.t() + (linear.bias.detach().double() if linear.bias is not None else 0.0)
+    err = (y64 - ref).abs()
+    s_w = w.abs().amax(dim=1) / 127
+    s_x = (x64.max().clamp_min(0) - x64.min().clamp_max(0)) / 127
+    worst = x64.abs().sum(dim=1, keepdim=True) * s_w / 2 + s_x / 2 * (w.abs().sum(dim=1) + k * s_w / 2)
+    over = err - (worst * (1 + 1e-5) + 1e-6)  # fp32 output rounding on top of the int8 arithmetic
+    assert float(over.max()) <= 0, f"{name}: {int((over > 0).sum())} elements past the worst-case bound"
+    predicted = torch.sqrt(((s_w**2 / 12) * x64.pow(2).sum(dim=1, keepdim=True)
+                            + (s_x**2 / 12) * w.pow(2).sum(dim=1)).mean())
+    ratio = float(err.pow(2).mean().sqrt() / predicted)
+    rel = float(err.pow(2).mean().sqrt() / ref.pow(2).mean().sqrt())
+    assert ratio <= RMS_SLACK, f"{name}: RMS error {ratio:.2f}x the rounding noise predicted (relative {rel:.4f})"
+    return ratio
+
+
+def _check_all(calls: list[tuple[str, Any, Any]], float_llm: Any) -> None:
+    names = {name for name, _x, _y in calls}
+    assert len(names) == 7 * len(float_llm.layers), names  # q, k, v, o, gate, up, down in every layer
+    ratios = [_check(name, x, y, float_llm.get_submodule(name)) for name, x, y in calls]
+    assert min(ratios) > 0.5  # the noise is there: int8 really ran (a float layer would give ~0)
+
+
+def test_every_backbone_linear_is_int8_and_the_rest_is_not(int8_engine: Any, tiny_engine: Any) -> None:
+    import torch
+
+    from omnistudio.engine.quantize import CastLinear
+
+    model = int8_engine.model
+    assert not any(type(m) is torch.nn.Linear for m in model.llm.modules())
+    assert sum(isinstance(m, CastLinear) for m in model.llm.modules()) == 7 * len(model.llm.layers)
+    assert type(model.audio_heads) is torch.nn.Linear  # the audio heads stay float
+    assert torch.equal(model.audio_heads.weight, tiny_engine.model.audio_heads.weight)
+    assert all(p.dtype == torch.float32 for p in model.audio_tokenizer.parameters())  # the vocoder fp32
+    assert int8_engine.loaded.quantize == "int8" and int8_engine.loaded.label == "cpu · fp32 · int8"
+    report = int8_engine.loaded.quantized
+    assert report.layers == 7 * len(model.llm.layers) and report.int8_mb < report.float_mb / 3
+
+
+def test_int8_layers_within_the_bound_one_sentence(int8_engine: Any, tiny_engine: Any, ref_wav: Path) -> None:
+    voice = Reference(ref_wav, REF_TEXT)
+    calls = _calls(int8_engine, lambda: int8_engine.synthesize(ONE, voice, num_step=4, seed=3, sampler=None))
+    _check_all(calls, tiny_engine.model.llm)
+
+
+def test_int8_layers_within_the_bound_batch_of_three(int8_engine: Any, tiny_engine: Any, ref_wav: Path) -> None:
+    from omnistudio.engine.sampler import FastSampler
+
+    voice = Reference(ref_wav, REF_TEXT)
+    sampler = FastSampler(int8_engine.model)
+    out: list[Any] = []
+    calls = _calls(int8_engine, lambda: out.extend(int8_engine.synthesize_batch(
+        THREE, [voice] * 3, ["en"] * 3, num_step=4, seeds=[1, 2, 3], sampler=sampler)))
+    assert len(out) == 3 and all(np.abs(s.pcm).max() > 0 for s in out)
+    assert max(x.reshape(-1, x.shape[-1]).shape[0] for _n, x, _y in calls) > 3 * 20  # three rows in a pass
+    _check_all(calls, tiny_engine.model.llm)
+
+
+@pytest.mark.parametrize(("flags", "feature"), [
+    ({"sse2", "avx", "avx2", "fma"}, "AVX2"),
+    ({"avx2", "avx512f", "avx512_vnni"}, "AVX512-VNNI"),
+    ({"avx2", "avx_vnni"}, "AVX-VNNI"),
+    ({"avx2", "avx512_vnni", "amx_tile", "amx_int8", "amx_bf16"}, "AMX-INT8"),
+    ({"sse2", "sse4_2", "avx"}, None),
+    (set(), None),  # no flags line (not an x86 CPU)
+])
+def test_int8_acceleration_is_a_function_of_the_cpu_flags(flags: set[str], feature: str | None) -> None:
+    from omnistudio.engine.quantize import check_quantize, int8_feature
+
+    assert int8_feature(flags) == feature
+    if feature is None:
+        with pytest.raises(UserError, match="no int8 acceleration"):
+            check_quantize("int8", "cpu", frozenset(flags))
+    else:
+        assert check_quantize("int8", "cpu", frozenset(flags)) == "int8"
+    assert check_quantize("none", "cpu", frozenset(flags)) == "none"
+
+
+def test_int8_is_refused_off_the_cpu_and_unknown_names_are_refused() -> None:
+    from omnistudio.engine.quantize import check_quantize
+
+    with pytest.raises(UserError, match="runs on the CPU"):
+        check_quantize("int8", "cuda:0", frozenset({"avx2"}))
+    with pytest.raises(UserError, match="unknown --quantize 'int4'"):
+        check_quantize("int4", "cpu", frozenset({"avx2"}))
+
+
+def test_say_refuses_int8_on_a_cpu_without_int8(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.cli import main
+
+    monkeypatch.setenv("OMNISTUDIO_CPU_FLAGS", "fpu sse sse2 ssse3 sse4_1 sse4_2 avx fma")
+    out = tmp_path / "refused.wav"
+    rc = main(["say", "--model", "tiny", "--device", "cpu", "--quantize", "int8", "--ref-audio", str(ref_wav),
+               "--ref-text", REF_TEXT, "Hello.", "-o", str(out)])
+    assert rc != 0 and not out.exists()
+    one_line_error(capsys, "no int8 acceleration")
+
+
+def test_say_int8_end_to_end(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.cli import main
+
+    out = tmp_path / "int8.wav"
+    rc = main(["say", "--model", "tiny", "--device", "cpu", "--dtype", "fp32", "--quantize", "int8",
+               "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, ONE, "-o", str(out), "--json"])
+    assert rc == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["quantisation"] == "int8" and said["dtype"] == "fp32"
+    pcm, rate = sf.read(out, dtype="float32")
+    assert rate == 24_000 and len(pcm) == round(said["audio_s"] * rate)
+    assert np.all(np.isfinite(pcm)) and np.abs(pcm).max() > 0
+
+
+def test_render_records_int8_in_its_sidecar(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A take's record names what its samples depend on: an int8 render says int8 (the reproducibility contract)."""
+    from omnistudio.cli import main
+
+    script = tmp_path / "s.txt"
+    script.write_text("Good evening.\n", encoding="utf-8")
+    out = tmp_path / "out.wav"
+    assert main(["render", str(script), "--model", "tiny", "--device", "cpu", "--quantize", "int8", "--ref-audio",
+                 str(ref_wav), "--ref-text", REF_TEXT, "--num-step", "2", "-o", str(out), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    sidecar = json.loads(Path(said["sidecar"]).read_text())
+    assert sidecar["engine"]["quantisation"] == said["quantisation"] == "int8"
