@@ -38,12 +38,15 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, that command's options alone (what one run parses: the
+    other commands' options import what they check against, e.g. render's finishing flags import the
+    DSP and with it scipy and torch, seconds that ``omnistudio voices list`` need not pay)."""
     parser = OneLineParser(prog="omnistudio", description="Voice-cloning studio for a news desk's anchors.")
     parser.add_argument("--version", action="version", version=f"omnistudio {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="more log output on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else [only]:
         module = _command_module(name)
         if module is not None:
             module.add_parser(sub)
@@ -146,9 +149,16 @@ def _main(argv: list[str] | None) -> int:
         return 1
 
 
+def _named_command(argv: list[str]) -> str | None:
+    """The command ``argv`` runs (after :func:`with_default_command`), or None (``--help``, ``--version``)."""
+    rest = [arg for arg in argv if arg not in ("-v", "--verbose")]
+    return rest[0] if rest and rest[0] in COMMANDS else None
+
+
 def _command(argv: list[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(with_default_command(list(sys.argv[1:] if argv is None else argv)))
+    words = with_default_command(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser(_named_command(words))
+    args = parser.parse_args(words)
     from omnistudio.console import setup_logging
 
     setup_logging(args.verbose)

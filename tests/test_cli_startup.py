@@ -1,0 +1,56 @@
+"""One run of ``omnistudio`` builds the options of the command it runs, not of every command: render's
+finishing and caption flags import the DSP (scipy, torch), seconds that ``omnistudio normalize`` or
+``voices list`` need not pay. ``--help`` still names every command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from omnistudio.cli import COMMANDS, build_parser, main
+
+# A fresh interpreter runs one light command and reports what it imported.
+PROBE = """
+import json, sys
+from omnistudio.cli import main
+code = main(["normalize", "21 %", "--lang", "es"])
+print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.split(".")[0] in
+                  ("scipy", "torch", "omnistudio"))}))
+"""
+
+
+def test_a_light_command_imports_only_its_own_options() -> None:
+    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0
+    assert "veintiún por ciento" in proc.stdout  # the command really ran
+    modules = set(report["modules"])
+    assert "omnistudio.commands.normalize" in modules
+    others = {f"omnistudio.commands.{name}" for name in COMMANDS if name != "normalize"}
+    assert not modules & others, f"other commands' options were built: {sorted(modules & others)}"
+    assert not {m for m in modules if m.split(".")[0] in ("scipy", "torch")}, "normalize loaded scipy or torch"
+
+
+def test_help_still_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    listed = capsys.readouterr().out
+    for name in COMMANDS:
+        assert f"    {name}" in listed, f"--help does not name {name}"
+    assert set(build_parser()._subparsers._group_actions[0].choices) == set(COMMANDS)  # type: ignore[union-attr]
+    assert set(build_parser("render")._subparsers._group_actions[0].choices) == {"render"}  # type: ignore[union-attr]
+
+
+def test_each_command_still_parses_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """A command's own options, and an unknown one refused as before, through the one-command parser."""
+    assert main(["normalize", "3", "--lang", "en", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["spoken"] == "three"
+    with pytest.raises(SystemExit) as refused:
+        main(["normalize", "3", "--lang", "en", "--no-such-option"])
+    assert refused.value.code == 2
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
