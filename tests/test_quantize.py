@@ -186,3 +186,36 @@ def test_render_records_int8_in_its_sidecar(tmp_path: Path, ref_wav: Path, capsy
     said = json.loads(capsys.readouterr().out)
     sidecar = json.loads(Path(said["sidecar"]).read_text())
     assert sidecar["engine"]["quantisation"] == said["quantisation"] == "int8"
+
+
+def test_bench_quantize_axis_in_one_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench --quantize none,int8: one engine each, every row at each, int8 rows paired with stock unquantized."""
+    from omnistudio.cli import main
+
+    assert main(["bench", "--model", "tiny", "--device", "cpu", "--dtypes", "fp32", "--quantize", "none,int8",
+                 "--only", "combined", "--sentences", "1", "--num-step", "4", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = {v["name"]: v for v in result["variants"]}
+    assert list(rows) == ["stock fp32", "lossless fp32", "default fp32",
+                          "stock fp32 int8", "lossless fp32 int8", "default fp32 int8"]
+    assert result["baseline"] == "stock fp32" and result["quantize"] == ["none", "int8"]
+    for name, row in rows.items():
+        assert row["total_s"] > 0 and row["ms_per_step"] > 0 and row["rtf"] > 0 and row["ttfa_s"] > 0, name
+    # int8 changes tokens; its rows are compared with stock fp32 (their own dtype, unquantized), not with
+    # stock on the int8 engine: both agreements are the same figure here
+    int8 = rows["stock fp32 int8"]
+    assert 0.0 < int8["baseline_agreement"] < 1.0 and int8["token_agreement"] == int8["baseline_agreement"]
+    assert rows["lossless fp32 int8"]["token_agreement"] == rows["lossless fp32 int8"]["baseline_agreement"]
+    assert rows["lossless fp32"]["tokens_identical"] and not int8["tokens_identical"]
+    loads = {e["engine"]: e for e in result["engines"]}
+    assert loads["fp32"]["linear_mb"] is None and loads["fp32 int8"]["quantize"] == "int8"
+    assert loads["fp32 int8"]["linear_mb"][1] < loads["fp32 int8"]["linear_mb"][0]
+    assert result["int8_default"] is None  # no bf16 in this run to hold it against
+
+
+@pytest.mark.parametrize("value", ["none,int4", "int8,int8", ","])
+def test_bench_refuses_a_bad_quantize_list(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.cli import main
+
+    assert main(["bench", "--model", "tiny", "--quantize", value, "--sentences", "1"]) == 2
+    one_line_error(capsys, f"--quantize {value}: give a comma-separated list", alone=False)

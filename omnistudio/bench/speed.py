@@ -410,13 +410,11 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
     compile_modes(args.compile)  # a bad --compile refused before any model loads
     settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
                              guidance=args.guidance, variants=args.variants, compile=args.compile)
-    if args.dtypes:  # one engine per dtype, every variant at each
-        engines = {}
-        for dtype in args.dtypes:
-            engines[dtype] = open_engine(argparse.Namespace(**{**vars(args), "dtype": dtype}), "stock")
-        return Bench(engines, settings, progress=args.progress).run()
-    # "stock": the sentence bench installs its own samplers per variant
-    return Bench(open_engine(args, "stock"), settings, progress=args.progress).run()
+    from omnistudio.bench import quantized
+
+    # one engine per dtype and quantisation (--dtypes, --quantize), every variant at each; "stock": the
+    # sentence bench installs its own samplers per variant
+    return quantized.run(args, open_engine, Bench, settings)
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -426,11 +424,12 @@ def print_result(result: dict[str, Any]) -> None:
     table = Table(title=f"{result['model']} on {result['device']} ({','.join(result['dtypes'])}, "
                   f"{result['torch_threads']} threads, {result['num_step']} steps); ratios against "
                   f"{result['baseline']}")
-    for col in ("variant", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s", "peak MB",
-                "tokens = stock", "agree", "agree base", "max |diff|"):
+    for col in ("variant", "wall s", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s",
+                "peak MB", "tokens = stock", "agree", "agree base", "max |diff|"):
         table.add_column(col, justify="left" if col == "variant" else "right")
     for v in result["variants"]:
-        table.add_row(v["name"], f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x", f"{v['loop_ratio']:.2f}x",
+        table.add_row(v["name"], f"{v['total_s']:.2f}", f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x",
+                      f"{v['loop_ratio']:.2f}x",
                       f"{v['ms_per_step']:.1f}", f"{v['vocoder_ms']:.0f}", f"{v['rtf']:.2f}", f"{v['ttfa_s']:.2f}",
                       f"{v['peak_mem_mb']:.0f}", "yes" if v["tokens_identical"] else "NO",
                       f"{100 * v['token_agreement']:.1f}%", f"{100 * v['baseline_agreement']:.1f}%",
@@ -438,6 +437,9 @@ def print_result(result: dict[str, Any]) -> None:
     Console().print(table)
     frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
     Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
+    from omnistudio.bench.quantized import print_engines
+
+    print_engines(result)
     default = next((v for v in result["variants"] if v["name"] == result.get("default_variant")), None)
     if default is not None and len(result["dtypes"]) > 1:
         Console().print(f"what a user gets by default ({default['name']}: auto dtype = {result['auto_dtype']}, "
