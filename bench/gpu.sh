@@ -10,7 +10,7 @@
 # (stock and fast at fp32, fp16 and bf16 in one run, ratios against stock fp32, token parity
 # per dtype), the batched-dialogue and streaming (time to first audio) figures, the
 # compiled-length sweep (recompilations on novel lengths), and serve-on-Ray throughput with
-# 1 replica vs one per GPU. Budget: 8 minutes.
+# 1 replica vs one per GPU, and the int8 backbone on the host CPU (fp32/bf16 x none/int8). Budget: 8 minutes.
 # The dtype, length and Ray steps were written without a GPU at hand: untested on CUDA.
 #
 # On a GPU machine with no network, run bench/gpu-wheels.sh here first and carry .whl along.
@@ -82,6 +82,13 @@ if "$VENV/bin/python" -c "import ray.serve" 2>/dev/null; then
 else
   echo "ray is not installed: serve-on-Ray bench skipped (pip install 'omnistudio[ray]')" >&2
 fi
+echo "bench: int8 backbone on this machine's CPU (fp32,bf16 x none,int8), combined ($(left) s left)" >&2
+# --quantize int8 runs on the CPU only (PyTorch's x86 int8 kernels): these rows measure the host CPU, where a
+# GPU machine's Xeon/EPYC has the VNNI/AMX int8 and native bf16 the 2-core AVX2 development box lacks.
+grep -o -w -E 'avx2|avx_vnni|avx512_vnni|avx512_bf16|amx_int8|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ' >&2 || true
+echo >&2
+run_bench 150 --device cpu --sentences 1 --only combined --dtypes fp32,bf16 --quantize none,int8 \
+  || echo "int8 rows failed or ran out of time" >&2
 echo "bench: the persistent compiled backbone, compile off,default, cold cache then warm ($(left) s left)" >&2
 # The first run compiles into an empty cache (compile.builds: source fresh), the second loads it (source cache):
 # what a second start of serve/studio pays with OMNISTUDIO_COMPILE=1.
