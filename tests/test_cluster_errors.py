@@ -146,3 +146,21 @@ def test_autoscaling_bounds_reach_serve() -> None:
     assert "num_replicas" not in auto
     assert auto["autoscaling_config"]["min_replicas"] == 2 and auto["autoscaling_config"]["max_replicas"] == 6
     assert auto["autoscaling_config"]["initial_replicas"] == 2  # --replicas below the floor starts at the floor
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["--project", "{tmp}/p.omniproj"], "--project"),
+    (["--verify"], "--verify"),
+    (["--verify", "--retake", "2"], "--verify"),
+])
+def test_takes_flags_are_refused_not_ignored(args: list[str], flag: str, tmp_path: Path, ref_wav: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A batch keeps no takes: ``--project`` (its takes, manifest and lexicon) and ``--verify`` are refused
+    in one line, with or without --ray, before Ray starts or anything is written (they used to be ignored)."""
+    argv = render(tmp_path, ref_wav, *(a.replace("{tmp}", str(tmp_path)) for a in args))
+    for line in (argv, [a for a in argv if a != "--ray"]):
+        assert main(line) == 2
+        err = one_line_error(capsys)
+        assert err.startswith(f"omnistudio: error: {flag} does not combine with --ray"), err
+    assert not ray_running()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt"]  # no project folder, no --out-dir

@@ -43,6 +43,17 @@ def spoken_digest(script: Any, options: Any) -> str:
     return hashlib.sha256(said.encode("utf-8")).hexdigest()
 
 
+def refuse_takes(args: argparse.Namespace) -> None:
+    """--project, --verify and --retake keep and check takes sentence by sentence (``render_takes``):
+    a batch renders whole scripts on workers and keeps no takes, so it refuses them before anything
+    starts rather than ignoring them (docs/decisions.md, 2026-12-04)."""
+    flag = ("--project" if args.project is not None else "--verify" if args.verify
+            else "--retake" if args.retake else None)
+    if flag is not None:
+        raise UserError(f"{flag} does not combine with --ray/--out-dir: a batch renders whole scripts and keeps "
+                        f"no takes; render one script with {flag} -o OUT.wav, without --ray")
+
+
 def run_batch(args: argparse.Namespace, captions: Any = None) -> int:
     """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch;
     ``captions`` (checked options): NAME.srt / NAME.vtt beside each NAME.wav, as ``render -o --captions``."""
@@ -52,6 +63,7 @@ def run_batch(args: argparse.Namespace, captions: Any = None) -> int:
     from omnistudio.commands.flags.take import plan_script
     from omnistudio.console import err_console
 
+    refuse_takes(args)
     if not args.ray:
         raise UserError("--out-dir renders many scripts on Ray: add --ray (pip install 'omnistudio[ray]')")
     if args.out_dir is None:
