@@ -143,6 +143,21 @@ def test_health_and_metrics_name_the_replica(cluster: str) -> None:
     assert samples and all(f'replica="{replica}"' in line for line in samples)
 
 
+def test_mcp_answers_a_404_that_says_why(single: str, cluster: str) -> None:
+    """``serve --ray`` serves no MCP tools (a session, its cancel and its files live in one process):
+    ``/mcp`` through Serve's proxy is the API's JSON 404 saying so, from a replica; plain ``serve`` has them."""
+    from omnistudio.mcp.http import NO_MCP_ON_RAY
+
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                        "clientInfo": {"name": "test", "version": "0"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    answer = httpx.post(f"{cluster}/mcp", json=hello, headers=accept, timeout=HANG_S)
+    assert answer.status_code == 404 and answer.headers["x-omnistudio-replica"]
+    assert answer.json()["error"]["message"] == NO_MCP_ON_RAY
+    assert httpx.post(f"{single}/mcp", json=hello, headers=accept, timeout=HANG_S).status_code == 200
+
+
 def ongoing_requests() -> dict[str, int]:
     """Requests in flight on each replica (by the replica id its responses name), as Serve counts them:
     asked of each replica actor itself, so no request through the proxy (which would go to the less

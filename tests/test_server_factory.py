@@ -84,3 +84,12 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
     assert replica.server_config == config and replica.server_app.state.server is state
     assert (state.cache.max_bytes, state.keys, state.time_limit_s, state.admission.max_queue) == \
         (64 * 2**20, (b"a-secret-of-24-chars-xyz",), 42.0, 5)
+    from fastapi.testclient import TestClient
+
+    from omnistudio.mcp.http import NO_MCP_ON_RAY
+
+    web = TestClient(replica.server_app, headers={"Authorization": "Bearer a-secret-of-24-chars-xyz"})
+    for method in ("POST", "GET", "DELETE"):  # the streamable HTTP transport's methods: a 404 that says why
+        answer = web.request(method, "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"})
+        assert (answer.status_code, answer.json()["error"]["message"]) == (404, NO_MCP_ON_RAY), method
+    assert web.get("/nothing-here").status_code == 404 and "MCP" not in web.get("/nothing-here").text

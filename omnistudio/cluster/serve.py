@@ -16,7 +16,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from omnistudio.cluster.connect import Cluster, Need, import_serve
@@ -87,7 +87,9 @@ class SpeechReplica:
         torch.set_num_threads(max(1, config.threads or 1))  # serve --ray passes the caller's count
         self.replica = _replica_id()
         self.server_config = config
-        self.server_app = build_server(config)  # not ``app``: Serve's wrapper has a property of that name
+        # not ``app``: Serve's wrapper has a property of that name. No MCP tools on a replica, whoever built
+        # the config: /mcp answers a 404 that says why (a session, its cancel and its files live in one process)
+        self.server_app = build_server(replace(config, mcp=False))
         self.state = self.server_app.state.server
         start_engine(config, self.state, SimpleNamespace(should_exit=False))  # loads, warms, publishes the link
         if self.state.status != "ready":

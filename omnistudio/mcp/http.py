@@ -99,6 +99,24 @@ def mount_mcp(app: Any, state: Any, output_dir: str | None, loopback: bool) -> N
     app.router.routes.append(Route(MCP_ROUTE, endpoint=LazySessions(server.session_manager)))
 
 
+NO_MCP_ON_RAY = ("serve --ray has no MCP tools at /mcp: an MCP session, its cancel and the files its tools write "
+                 "live in one process, and each request may reach another replica; use omnistudio serve without "
+                 "--ray for /mcp")
+
+
+def refuse_mcp(app: Any) -> None:
+    """``/mcp`` on a server built without the tools (every ``serve --ray`` replica): a 404 in the API's
+    JSON error shape that says why, for every method the transport uses, rather than a bare Not Found."""
+    from starlette.responses import JSONResponse
+
+    from omnistudio.protocol import error_body, error_kind
+
+    async def no_mcp() -> Any:
+        return JSONResponse(error_body(NO_MCP_ON_RAY, error_kind(404), code="404"), status_code=404)
+
+    app.add_api_route(MCP_ROUTE, no_mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+
+
 def default_folder() -> Path:
     """Where the tools write when no folder is configured: ``mcp`` in the program's data folder."""
     from omnistudio.config import locations

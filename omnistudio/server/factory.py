@@ -34,7 +34,7 @@ class ServerConfig:
     threads: int | None = None  # torch threads of a Ray replica (None: torch's default, the single-process server)
     host: str = "127.0.0.1"
     port: int = 8005  # the port bound (named in the 'serving on' line)
-    mcp: bool = True  # the MCP tools at /mcp (the single-process server; a Ray replica's sessions would not be shared)
+    mcp: bool = True  # the MCP tools at /mcp (single-process serve); off (serve --ray): /mcp answers 404 saying why
     mcp_output_dir: str | None = None  # the folder the MCP tools write into (None: mcp/ in the data folder)
 
 
@@ -81,5 +81,9 @@ def build_server(config: ServerConfig) -> FastAPI:
         from omnistudio.server.auth import is_loopback
 
         mount_mcp(app, state, config.mcp_output_dir, loopback=is_loopback(config.host))
+    else:
+        from omnistudio.mcp.http import refuse_mcp
+
+        refuse_mcp(app)  # serve --ray: a 404 that says why (docs/decisions.md)
     app.add_middleware(Guard, state=state)  # keys and body size before any route runs
     return app
