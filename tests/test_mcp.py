@@ -264,6 +264,37 @@ def test_normalize_text_and_list_voices_answer_as_the_server_does(agent: StdioAg
     assert "ruby" in {voice["id"] for voice in voices["voices"]}
 
 
+def test_check_take_gives_omnistudio_checks_transcript_and_verdict(agent: StdioAgent, checker: Any,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A flite take in the output folder, checked by the tool against its own text and against another:
+    what Whisper heard, the WER and the verdict are ``omnistudio check FILE --text``'s for the same file
+    (``checker``: flite and Whisper are here, else the session's skip)."""
+    from omnistudio.cli import main
+
+    said = "The weather will be sunny and warm tomorrow."
+    other = "Markets fell sharply at the close of trading."
+    take = flite_wav(said, agent.out / "flite-take.wav")
+
+    async def job(session: ClientSession) -> list[types.CallToolResult]:
+        return [await session.call_tool("check_take", {"name": take.name, "text": text}) for text in (said, other)]
+
+    answers = agent.run(job)
+    verdicts = []
+    for text, answer in zip((said, other), answers, strict=True):
+        assert not answer.isError, answer
+        tool = answer.structuredContent
+        assert tool is not None and tool["name"] == take.name
+        status = main(["check", str(take), "--text", text, "--json"])
+        (row,) = json.loads(capsys.readouterr().out)["checked"]
+        keys = ("heard", "wer", "passed", "threshold", "model", "note")
+        assert {k: tool[k] for k in keys} == {k: row[k] for k in keys}, text
+        assert status == (0 if row["passed"] else 1)
+        verdicts.append(tool["passed"])
+    heard = re.sub(r"[^a-z ]", "", answers[0].structuredContent["heard"].lower()).split()
+    assert {"weather", "sunny", "tomorrow"} <= set(heard)
+    assert verdicts == [True, False]  # its own text passes, another text fails
+
+
 # ----------------------------------------------------------------------------- HTTP
 def test_http_mcp_without_the_key_is_refused(keyed: Server) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
