@@ -3,8 +3,9 @@
 ``OMNISTUDIO_HOME`` relocates every file the program writes (config, data,
 caches, checkpoints, prompts) under one folder; without it the platform's
 user directories (platformdirs) are used. ``OMNISTUDIO_MODEL`` picks the
-default model. ``OMNISTUDIO_COMPILE=1`` turns on the persistent compiled
-backbone (engine/compiled_backbone.py) for every engine start.
+default model. ``OMNISTUDIO_COMPILE`` (1 / 0) turns the persistent compiled
+backbone (engine/compiled_backbone.py) on or off for every engine start; without
+it, on for the CPU and off elsewhere.
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ def default_model() -> str:
     return os.environ.get("OMNISTUDIO_MODEL") or DEFAULT_MODEL
 
 
-def compile_backbone() -> bool:
-    """Whether engine starts compile the backbone (``OMNISTUDIO_COMPILE``: 1/on/true; default off:
-    measured in docs/benchmarks.md, it does not pay on a 2-core AVX2 CPU)."""
-    return os.environ.get("OMNISTUDIO_COMPILE", "").strip().lower() in ("1", "on", "true", "yes")
+def compile_backbone(device: str = "cpu") -> bool:
+    """Whether an engine start on ``device`` compiles the backbone: ``OMNISTUDIO_COMPILE`` (1/on/true or
+    0/off/false) if set, else on for the CPU (measured in docs/benchmarks.md: the compiled backbone beats the
+    eager default there once its cache is warm) and off elsewhere (unmeasured on a GPU)."""
+    value = os.environ.get("OMNISTUDIO_COMPILE", "").strip().lower()
+    if value:
+        return value in ("1", "on", "true", "yes")
+    return device.startswith("cpu")

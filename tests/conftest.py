@@ -29,6 +29,9 @@ def omnistudio_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ.pop("OMNISTUDIO_MODEL", None)
     # The automatic dtype is fp32 in tests on every machine (bf16 tests ask for it); see engine/model.py.
     os.environ["OMNISTUDIO_CPU_BF16"] = "0"
+    # No engine start compiles its backbone in the background (on by default on the CPU): only
+    # tests/test_compile_cache.py compiles, once.
+    os.environ["OMNISTUDIO_COMPILE"] = "0"
     import torch
 
     torch.set_num_threads(1)

@@ -180,3 +180,14 @@ def test_the_switch_waits_for_the_sentence_in_flight(compiled: CompiledBackbone,
     kinds = [next(iter(per_pass[n])) for n in sorted(per_pass)]
     assert kinds[:2] == [False, False] and kinds[-1] is True and kinds == sorted(kinds)
     assert backbone.switched_at is not None and backbone.switched_at >= start + 2
+
+
+def test_on_by_default_on_the_cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from omnistudio.config import compile_backbone
+
+    monkeypatch.delenv("OMNISTUDIO_COMPILE", raising=False)
+    assert compile_backbone("cpu") and not compile_backbone("cuda:0") and not compile_backbone("mps")
+    monkeypatch.setenv("OMNISTUDIO_COMPILE", "0")
+    assert not compile_backbone("cpu")
+    monkeypatch.setenv("OMNISTUDIO_COMPILE", "1")
+    assert compile_backbone("cuda")

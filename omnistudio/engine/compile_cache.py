@@ -150,22 +150,24 @@ class CompileSlot:
         import torch
 
         try:
-            torch.compiler.load_cache_artifacts(self.artifacts.read_bytes())
+            data = self.artifacts.read_bytes()
+            if data:  # empty: every entry was already in inductor's folder when the slot was saved
+                torch.compiler.load_cache_artifacts(data)
         except Exception as exc:  # a damaged file: compile afresh (inductor checks what it reads again)
             log.warning("compile cache %s unreadable, rebuilding: %s", self.folder, exc)
             self.discard()
             return False
         return True
 
-    def save(self) -> bool:
-        """Write what this process compiled, then the key. False: torch had nothing to save."""
+    def save(self) -> None:
+        """Write what this process compiled, then the key. The artifacts are empty when inductor's folder
+        already held every entry (its cache hit: torch then has nothing new to save); the slot is warm all
+        the same, since the graph is in that folder."""
         import torch
 
         saved = torch.compiler.save_cache_artifacts()
-        if saved is None:
-            return False
+        data = saved[0] if saved is not None else b""
         self.folder.mkdir(parents=True, exist_ok=True)
         self.key_file.unlink(missing_ok=True)
-        atomic_write_bytes(self.artifacts, lambda tmp: tmp.write_bytes(saved[0]))
+        atomic_write_bytes(self.artifacts, lambda tmp: tmp.write_bytes(data))
         _write_key(self.key_file, asdict(self.key))
-        return True

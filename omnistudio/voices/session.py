@@ -37,9 +37,9 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
                 compile_backbone: bool | None = None) -> str | None:
     """Make ``engine`` ready to answer at once: resolve ``voices`` (building what is missing), load every
     saved prompt onto the device with the canonical duos, then (``warm``) one warm-up pass of one sentence
-    and one batch of three. With ``compile_backbone`` (default: ``OMNISTUDIO_COMPILE``) the compiled
-    backbone is built from its cache before the warm-up, or, with no cache yet, compiled in the background
-    after it while eager serves (engine/compiled_backbone.py). Returns a notice for the user, or None:
+    and one batch of three. With ``compile_backbone`` (default: ``OMNISTUDIO_COMPILE``, else on for the CPU)
+    the compiled backbone is built from its cache before the warm-up, or, with no cache yet, compiled in the
+    background after it while eager serves (engine/compiled_backbone.py). Returns a notice for the user, or None:
     nothing to warm with yet, or prompt files that could not be loaded."""
     from omnistudio.config import compile_backbone as compile_setting
     from omnistudio.voices.prompts import cache_for
@@ -52,7 +52,7 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
         resolve_voice(engine, ref, lang)
     report = start_prompts(engine, progress=progress, warm=False)
     backbone = None
-    if compile_setting() if compile_backbone is None else compile_backbone:
+    if compile_setting(str(engine.loaded.device)) if compile_backbone is None else compile_backbone:
         from omnistudio.engine.compiled_backbone import CompiledBackbone
 
         backbone = CompiledBackbone(engine)
