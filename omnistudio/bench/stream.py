@@ -7,7 +7,7 @@ import argparse
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from omnistudio.bench.corpus import BULLETIN, take
+from omnistudio.bench.corpus import BULLETIN, NEWS, take
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import UserError
 
@@ -76,14 +76,61 @@ def stream_benchmark(link: EngineLink, n_sentences: int = DEFAULT_SENTENCES, voi
             "ttfa_ratio": round(row["ttfa_s"] / total, 4) if total else None}
 
 
+def one_at_a_time(engine: Any, texts: list[str], voice: str | None, num_step: int, seed: int) -> dict[str, Any]:
+    """Sentences each alone through ``Engine.synthesize`` (the one-sentence bench's path): the stream's own
+    (``voice``: its prompt, its seeds), or with ``voice`` None the one-sentence bench's synthetic reference.
+    RTF by wall time and by process CPU time, frames of reference, to set beside the take's."""
+    import time
+
+    from omnistudio.bench.corpus import reference_prompt
+    from omnistudio.take.options import sentence_seed
+    from omnistudio.voices.resolve import parse_voice, resolve_voice
+
+    ref, lang = parse_voice(voice or DEFAULT_VOICE)
+    lang = lang or "en"
+    prompt = resolve_voice(engine, ref, lang) if voice else reference_prompt(engine)
+    wall = cpu = audio = 0.0
+    for text in texts:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = engine.synthesize(text, prompt, lang, num_step=num_step, seed=sentence_seed(seed, text, ref.key(), lang))
+        wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
+        audio += out.timings.audio_s
+    return {"rtf": round(wall / audio, 4), "cpu_rtf": round(cpu / audio, 4), "audio_s": round(audio, 3),
+            "reference_frames": int(prompt.ref_audio_tokens.size(-1))}
+
+
 def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    import time
+
     from omnistudio.take.link import LocalEngine
 
-    link = LocalEngine(open_engine(args, "fast"))
+    engine = open_engine(args, "fast")
+    link = LocalEngine(engine)
+    from omnistudio.voices.resolve import parse_voice
+
+    ref, lang = parse_voice(args.voice)
+    link.prepare([(ref, lang or "en")])  # the prompt built before the CPU clock starts (the take's prepare is untimed)
     args.progress(0, 1, f"streaming {args.sentences} sentences")
-    return stream_benchmark(link, n_sentences=args.sentences, voice=args.voice, num_step=args.num_step,
-                            seed=args.seed)
+    c0 = time.process_time()
+    result = stream_benchmark(link, n_sentences=args.sentences, voice=args.voice, num_step=args.num_step,
+                              seed=args.seed)
+    result["cpu_rtf"] = round((time.process_time() - c0) / result["audio_s"], 4) if result["audio_s"] else None
+    args.progress(0, 1, f"the same {args.sentences} sentences one at a time")
+    alone = one_at_a_time(engine, take(BULLETIN, args.sentences), args.voice, args.num_step, args.seed)
+    result["one_at_a_time"] = alone
+    result["stream_vs_one_at_a_time"] = round(result["rtf"] / alone["rtf"], 4) if result["rtf"] else None
+    args.progress(0, 1, "the one-sentence bench's sentences and reference")
+    result["sentence_bench_inputs"] = one_at_a_time(engine, take(NEWS, min(args.sentences, len(NEWS))), None,
+                                                    args.num_step, args.seed)
+    return result
 
 
 def print_result(result: dict[str, Any]) -> None:
     print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))
+    alone = result.get("one_at_a_time")
+    if alone:
+        print(f"RTF streamed {result['rtf']:.2f} (CPU {result['cpu_rtf']:.2f}); the same sentences one at a time "
+              f"{alone['rtf']:.2f} (CPU {alone['cpu_rtf']:.2f}): stream / one at a time = "
+              f"{result['stream_vs_one_at_a_time']:.2f}; the one-sentence bench's sentences and reference "
+              f"{result['sentence_bench_inputs']['rtf']:.2f} (CPU {result['sentence_bench_inputs']['cpu_rtf']:.2f})")
