@@ -191,3 +191,23 @@ def test_on_by_default_on_the_cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not compile_backbone("cpu")
     monkeypatch.setenv("OMNISTUDIO_COMPILE", "1")
     assert compile_backbone("cuda")
+
+
+def test_the_link_health_and_telemetry_say_the_state(compiled: CompiledBackbone) -> None:
+    """What /health's engine block (the link's info as the server sends it) and the studio's telemetry show."""
+    from omnistudio.protocol import EngineInfo
+    from omnistudio.take.link import LocalEngine
+    from omnistudio.widgets.telemetry import Telemetry
+
+    info = LocalEngine(compiled.engine).info
+    assert info.compile == "compiled"
+    assert EngineInfo(**asdict(info)).model_dump()["compile"] == "compiled"
+    saved, compiled.state = compiled.state, "compiling"
+    try:
+        assert LocalEngine(compiled.engine).info.compile == "compiling"
+    finally:
+        compiled.state = saved
+    telemetry = Telemetry()
+    telemetry.backbone = "compiling"
+    rows = [str(cell) for column in telemetry.render().columns for cell in column.cells]
+    assert "backbone" in rows and any("compiling" in row for row in rows)
