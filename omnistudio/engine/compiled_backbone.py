@@ -19,6 +19,8 @@ is a graph of its own), so no request pays for a compilation.
 - Building the graph here and the switch hold the engine's lock, which every diffusion pass holds from
   its first step to its last: a sentence (a batch group) runs wholly eager or wholly compiled.
 - A compilation that fails leaves the backbone eager (state ``failed``, the reason logged).
+- A process that ends while its child compiles (the studio closed during the first start) leaves the child
+  to finish: it fills the cache, so the next start is warm.
 
 ``state``: ``off`` (not asked), ``compiling`` (eager serving, the compile running), ``compiled``,
 ``failed``; the link's info carries it to ``/health`` and the studio's telemetry.
