@@ -187,6 +187,7 @@ def test_on_by_default_on_the_cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.delenv("OMNISTUDIO_COMPILE", raising=False)
     assert compile_backbone("cpu") and not compile_backbone("cuda:0") and not compile_backbone("mps")
+    assert compile_backbone("cpu", "full") and not compile_backbone("cpu", "tiny")  # tiny never pays it back
     monkeypatch.setenv("OMNISTUDIO_COMPILE", "0")
     assert not compile_backbone("cpu")
     monkeypatch.setenv("OMNISTUDIO_COMPILE", "1")

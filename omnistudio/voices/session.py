@@ -52,7 +52,8 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
         resolve_voice(engine, ref, lang)
     report = start_prompts(engine, progress=progress, warm=False)
     backbone = None
-    if compile_setting(str(engine.loaded.device)) if compile_backbone is None else compile_backbone:
+    if compile_setting(str(engine.loaded.device), engine.loaded.spec.name) if compile_backbone is None \
+            else compile_backbone:
         from omnistudio.engine.compiled_backbone import CompiledBackbone
 
         backbone = CompiledBackbone(engine)
