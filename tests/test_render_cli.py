@@ -139,7 +139,7 @@ def test_play_without_a_device_still_writes_the_file(tmp_path: Path, ref_wav: Pa
 
 def test_sidecar_json_and_project_takes_record_what_the_audio_depends_on(
         tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The reproducibility contract: model, device, dtype, quantisation, torch threads, seed, text,
+    """The reproducibility contract: model, device, dtype, quantisation, compilation, torch threads, seed, text,
     voice and options, in the sidecar, the --json line and every project take."""
     import torch
 
@@ -151,7 +151,7 @@ def test_sidecar_json_and_project_takes_record_what_the_audio_depends_on(
     said = json.loads(capsys.readouterr().out)
     sidecar = json.loads(Path(said["sidecar"]).read_text())
     engine = {"model": "tiny", "device": "cpu", "dtype": "fp32", "sampler": "fast", "threads": 2,
-              "quantisation": "none"}
+              "quantisation": "none", "compile": "off"}
     assert sidecar["engine"] == engine and {k: said[k] for k in engine} == engine
     take = {"seed": 7, "num_step": 2, "guidance": 2.0, "speed": 1.0, "batch": 1, "lang": "en"}
     assert {k: sidecar["take"][k] for k in take} == take and {k: said[k] for k in take} == take

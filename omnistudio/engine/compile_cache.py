@@ -8,7 +8,7 @@ Two folders under the OmniStudio cache (``<cache>/compile/``):
   C++ kernel again (measured on ``tiny``: 53 s with the artifacts in a fresh folder, 15 s with this
   folder kept). Shared by every model (inductor names its entries by content hash); its key file
   holds the torch version and the CPU's vector ISA, and a folder made by another torch is emptied.
-- one slot per model, dtype and device (``backbone-<model>-<dtype>-<device>/``): ``key.json`` (what
+- one slot per model, dtype, quantisation, device and mode (``backbone-<model>-<dtype>[-int8]-<device>-<mode>/``): ``key.json`` (what
   the artifacts were made for: torch version, the checkpoint's fingerprint, the backbone's geometry,
   dtype, device, ISA, compile mode) and ``artifacts.bin`` (``save_cache_artifacts``). A slot whose key
   differs from the running one is *stale*: it is emptied and rebuilt, never loaded. The key is
@@ -120,7 +120,9 @@ class CompileSlot:
     @classmethod
     def for_model(cls, root: Path, loaded: LoadedModel, mode: str = "default") -> CompileSlot:
         key = cache_key(loaded, mode)
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"backbone-{loaded.spec.name}-{key.dtype}-{key.device}")
+        quantized = "" if key.quantize == "none" else f"-{key.quantize}"  # an int8 and a float engine side by side
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_",
+                      f"backbone-{loaded.spec.name}-{key.dtype}{quantized}-{key.device}-{key.mode}")
         return cls(root / name, key)
 
     @property

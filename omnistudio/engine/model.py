@@ -173,7 +173,6 @@ def pick_device(requested: str | None = None) -> str:
 
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")
-QUANTIZE = ("none", "int8")  # --quantize: int8 linear layers in the backbone (engine/quantize.py)
 _TORCH_DTYPES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
                  "bf16": "bfloat16", "bfloat16": "bfloat16"}
 # /proc/cpuinfo flags of CPUs that run bf16 matrix products natively (not emulated through fp32).
