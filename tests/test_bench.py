@@ -50,7 +50,8 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert [v["name"] for v in result["variants"]] == ["stock", "lossless", "default"]
     for v in result["variants"]:  # what README's speed table claims for both: stock's tokens and samples
         assert v["tokens_identical"] is True and v["max_abs_diff"] == 0.0, v
-    assert result["compile"] == {"backbone": "off", "vocoder": "off", "recompiles_after_warmup": 0}
+    # compile off: no backbone built, nothing compiled (builds: the compiled backbones' build records)
+    assert result["compile"] == {"backbone": "off", "vocoder": "off", "recompiles_after_warmup": 0, "builds": []}
     assert result["dtype"] == "fp32" and result["variants"][1]["dtype"] == "fp32"
 
 
