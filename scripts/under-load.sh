@@ -25,7 +25,8 @@ m.Pool('"$CORES"').map(spin, range('"$CORES"'))' &
   BURNER="python3 busy loop x $CORES"
 fi
 BURN=$!
-trap 'kill -- $BURN 2>/dev/null; pkill -P $BURN 2>/dev/null' EXIT
+# the busy loop's pool workers first: once their parent is gone they are nobody's children (pkill -P misses them)
+trap 'pkill -P $BURN 2>/dev/null; kill -- $BURN 2>/dev/null' EXIT
 echo "commit $(git -C "$CLONE" log --oneline -1) | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) x $CORES | burner: $BURNER" | tee "$OUT/summary.txt"
 failed=0
 for i in $(seq "$RUNS"); do
