@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypedDict, TypeGuard, Unpack
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, TypeGuard, Unpack
 
 import numpy as np
 
@@ -29,10 +29,17 @@ from omnistudio.errors import Cancelled, UserError
 if TYPE_CHECKING:
     import torch
 
-    from omnistudio.engine.compiled_backbone import CompiledBackbone
     from omnistudio.engine.generation import Tokens
 
 log = logging.getLogger(__name__)
+
+
+class CompileState(Protocol):
+    """What the engine reads of its compiled backbone (engine/compiled_backbone.py sets itself here)."""
+
+    @property
+    def state(self) -> str:  # off | compiling | compiled | failed
+        ...
 
 @dataclass(frozen=True)
 class Timings:
@@ -99,7 +106,7 @@ class Engine:
         self.sampler = sampler  # None: OmniVoice's stock loop
         self._lock = threading.RLock()  # one synthesis at a time on the model
         self._prompt_memo: dict[tuple[str, float, str], VoicePrompt] = {}
-        self.compiled: CompiledBackbone | None = None  # the persistent compiled backbone, once started
+        self.compiled: CompileState | None = None  # the persistent compiled backbone, once started
         self.passes = 0  # diffusion passes run (each holds the lock from its first step to its last)
 
     @property
