@@ -19,6 +19,7 @@ import platformdirs
 APP_NAME = "omnistudio"
 DEFAULT_MODEL = "k2-fsa/OmniVoice"
 SAMPLE_RATE = 24_000
+QUANTIZE = ("none", "int8")  # --quantize: int8 linear layers in the backbone (engine/quantize.py)
 
 
 @dataclass(frozen=True)

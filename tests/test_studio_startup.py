@@ -22,12 +22,23 @@ from support.wait import HANG_S
 MODEL_STACK = ("torch", "transformers", "omnistudio.engine.engine", "omnistudio.engine.model")
 
 
-def test_studio_ui_imports_leave_the_model_stack_to_the_engine() -> None:
-    # A fresh interpreter imports what a user's `omnistudio studio` imports before its first screen.
-    code = ("import json, sys; import omnistudio.app, omnistudio.studio.controller; "
-            f"print(json.dumps([m for m in {MODEL_STACK!r} if m in sys.modules]))")
+def test_studio_ui_imports_leave_the_model_stack_to_the_engine(tmp_path: Path) -> None:
+    # A fresh interpreter imports the studio's UI, then does what a user's `omnistudio studio` does
+    # before its first screen: reads a saved settings file (every field validated, dtype and quantize
+    # included) and resolves the model name. Neither step may load torch.
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"dtype": "bf16", "quantize": "int8", "anchor": "ruby_en"}), encoding="utf-8")
+    code = ("import json, sys; from pathlib import Path; import omnistudio.app, omnistudio.studio.controller; "
+            f"ui = [m for m in {MODEL_STACK!r} if m in sys.modules]; "
+            "import omnistudio.commands.studio; from omnistudio.engine.model import resolve_model; "
+            "from omnistudio.studio.settings import load_settings; "
+            f"s, warning = load_settings(Path({str(settings)!r})); resolve_model('tiny'); "
+            "assert warning is None and (s.dtype, s.quantize) == ('bf16', 'int8'), (s, warning); "
+            "print(json.dumps([ui, [m for m in ('torch', 'transformers') if m in sys.modules]]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
-    assert json.loads(done.stdout) == [], "the studio's UI imports the model stack before its first screen"
+    ui, start = json.loads(done.stdout)
+    assert ui == [], "the studio's UI imports the model stack before its first screen"
+    assert start == [], "reading the settings or the model name before the first screen loads torch"
 
 
 def test_studio_is_interactive_before_the_engine_is_ready(tiny_engine, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001

@@ -20,7 +20,7 @@ from omnistudio.errors import UserError
 
 def quantize_list(value: str | None) -> list[str]:
     """``"none,int8"`` -> ["none", "int8"] (default ["none"])."""
-    from omnistudio.engine.quantize import QUANTIZE
+    from omnistudio.config import QUANTIZE
 
     names = [v.strip().lower() for v in (value or "none").split(",") if v.strip()]
     if not names or any(n not in QUANTIZE for n in names) or len(set(names)) != len(names):

@@ -26,9 +26,8 @@ from pathlib import Path
 
 import torch
 
+from omnistudio.config import QUANTIZE
 from omnistudio.errors import UserError
-
-QUANTIZE = ("none", "int8")  # --quantize: int8 linear layers in the backbone
 
 # /proc/cpuinfo flags that give int8 matrix products an edge over fp32, best first.
 INT8_CPU_FLAGS = (("amx_int8", "AMX-INT8"), ("avx512_vnni", "AVX512-VNNI"), ("avx_vnni", "AVX-VNNI"),

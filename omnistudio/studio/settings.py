@@ -41,7 +41,7 @@ def _dtype(value: Any) -> str:
 
 
 def _quantize(value: Any) -> str:
-    from omnistudio.engine.quantize import QUANTIZE
+    from omnistudio.config import QUANTIZE
 
     name = str(value or "none").strip().lower()
     if name not in QUANTIZE:
