@@ -17,13 +17,19 @@ is a graph of its own), so no request pays for a compilation.
 - Later starts (a warm slot): the artifacts are loaded and the graph built from torch's caches before
   ``start`` returns (seconds instead of minutes), so the engine is ready with the compiled backbone.
 - Building the graph here and the switch hold the engine's lock, which every diffusion pass holds from
-  its first step to its last: a sentence (a batch group) runs wholly eager or wholly compiled.
-- A compilation that fails leaves the backbone eager (state ``failed``, the reason logged).
-- A process that ends while its child compiles (the studio closed during the first start) leaves the child
-  to finish: it fills the cache, so the next start is warm.
+  its first step to its last: a sentence (a batch group) runs wholly eager or wholly compiled. The
+  build takes seconds (15-22 s on ``mid``), during which requests wait: state ``switching``.
+- A compilation that fails leaves the backbone eager (state ``failed``, the reason logged) and marks the
+  slot failed, so later starts under the same key stay eager at once instead of failing again.
+- The child runs in a session of its own, its output in the slot's ``compile.log``: Ctrl+C on the
+  studio or the server does not reach it, and a process that ends while its child compiles (the studio
+  closed during the first start) leaves the child to finish: it fills the cache, so the next start is
+  warm. The child holds the slot's lock while it compiles; a second first start's child waits for it
+  and finds the slot warm.
 
-``state``: ``off`` (not asked), ``compiling`` (eager serving, the compile running), ``compiled``,
-``failed``; the link's info carries it to ``/health`` and the studio's telemetry.
+``state``: ``off`` (not asked), ``compiling`` (eager serving, the compile running), ``switching``
+(the graph being built here, requests waiting), ``compiled``, ``failed``; the link's info carries it to
+``/health`` and the studio's telemetry.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CompileState = Literal["off", "compiling", "compiled", "failed"]
+CompileState = Literal["off", "compiling", "switching", "compiled", "failed"]
 TRIAL_ROWS = (1, 2)  # one row (a sentence alone, the packed layout) and a batch: 1 is its own graph
 TRIAL_LENGTH = 24
 
@@ -83,6 +89,14 @@ class CompiledBackbone:
         if self.slot.state() == "stale":
             log.info("compile cache %s was made for another torch, model or dtype: rebuilding", self.slot.folder)
             self.slot.discard()
+        failed = self.slot.failed()
+        if failed is not None:
+            self.state = "failed"
+            self.detail = (f"compiling failed before under this torch and model ({failed}); "
+                           f"remove {self.slot.failed_file} to try again")
+            log.warning("backbone stays eager: %s", self.detail)
+            self.done.set()
+            return self
         if self.slot.state() == "warm" or not background:
             self._finish(self._here)
         else:
@@ -121,14 +135,23 @@ class CompiledBackbone:
         """Build the graph in this process and install it, under the engine's lock (between passes)."""
         loaded = self.slot.load()
         self.source = "cache" if loaded else "fresh"
+        self.state = "switching"
         with self.engine._lock:
             started = time.perf_counter()
-            forward = self._compile()
+            try:
+                forward = self._compile()
+            except Exception as exc:
+                self.slot.mark_failed(describe(exc))
+                raise
             self.compile_s = time.perf_counter() - started
             self.engine.model.llm.forward = forward
             self.switched_at = self.engine.passes
         if not loaded:
-            self.slot.save()
+            try:
+                self.slot.save()
+            except Exception as exc:  # compiled all the same: only the next start pays again
+                self.detail = f"compiled; not saved to the cache: {describe(exc)}"
+                log.warning("compile cache %s not saved: %s", self.slot.folder, self.detail)
 
     def _compile(self) -> Callable[..., Any]:
         """The compiled forward, run on every trial shape (every graph built before the switch)."""
@@ -145,20 +168,27 @@ class CompiledBackbone:
 
 
 def build_in_child(backbone: CompiledBackbone) -> None:
-    """Fill ``backbone``'s cache slot from a child process on the same checkpoint, dtype and device."""
+    """Fill ``backbone``'s cache slot from a child process on the same checkpoint, dtype and device: in a
+    session of its own (a Ctrl+C on this process's terminal does not reach it), its output in the
+    slot's log file."""
     import json
     import subprocess
     import sys
+    from dataclasses import asdict
 
     loaded = backbone.engine.loaded
     job = {"model": str(loaded.path), "device": str(loaded.device), "dtype": loaded.dtype_name,
-           "quantize": str(getattr(loaded, "quantize", "none")),
+           "quantize": str(getattr(loaded, "quantize", "none")), "key": asdict(backbone.slot.key),
            "root": str(backbone.root), "slot": str(backbone.slot.folder), "mode": backbone.mode}
-    done = subprocess.run([sys.executable, "-m", "omnistudio.engine.compile_child", json.dumps(job)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        lines = (done.stderr or done.stdout or "no output").strip().splitlines()
-        raise RuntimeError(f"the compile process failed ({done.returncode}): {lines[-1] if lines else ''}")
+    backbone.slot.folder.mkdir(parents=True, exist_ok=True)
+    with open(backbone.slot.log_file, "w", encoding="utf-8") as out:
+        code = subprocess.run([sys.executable, "-m", "omnistudio.engine.compile_child", json.dumps(job)],
+                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
+                              start_new_session=True).returncode
+    if code != 0:
+        lines = backbone.slot.log_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        raise RuntimeError(f"the compile process failed ({code}): {lines[-1] if lines else 'no output'} "
+                           f"(log: {backbone.slot.log_file})")
 
 
 def trial_inputs(rows: int, length: int, hidden: int, dtype: torch.dtype, device: Any) -> dict[str, Any]:

@@ -38,7 +38,7 @@ class CompileState(Protocol):
     """What the engine reads of its compiled backbone (engine/compiled_backbone.py sets itself here)."""
 
     @property
-    def state(self) -> str:  # off | compiling | compiled | failed
+    def state(self) -> str:  # off | compiling | switching | compiled | failed
         ...
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class Engine:
 
     @property
     def compile_state(self) -> str:
-        """off | compiling | compiled | failed: the backbone's compilation (/health, the telemetry)."""
+        """off | compiling | switching | compiled | failed: the backbone's compilation (/health, the telemetry)."""
         return self.compiled.state if self.compiled is not None else "off"
 
     @classmethod

@@ -18,7 +18,7 @@ class EngineInfo(BaseModel):
     sampler: str = "?"
     threads: int | None = None  # torch's thread count where it renders (a take's floats depend on it)
     quantisation: str = "none"
-    compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | compiled | failed (eager)
+    compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | switching | compiled | failed (eager)
     max_batch: int = 1
 
 

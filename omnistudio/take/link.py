@@ -78,7 +78,7 @@ class LinkInfo:
     sampler: str  # fast | stock
     threads: int | None = None  # torch's thread count where it renders (float sums depend on it); None: unknown
     quantisation: str = "none"  # none | int8 (the backbone's linear layers, --quantize)
-    compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | compiled | failed (eager)
+    compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | switching | compiled | failed (eager)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 STATE_STYLE = {"loading": "yellow", "warming": "yellow", "ready": "green", "rendering": "cyan", "offline": "red",
                "error": "red"}
-BACKBONE_STYLE = {"compiling": "yellow", "compiled": "green", "failed": "red"}
+BACKBONE_STYLE = {"compiling": "yellow", "switching": "yellow", "compiled": "green", "failed": "red"}
 
 
 class Telemetry(Static):
@@ -34,7 +34,7 @@ class Telemetry(Static):
     underruns: reactive[int] = reactive(0)
     """Output blocks the ring could not fill."""
     backbone: reactive[str] = reactive("off")
-    """The compiled backbone: off (row hidden) | compiling (eager meanwhile) | compiled | failed (eager)."""
+    """The compiled backbone: off (row hidden) | compiling (eager meanwhile) | switching | compiled | failed (eager)."""
 
     def render(self) -> Table:
         table = Table.grid(padding=(0, 1))
