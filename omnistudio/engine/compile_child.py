@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str]) -> int:
@@ -32,7 +33,7 @@ def main(argv: list[str]) -> int:
         return compile_into(job)
 
 
-def compile_into(job: dict[str, str]) -> int:
+def compile_into(job: dict[str, Any]) -> int:
     from omnistudio.engine.compile_cache import CompileSlot, cache_key
     from omnistudio.engine.compiled_backbone import CompiledBackbone
     from omnistudio.engine.engine import Engine
