@@ -126,6 +126,23 @@ MUTATIONS = [
              "check_file(path, text, lang,",
              "check_file(path, 'Good evening.', lang,",
              ("tests/test_mcp.py::test_check_take_gives_omnistudio_checks_transcript_and_verdict",)),
+    Mutation("compile-child-same-session", "the compile child shares the terminal's session: Ctrl+C on serve kills it",
+             "omnistudio/engine/compiled_backbone.py", "start_new_session=True)", "start_new_session=False)",
+             ("tests/test_compile_slot.py::test_the_compile_child_runs_in_its_own_session_and_waits_for_the_slot_lock",)),
+    Mutation("compile-child-ignores-warm-slot", "a second first start's child compiles again after the first filled the slot",
+             "omnistudio/engine/compile_child.py", 'if asked.state() == "warm":', "if False:",
+             ("tests/test_compile_slot.py::test_the_compile_child_runs_in_its_own_session_and_waits_for_the_slot_lock",)),
+    Mutation("failed-compile-retried", "a compile that failed under this key is tried again on every start",
+             "omnistudio/engine/compiled_backbone.py", "if failed is not None:", "if False:",
+             ("tests/test_compile_slot.py::test_a_failed_compile_is_not_tried_again_under_the_same_key",)),
+    Mutation("unsaved-cache-says-failed", "a cache that cannot be saved after a good switch reports failed",
+             "omnistudio/engine/compiled_backbone.py", "except Exception as exc:  # compiled all the same",
+             "except ZeroDivisionError as exc:  # compiled all the same",
+             ("tests/test_compile_slot.py::test_a_cache_that_cannot_be_saved_leaves_the_backbone_compiled",)),
+    Mutation("empty-slot-without-its-inductor", "a slot with empty artifacts is warm after its inductor folder is gone",
+             "omnistudio/engine/compile_cache.py", "if self.artifacts.stat().st_size == 0 and inductor != inductor_id():",
+             "if False:",
+             ("tests/test_compile_slot.py::test_inductor_folders_are_per_torch_and_empty_artifacts_need_theirs",)),
 ]
 
 
