@@ -71,7 +71,14 @@ def compile_backbone(device: str = "cpu", model: str = "") -> bool:
     eager default there once its cache is warm) and off elsewhere (unmeasured on a GPU). Never by default
     for ``model`` ``tiny``, the test and demo checkpoint: its steps take milliseconds, so the compiled
     graph never wins back what loading it adds to every start (measured: ready at 29.7 s instead of 15.5 s)."""
-    value = os.environ.get("OMNISTUDIO_COMPILE", "").strip().lower()
-    if value:
-        return value in ("1", "on", "true", "yes")
+    chosen = compile_choice()
+    if chosen is not None:
+        return chosen
     return device.startswith("cpu") and model != "tiny"
+
+
+def compile_choice() -> bool | None:
+    """``OMNISTUDIO_COMPILE`` as the user set it (True / False), or None when unset: what ``serve --ray``
+    hands its replicas, which may run on machines where the variable is not set."""
+    value = os.environ.get("OMNISTUDIO_COMPILE", "").strip().lower()
+    return value in ("1", "on", "true", "yes") if value else None

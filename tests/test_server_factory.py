@@ -53,6 +53,7 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
         shipped.update(config=config, scale=scale)
         raise _Shipped
 
+    monkeypatch.setenv("OMNISTUDIO_COMPILE", "1")  # the driver's choice, not the replica machine's environment
     monkeypatch.setattr(serve_command, "check_port", lambda _h, _p: None)
     monkeypatch.setattr(connect, "Cluster", _FakeCluster)
     monkeypatch.setattr(cluster_serve, "start", start)
@@ -66,7 +67,7 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
     defaults = ServerConfig()
     assert [f.name for f in dataclasses.fields(ServerConfig) if getattr(config, f.name) == getattr(defaults, f.name)] \
         == [], "every serve option given on the command line reaches the replica's config"
-    assert (config.cache_mb, config.keys, config.threads) == (64, (b"a-secret-of-24-chars-xyz",), 2)
+    assert (config.cache_mb, config.keys, config.threads, config.compile) == (64, (b"a-secret-of-24-chars-xyz",), 2, True)
     import torch  # without --threads-per-replica a replica runs this machine's count (a local render's)
 
     torch.set_num_threads(3)

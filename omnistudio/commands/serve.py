@@ -92,7 +92,10 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         from omnistudio.engine.quantize import check_quantize
 
         quantize = check_quantize(args.quantize, pick_device(args.device))
+    from omnistudio.config import compile_choice
+
     return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, quantize=quantize,
+                        compile=compile_choice(),  # the environment of this command, carried to every replica
                         max_batch=args.max_batch,
                         max_queue=args.max_queue, time_limit_s=args.time_limit, cache_mb=args.cache_mb, keys=keys,
                         max_voices=args.max_voices,

@@ -24,6 +24,7 @@ class ServerConfig:
     device: str | None = None
     dtype: str | None = None
     quantize: str = "none"  # none | int8: the backbone's linear layers (--quantize; CPU only)
+    compile: bool | None = None  # the persistent compiled backbone (OMNISTUDIO_COMPILE); None: the device's default
     max_batch: int = 8
     max_queue: int = 16
     time_limit_s: float = 300.0
