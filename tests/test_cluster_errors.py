@@ -152,6 +152,7 @@ def test_autoscaling_bounds_reach_serve() -> None:
     (["--project", "{tmp}/p.omniproj"], "--project"),
     (["--verify"], "--verify"),
     (["--verify", "--retake", "2"], "--verify"),
+    (["--retake", "2"], "--retake"),
 ])
 def test_takes_flags_are_refused_not_ignored(args: list[str], flag: str, tmp_path: Path, ref_wav: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
