@@ -143,6 +143,9 @@ MUTATIONS = [
              "omnistudio/engine/compile_cache.py", "if self.artifacts.stat().st_size == 0 and inductor != inductor_id():",
              "if False:",
              ("tests/test_compile_slot.py::test_inductor_folders_are_per_torch_and_empty_artifacts_need_theirs",)),
+    Mutation("strip-finishing-not-preempted", "the take strip's finishing pass runs to the end while a command waits",
+             "omnistudio/studio/take_view.py", "                    if self.preempted():", "                    if False:",
+             ("tests/test_take_view_sink.py::test_a_waiting_command_stops_the_finishing_pass_at_once",)),
 ]
 
 

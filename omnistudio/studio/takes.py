@@ -138,7 +138,8 @@ class ProjectTakes:
         studio = self.studio
         return take.run([PlayerSink(studio.player, cancel, lambda start, end, chunk:
                                     studio.schedule.add(start, end, chunk.sentence.id)),
-                         studio.view.sink(studio.player)],  # the take strip shows the take chosen and played
+                         # the take strip shows the take chosen and played
+                         studio.view.sink(studio.player, preempted=studio.prebuild.preempted.is_set)],
                         progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
 
     def _play(self, cancel: threading.Event, planned: list[Any], options: Any) -> TakeResult:
