@@ -437,7 +437,7 @@ class Studio:
             if not audition:
                 self._played_seed = take.base_seed
             sinks = [PlayerSink(player, cancel, on_piece),
-                     self.view.sink(player, sentences=not audition, preempted=self.prebuild.preempted.is_set)]
+                     self.view.sink(player, sentences=not audition, preempted=self.prebuild.command_waiting.is_set)]
             result = take.run(sinks, progress=self._preparing, cancel=cancel, on_chunk=self._rendered)
             if not audition:
                 self.takes.keep(take, result)

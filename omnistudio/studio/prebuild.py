@@ -65,7 +65,7 @@ class Prebuild:
         self._text = ""
         self._highlight: tuple[str, str] | None = None
         self._generation = 0  # bumped by every change of what is wanted
-        self.preempted = Preempted(studio._commands)  # "a command waits": background work gives way (take strip too)
+        self.command_waiting = Preempted(studio._commands)  # background work gives way to a command (take strip too)
         self._changed_at = 0.0
         self._blocked = False  # the engine thread waits for a command with no time limit
         self._rest, self._rest_until = 0.0, 0.0  # after an unreachable engine: how long, and until when
@@ -171,7 +171,7 @@ class Prebuild:
         command waits (engine thread)."""
         with self._lock:
             self._blocked = False
-        preempted = self.preempted
+        preempted = self.command_waiting
         while self._due() == 0.0 and not preempted.is_set():
             if not self._build(self.pending()[0], preempted):
                 return

@@ -139,7 +139,7 @@ class ProjectTakes:
         return take.run([PlayerSink(studio.player, cancel, lambda start, end, chunk:
                                     studio.schedule.add(start, end, chunk.sentence.id)),
                          # the take strip shows the take chosen and played
-                         studio.view.sink(studio.player, preempted=studio.prebuild.preempted.is_set)],
+                         studio.view.sink(studio.player, preempted=studio.prebuild.command_waiting.is_set)],
                         progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
 
     def _play(self, cancel: threading.Event, planned: list[Any], options: Any) -> TakeResult:
