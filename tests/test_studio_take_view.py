@@ -83,6 +83,9 @@ async def _follows_and_exports(tiny_engine, voice_roster_file: Path, tmp_path: P
         assert len(columns) >= width - 1  # the position crossed the whole strip, column by column
         assert history.frames == frames
 
+        # the take's finishing pass (engine thread, after its last sentence) gives way to a waiting command:
+        # let it finish before the export is asked for, as a producer's export comes seconds later
+        await wait_for(pilot, lambda: not view.shape.live, what="the take's finished shape")
         path = tmp_path / "take.wav"
         app.studio.export(editor.text, path)
         await wait_for(pilot, lambda: recorder.first(ev.Exported) is not None, what="the export")
