@@ -54,3 +54,35 @@ def test_each_command_still_parses_its_options(capsys: pytest.CaptureFixture[str
         main(["normalize", "3", "--lang", "en", "--no-such-option"])
     assert refused.value.code == 2
     assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
+VOICES_PROBE = """
+import json, sys
+from omnistudio.cli import main
+code = main(["voices", "list", "--json"])
+print(json.dumps({"code": code, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_voices_list_judges_prompt_files_without_torch(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """`voices list` reads every prompt file it judges (its metadata and tokens checked), in numpy: a
+    valid file and a damaged one are told apart, and torch (seconds of start-up) is never loaded."""
+    import torch
+
+    from omnistudio.voices.prompts import AnchorPrompt, prompt_path, save_prompt
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("OMNISTUDIO_HOME", str(home))
+    good = prompt_path("ruby", "en")
+    save_prompt(good, AnchorPrompt(torch.randint(0, 1024, (8, 30)), "Good evening.", 0.1, "ruby", "en",
+                                   {"model_fingerprint": "another model", "source_sha256": "?"}))
+    prompt_path("storm", "es").write_bytes(b"not a prompt")
+    proc = subprocess.run([sys.executable, "-c", VOICES_PROBE], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    report = json.loads(lines[-1])
+    assert report == {"code": 0, "torch": False}
+    listed = {a["id"]: a["prompts"] for a in json.loads(lines[-2])["anchors"]}
+    assert listed["ruby"]["en"]["state"] == "stale"  # read and checked: made from another source
+    assert listed["storm"]["es"]["state"] == "invalid" and "damaged" in listed["storm"]["es"]["why"]
+    assert listed["ruby"]["es"]["state"] == "missing"

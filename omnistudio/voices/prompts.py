@@ -142,11 +142,21 @@ def save_prompt(path: Path, prompt: AnchorPrompt) -> None:
 def load_prompt(path: Path, anchor: str | None = None, lang: str | None = None,
                 device: str | None = None) -> AnchorPrompt:
     """Read and check one prompt file; ``anchor``/``lang`` must match its metadata when given."""
+    import torch
+
+    tokens, meta = read_prompt(path, anchor, lang)
+    return AnchorPrompt(torch.tensor(tokens, dtype=torch.long, device=device or "cpu"), meta["ref_text"],
+                        float(meta["ref_rms"]), meta["anchor"], meta["lang"], meta)
+
+
+def read_prompt(path: Path, anchor: str | None = None, lang: str | None = None) -> tuple[np.ndarray, dict[str, str]]:
+    """The checks of :func:`load_prompt` without torch (``voices list`` judges every file with them):
+    the reference tokens as a numpy array and the metadata, or a PromptError naming the file."""
     from safetensors import safe_open
 
     name = path.name
     try:
-        with safe_open(str(path), framework="pt") as fh:
+        with safe_open(str(path), framework="numpy") as fh:
             meta = dict(fh.metadata() or {})
             keys = set(fh.keys())
             tokens = fh.get_tensor("ref_audio_tokens") if "ref_audio_tokens" in keys else None
@@ -162,10 +172,10 @@ def load_prompt(path: Path, anchor: str | None = None, lang: str | None = None,
     if anchor is not None and (meta.get("anchor"), meta.get("lang")) != (anchor, lang):
         raise PromptError(f"prompt file {name} holds anchor '{meta.get('anchor')}' ({meta.get('lang')}), "
                           f"not '{anchor}' ({lang})")
-    if tokens is None or tokens.dim() != 2 or tokens.shape[0] != NUM_CODEBOOKS or tokens.shape[1] == 0:
+    if tokens is None or tokens.ndim != 2 or tokens.shape[0] != NUM_CODEBOOKS or tokens.shape[1] == 0:
         shape = None if tokens is None else list(tokens.shape)
         raise PromptError(f"prompt file {name} has reference tokens of shape {shape}; expected [8, T>0]")
-    if tokens.is_floating_point() or int(tokens.min()) < 0 or int(tokens.max()) >= CODEBOOK_SIZE:
+    if tokens.dtype.kind not in "iu" or int(tokens.min()) < 0 or int(tokens.max()) >= CODEBOOK_SIZE:
         raise PromptError(f"prompt file {name} has reference tokens outside the codebook (0..1023)")
     try:
         rms = float(meta["ref_rms"])
@@ -174,7 +184,7 @@ def load_prompt(path: Path, anchor: str | None = None, lang: str | None = None,
         raise PromptError(f"prompt file {name} lacks a valid ref_text/ref_rms") from None
     if not text.strip() or not rms > 0 or rms == float("inf"):
         raise PromptError(f"prompt file {name} has an empty ref_text or a bad ref_rms ({rms})")
-    return AnchorPrompt(tokens.long().to(device or "cpu"), text, rms, meta["anchor"], meta["lang"], meta)
+    return tokens, meta
 
 
 def prompt_state(roster: Roster, anchor_id: str, lang: str, fingerprint: str | None,
@@ -184,22 +194,24 @@ def prompt_state(roster: Roster, anchor_id: str, lang: str, fingerprint: str | N
     if not path.exists():
         return "missing", "no prompt file"
     try:
-        prompt = load_prompt(path, anchor_id, lang)
+        _tokens, meta = read_prompt(path, anchor_id, lang)
         source = source_for(roster, anchor_id, lang)
     except PromptError as exc:
         return "invalid", str(exc)
     except UserError as exc:
         return "error", str(exc)
-    return _freshness(prompt, source, fingerprint)
+    return _freshness(meta, source, fingerprint)
 
 
-def _freshness(prompt: AnchorPrompt, source: Source, fingerprint: str | None) -> tuple[str, str]:
-    if prompt.source_sha256 != source.sha256:
+def _freshness(meta: dict[str, str], source: Source, fingerprint: str | None) -> tuple[str, str]:
+    """A prompt's state from its metadata: made from this source, with this model."""
+    made_with = meta.get("model_fingerprint", "")
+    if meta.get("source_sha256", "") != source.sha256:
         return "stale", f"its {source.kind} source changed"
     if fingerprint is None:
         return "unchecked", "model not available locally"
-    if prompt.fingerprint != fingerprint:
-        return "stale", f"made with model {prompt.fingerprint or '?'}, now {fingerprint}"
+    if made_with != fingerprint:
+        return "stale", f"made with model {made_with or '?'}, now {fingerprint}"
     return "ready", ""
 
 
@@ -313,7 +325,7 @@ class PromptCache:
                 continue
             try:
                 prompt = load_prompt(path, anchor_id, lang, device=device)
-                state, _why = _freshness(prompt, source_for(roster, anchor_id, lang), fingerprint)
+                state, _why = _freshness(prompt.meta, source_for(roster, anchor_id, lang), fingerprint)
             except UserError as exc:
                 report.errors.append(str(exc))
                 report.not_ready[(anchor_id, lang)] = "invalid"
