@@ -13,7 +13,8 @@ import pytest
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.server.pipeline import RenderItem, Rendered, TakeOptions, VoiceRef
 from omnistudio.take.link import LinkInfo
-from omnistudio.server.scheduler import Admission, BatchingLink, Busy, CancelEvent, length_bucket
+from omnistudio.server.admission import Admission, Busy
+from omnistudio.server.scheduler import BatchingLink, CancelEvent, length_bucket
 from support.wait import wait_until
 from support.wait import HANG_S
 

@@ -69,7 +69,7 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
     """Every serve option, checked (one line each, before any model loads), as the server's config;
     the API keys are read from ``--api-key-file`` here."""
     from omnistudio.server.auth import check_bind
-    from omnistudio.server.scheduler import Admission
+    from omnistudio.server.admission import Admission
 
     keys = check_bind(args.host, args.api_key_file)
     Admission(args.max_queue)
@@ -107,24 +107,25 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    import uvicorn
-
-    from omnistudio.server.factory import build_server
-    from omnistudio.server.startup import start_engine
-
     from omnistudio.commands.flags.ray import check_serve_options
-    from omnistudio.commands.serve_ray import run_serve
 
     check_serve_options(args)
     config = server_config_from_args(args)  # every check before the model loads
     if args.ray:
+        from omnistudio.commands.serve_ray import run_serve
+
         if args.address is None:  # a local instance: its proxy binds here
             check_port(args.host, args.port)
         elif args.port == 0:
             raise UserError("--port 0 picks a free port of this machine for a local instance: give a fixed "
                             "--port with --address")
         return run_serve(args, config)
-    sock = bind_port(args.host, args.port)
+    sock = bind_port(args.host, args.port)  # a port in use or out of range: one line before the server's imports
+    import uvicorn
+
+    from omnistudio.server.factory import build_server
+    from omnistudio.server.startup import start_engine
+
     config = dataclasses.replace(config, port=sock.getsockname()[1])  # the port bound (the one picked for 0)
     app = build_server(config)
     state = app.state.server

@@ -23,7 +23,8 @@ from omnistudio.protocol import MAX_BODY_BYTES, error_body, error_kind
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.metrics import Metrics
 from omnistudio.server.pipeline import TakeCache
-from omnistudio.server.scheduler import Admission, BatchingLink
+from omnistudio.server.admission import Admission
+from omnistudio.server.scheduler import BatchingLink
 from omnistudio.server.serving import Failed, TakeRun
 
 

@@ -52,7 +52,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     from omnistudio.server.middleware import Guard
     from omnistudio.server.pipeline import TakeCache
     from omnistudio.server.routers import compat, ops, speech, text, voices, ws
-    from omnistudio.server.scheduler import Busy
+    from omnistudio.server.admission import Busy
 
     state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys,
                         cache=TakeCache(config.cache_mb * 2**20), max_voices=config.max_voices)

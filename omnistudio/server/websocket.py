@@ -24,7 +24,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from omnistudio import protocol as wire
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.server import encode, jobs
-from omnistudio.server.scheduler import Busy
+from omnistudio.server.admission import Busy
 from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd, SentenceStart, TakeRun
 from omnistudio.server.timestamps import sentence_time
 
