@@ -46,3 +46,19 @@ def test_a_waiting_command_stops_the_finishing_pass_at_once() -> None:
     _take(view, preempted)
     assert len(asked) == 2  # given up at the next block, not at the end of the take
     assert view.shape.live and view.shape.frames == 40 * RATE  # the live shape stays
+
+
+def test_a_background_wake_up_preempts_nothing_a_users_command_does() -> None:
+    """The flag the strip's pass and the background builds check: the builds' own wake-up command (put by
+    the UI when the script changes) is not a reason to give up; a play, export or takes command is."""
+    import queue
+
+    from omnistudio.studio.prebuild import Preempted
+
+    commands: queue.Queue[tuple[str, tuple[object, ...]]] = queue.Queue()
+    flag = Preempted(commands)
+    assert not flag.is_set()
+    commands.put(("prebuild", ()))
+    assert not flag.is_set()
+    commands.put(("export", ()))
+    assert flag.is_set()

@@ -27,6 +27,7 @@ try again; a play finds the fault and says so as it always did.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -45,13 +46,15 @@ Want = tuple[VoiceRef, str]
 
 
 class Preempted:
-    """The background build's cancel flag: set once any command waits on the engine thread's queue."""
+    """Background work's cancel flag (a build, the take strip's finishing pass): set once a command waits
+    on the engine thread's queue, other than the background builds' own wake-up."""
 
-    def __init__(self, commands: Any) -> None:
+    def __init__(self, commands: queue.Queue[tuple[str, tuple[Any, ...]]]) -> None:
         self._commands = commands
 
     def is_set(self) -> bool:
-        return not self._commands.empty()
+        with self._commands.mutex:
+            return any(name != "prebuild" for name, _args in self._commands.queue)
 
 
 class Prebuild:
