@@ -172,6 +172,7 @@ def build_in_child(backbone: CompiledBackbone) -> None:
     session of its own (a Ctrl+C on this process's terminal does not reach it), its output in the
     slot's log file."""
     import json
+    import os
     import subprocess
     import sys
     from dataclasses import asdict
@@ -181,7 +182,9 @@ def build_in_child(backbone: CompiledBackbone) -> None:
            "quantize": str(getattr(loaded, "quantize", "none")), "key": asdict(backbone.slot.key),
            "root": str(backbone.root), "slot": str(backbone.slot.folder), "mode": backbone.mode}
     backbone.slot.folder.mkdir(parents=True, exist_ok=True)
-    with open(backbone.slot.log_file, "w", encoding="utf-8") as out:
+    with open(backbone.slot.log_file, "a", encoding="utf-8") as out:  # appended: a second start's child too
+        out.write(f"--- compile child started {time.strftime('%Y-%m-%d %H:%M:%S')} by pid {os.getpid()}\n")
+        out.flush()
         code = subprocess.run([sys.executable, "-m", "omnistudio.engine.compile_child", json.dumps(job)],
                               stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False,
                               start_new_session=True).returncode
