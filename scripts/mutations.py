@@ -146,6 +146,14 @@ MUTATIONS = [
     Mutation("strip-finishing-not-preempted", "the take strip's finishing pass runs to the end while a command waits",
              "omnistudio/studio/take_view.py", "                    if self.preempted():", "                    if False:",
              ("tests/test_take_view_sink.py::test_a_waiting_command_stops_the_finishing_pass_at_once",)),
+    Mutation("background-wakeup-preempts", "the background builds' own wake-up counts as a user's command",
+             "omnistudio/studio/prebuild.py", 'return any(name != "prebuild" for name, _args in self._commands.queue)',
+             "return bool(self._commands.queue)",
+             ("tests/test_take_view_sink.py::test_a_background_wake_up_preempts_nothing_a_users_command_does",)),
+    Mutation("serve-imports-before-checks", "serve imports the server and the take pipeline before it checks its port",
+             "omnistudio/commands/serve.py", "    from omnistudio.commands.flags.ray import check_serve_options\n",
+             "    from omnistudio.commands.flags.ray import check_serve_options\n    import omnistudio.server.scheduler  # noqa: F401\n",
+             ("tests/test_cli_startup.py::test_a_refused_serve_says_why_before_the_servers_imports",)),
 ]
 
 

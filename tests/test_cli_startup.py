@@ -86,3 +86,21 @@ def test_voices_list_judges_prompt_files_without_torch(tmp_path, monkeypatch) ->
     assert listed["ruby"]["en"]["state"] == "stale"  # read and checked: made from another source
     assert listed["storm"]["es"]["state"] == "invalid" and "damaged" in listed["storm"]["es"]["why"]
     assert listed["ruby"]["es"]["state"] == "missing"
+
+
+SERVE_PROBE = """
+import json, sys
+from omnistudio.cli import main
+code = main(["serve", "--model", "tiny", "--port", "65536"])
+print(json.dumps({"code": code, "loaded": sorted(m for m in ("torch", "scipy", "uvicorn", "omnistudio.server.pipeline")
+                                                  if m in sys.modules)}))
+"""
+
+
+def test_a_refused_serve_says_why_before_the_servers_imports() -> None:
+    """A port out of range (or in use, or a bad --max-queue) is one line before the server, the take
+    pipeline and torch are imported: a refusal costs a fraction of a second, not a model stack's start."""
+    proc = subprocess.run([sys.executable, "-c", SERVE_PROBE], capture_output=True, text=True, timeout=300)
+    assert proc.stderr.strip().splitlines()[-1] == \
+        "omnistudio: error: port 65536 is out of range 0..65535 (0: a free port the system picks)"
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"code": 2, "loaded": []}
