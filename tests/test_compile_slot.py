@@ -177,3 +177,26 @@ def test_inductor_folders_are_per_torch_and_empty_artifacts_need_theirs(tmp_path
     assert again == inductor and slot.state() == "cold"
     fill(slot, b"graph")  # artifacts of its own: warm whatever inductor holds
     assert slot.state() == "warm"
+
+
+def test_the_folder_under_the_cache_is_used_after_torch_sets_its_default(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a fresh interpreter, as a start meets it: importing torch's dynamo (transformers does, so every
+    ``import omnivoice``) sets ``TORCHINDUCTOR_CACHE_DIR`` to torch's default under the temp folder; that
+    is not the user's choice, and the folder under the cache is used. A folder the user chose is kept."""
+    import subprocess
+    import sys
+
+    probe = ("import os, sys, pathlib, torch._dynamo; from omnistudio.engine.compile_cache import use_inductor_folder; "
+             "print(os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')); print(use_inductor_folder(pathlib.Path(sys.argv[1]))); "
+             "print(os.environ['TORCHINDUCTOR_CACHE_DIR'])")
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "root")], capture_output=True, text=True,
+                          timeout=HANG_S, env=env, check=True)
+    before, got, now = done.stdout.split("\n")[:3]
+    assert Path(before).name.startswith("torchinductor_")  # torch's default, set by its import
+    assert Path(got).parent == tmp_path / "root" and Path(got).name.startswith("inductor-") and now == got
+    assert (Path(got) / "key.json").is_file()
+    mine = tmp_path / "mine"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(mine))
+    assert use_inductor_folder(tmp_path / "root") == mine and os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(mine)

@@ -107,8 +107,9 @@ def use_inductor_folder(root: Path) -> Path:
     ``TORCHINDUCTOR_CACHE_DIR``). Call before the first compile of the process."""
     import torch
 
-    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        return Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+    chosen = users_inductor_folder()
+    if chosen is not None:
+        return chosen
     isa = cpu_isa()
     folder = root / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"inductor-{torch.__version__}-{isa or 'none'}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -117,6 +118,19 @@ def use_inductor_folder(root: Path) -> Path:
                                        "id": uuid.uuid4().hex})
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
     return folder
+
+
+def users_inductor_folder() -> Path | None:
+    """``TORCHINDUCTOR_CACHE_DIR`` when the user chose it. Importing torch's dynamo (transformers does, so
+    every ``import omnivoice``) sets the variable to torch's default folder under the temp folder, which
+    is no choice: that folder is emptied at reboot, and a slot saved with empty artifacts would then be
+    warm with nothing behind it."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not chosen or os.path.abspath(chosen) == os.path.abspath(default_cache_dir()):
+        return None
+    return Path(chosen)
 
 
 def inductor_id() -> str:
