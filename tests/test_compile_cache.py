@@ -6,6 +6,7 @@ and dynamo's graphs (a new ``torch.compile`` of the same forward on the same mod
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from dataclasses import asdict
@@ -14,6 +15,8 @@ from typing import Any
 
 import pytest
 import torch
+
+from torch._dynamo.utils import counters
 
 from omnistudio.engine.compile import eager
 from omnistudio.engine.compile_cache import cache_key
@@ -36,9 +39,15 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     engine = open_engine("tiny", "cpu", None, "fast")
     root = tmp_path_factory.mktemp("compile")
+    chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # the start points it under root: restored after
     backbone = CompiledBackbone(engine, root).start(background=False)
     assert backbone.state == "compiled", backbone.detail
-    return backbone
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"].startswith(str(root))  # child and here: the slot's folder
+    yield backbone
+    if chosen is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = chosen
 
 
 @pytest.fixture
@@ -60,11 +69,12 @@ def test_compiled_backbone_agrees_with_eager_within_the_dtype_bound(compiled: Co
     hidden = int(model.config.llm_config.hidden_size)
     dtype = next(model.llm.parameters()).dtype
     gen = torch.Generator().manual_seed(3)
+    graphs = counters["stats"]["unique_graphs"]
     for rows, length in ((1, 37), (3, 52)):  # one sentence alone, a batch: lengths the trial never ran
-        inputs = trial_inputs(rows, length, hidden, dtype, "cpu")
-        inputs["inputs_embeds"] = torch.randn(inputs["inputs_embeds"].shape, generator=gen, dtype=dtype)
-        inputs["attention_mask"][:, :, :, length - 9:] = False  # padding at the end, as a packed row has
-        with torch.inference_mode():
+        with torch.inference_mode():  # made as the sampler makes them (inference tensors: the trial's graph)
+            inputs = trial_inputs(rows, length, hidden, dtype, "cpu")
+            inputs["inputs_embeds"] = torch.randn(inputs["inputs_embeds"].shape, generator=gen, dtype=dtype)
+            inputs["attention_mask"][:, :, :, length - 9:] = False  # padding at the end, as a packed row has
             got = model.llm(**inputs)[0]
             with eager(model):
                 assert not is_compiled(model)
@@ -72,6 +82,7 @@ def test_compiled_backbone_agrees_with_eager_within_the_dtype_bound(compiled: Co
         assert is_compiled(model)
         scale = float(want.abs().max())
         assert float((got - want).abs().max()) <= BOUND[dtype] * scale, (rows, length)
+    assert counters["stats"]["unique_graphs"] == graphs  # the trial's graphs served both: nothing compiled
 
 
 def test_the_slot_holds_the_key_and_a_second_start_loads_it(compiled: CompiledBackbone, eager_engine: Any,
