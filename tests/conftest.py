@@ -126,18 +126,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if item not in off]
 
 
+# The order groups are handed out in (longest_first). Ray's group is the longest and waits on its actors
+# about half the time; the real compile beside it (inductor's C++ builds run on both cores) fills the core
+# Ray leaves idle. The null sink's group (real-time playback, mostly waiting) comes after the servers, so
+# the two groups that mostly wait never start side by side.
+ORDER = ("ray", "compile", "ui", "server", "device", "whisper", "slow")
+PAIRED_WITH_RAY = {"test_compile_cache": "compile"}
+
+
 def longest_first(items: list[pytest.Item], groups: dict[pytest.Item, str]) -> list[pytest.Item]:
     """The items with the likely longest groups first, each group whole and in its own order: the
-    serial groups, then the other tiers' modules (servers, pilots, Whisper), then the rest, most tests
-    first. pytest-xdist hands out groups in this order (test.sh passes --no-loadscope-reorder), so the
-    worker that finishes its group early takes the next one, and no long group starts last."""
-    rank = {name: i for i, name in enumerate((*SERIAL, "ui", "server", "whisper", "slow"))}
+    groups in ORDER's tiers, then the rest, most tests first. pytest-xdist hands out groups in this order
+    (test.sh passes --no-loadscope-reorder), so the worker that finishes its group early takes the next
+    one, and no long group starts last."""
+    rank = {name: i for i, name in enumerate(ORDER)}
     tier: dict[str, int] = {}
     count: dict[str, int] = {}
     first: dict[str, int] = {}
     for i, item in enumerate(items):
         group = groups[item]
         mine = min((rank[name] for name in rank if item.get_closest_marker(name)), default=len(rank))
+        if group in PAIRED_WITH_RAY:
+            mine = rank[PAIRED_WITH_RAY[group]]
         tier[group] = min(tier.get(group, mine), mine)
         count[group] = count.get(group, 0) + 1
         first.setdefault(group, i)
