@@ -102,15 +102,25 @@ def main(argv: list[str] | None = None) -> int:
     if own:
         signals.own_exit()
     try:
-        code = _main(argv)
+        code, line = _main(argv), None
+        _ended(own)  # inside the try: a signal that comes before this is the command's interruption
     except Terminated:
-        return _end(own, EXIT_TERMINATED, "omnistudio: terminated")
+        code, line = EXIT_TERMINATED, "omnistudio: terminated"
     except KeyboardInterrupt:
-        return _end(own, EXIT_INTERRUPTED, "omnistudio: interrupted")
+        code, line = EXIT_INTERRUPTED, "omnistudio: interrupted"
     except BrokenPipeError:
         _quiet_stdout()
-        code = 0
-    return _end(own, code)
+        code, line = 0, None
+    _ended(own)
+    return _end(own, code, line)
+
+
+def _ended(own: bool) -> None:
+    """From here a signal is the ending's (kept until :func:`omnistudio.signals.settle` leaves with the
+    status), not an exception raised outside ``main``'s ``try``. Only for the process's own command: an
+    in-process call leaves the caller's Ctrl-C alone."""
+    if own:
+        signals.ending()
 
 
 def _end(own: bool, code: int, line: str | None = None) -> int:

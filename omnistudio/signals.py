@@ -22,6 +22,8 @@ from omnistudio.errors import Terminated
 _depth = 0
 _pending: list[int] = []
 _received: list[int] = []  # signals delivered through _handler (a library may turn the exception into another)
+_late: list[int] = []  # signals between the command's end (ending) and settle: settle leaves at once
+_ended = [False]
 
 
 def _exception(signum: int) -> BaseException:
@@ -30,6 +32,9 @@ def _exception(signum: int) -> BaseException:
 
 def _handler(signum: int, _frame: object) -> None:
     _received.append(signum)
+    if _ended[0]:
+        _late.append(signum)
+        return
     if _depth:
         _pending.append(signum)
         return
@@ -45,6 +50,8 @@ def interruption() -> BaseException | None:
 def install() -> None:
     """Route SIGINT and SIGTERM through :func:`_handler` (main thread only; a no-op elsewhere)."""
     if threading.current_thread() is threading.main_thread():
+        _ended[0] = False
+        _late.clear()
         signal.signal(signal.SIGINT, _handler)
         signal.signal(signal.SIGTERM, _handler)
 
@@ -104,6 +111,14 @@ def own_exit() -> None:
     atexit.register(_ignore)
 
 
+def ending() -> None:
+    """The command has returned (its output committed): a signal from here no longer raises, it is the
+    ending's. Called inside the CLI's ``try`` as its last step, so a signal that comes before this call
+    is still the command's interruption; one that comes after it, before :func:`settle`, is kept and
+    ends the process in ``settle`` with the command's status (no traceback outside the ``try``)."""
+    _ended[0] = True
+
+
 def settle(code: int, line: str | None = None) -> None:
     """The command has ended with exit status ``code`` (and ``line``, written here, when it ended with
     one): from now until the process exits, SIGINT or SIGTERM ends it at once with that status and no
@@ -116,6 +131,8 @@ def settle(code: int, line: str | None = None) -> None:
         _unsaid.append(line)
     signal.signal(signal.SIGINT, _leave)
     signal.signal(signal.SIGTERM, _leave)
+    if _late:  # a signal between the command's end and here: leave now, as _leave would have
+        _leave(_late[0], None)
     try:
         sys.stderr.flush()
     except (OSError, ValueError):

@@ -183,3 +183,28 @@ def test_a_signal_while_the_interpreter_collects_its_garbage(tmp_path: Path, ref
     code, err = _signal_once_written(tmp_path, ref_wav, signal.SIGTERM, "unhandled")
     _done_or_one_line(code, err, signal.SIGTERM)
     assert code == 0, err
+
+
+def test_a_signal_between_the_commands_end_and_its_ending_leaves_with_its_status() -> None:
+    """The narrowest window, made certain: the command has returned 0 (its output committed), and SIGINT
+    comes before the ending takes over the signals (``settle``). It ends the process with the command's
+    status, no line and no traceback (a race once seen in the full suite: a KeyboardInterrupt raised
+    after ``main``'s ``try``)."""
+    probe = (
+        "import os, signal, sys\n"
+        "from omnistudio import cli, signals\n"
+        "def command(argv):\n"
+        "    signals.install()\n"
+        "    print('done', flush=True)\n"
+        "    return 0\n"
+        "real = signals.settle\n"
+        "def late_settle(code, line=None):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    for _ in range(1000):\n"
+        "        pass\n"  # the handler runs at the next bytecode boundary, before the real settle
+        "    real(code, line)\n"
+        "cli._main = command\n"
+        "signals.settle = late_settle\n"
+        "sys.exit(cli.main())\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_S)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
