@@ -154,6 +154,14 @@ MUTATIONS = [
              "omnistudio/commands/serve.py", "    from omnistudio.commands.flags.ray import check_serve_options\n",
              "    from omnistudio.commands.flags.ray import check_serve_options\n    import omnistudio.server.scheduler  # noqa: F401\n",
              ("tests/test_cli_startup.py::test_a_refused_serve_says_why_before_the_servers_imports",)),
+    Mutation("inductor-default-as-choice", "torch's own default inductor folder counts as the user's choice",
+             "omnistudio/engine/compile_cache.py",
+             "if not chosen or os.path.abspath(chosen) == os.path.abspath(default_cache_dir()):",
+             "if not chosen:",
+             ("tests/test_compile_slot.py::test_the_folder_under_the_cache_is_used_after_torch_sets_its_default",)),
+    Mutation("signal-raises-after-the-command", "a signal between the command's end and its ending raises",
+             "omnistudio/signals.py", "    if _ended[0]:\n        _late.append(signum)\n        return\n", "",
+             ("tests/test_signals.py::test_a_signal_between_the_commands_end_and_its_ending_leaves_with_its_status",)),
 ]
 
 
