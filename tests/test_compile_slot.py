@@ -188,6 +188,7 @@ def test_the_folder_under_the_cache_is_used_after_torch_sets_its_default(tmp_pat
     import sys
 
     probe = ("import os, sys, pathlib, torch._dynamo; from omnistudio.engine.compile_cache import use_inductor_folder; "
+             "from torch._inductor.runtime.cache_dir_utils import cache_dir; cache_dir(); "  # what the import does today
              "print(os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')); print(use_inductor_folder(pathlib.Path(sys.argv[1]))); "
              "print(os.environ['TORCHINDUCTOR_CACHE_DIR'])")
     env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
