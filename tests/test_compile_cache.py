@@ -23,6 +23,7 @@ from omnistudio.engine.compile_cache import cache_key
 from omnistudio.engine.compiled_backbone import CompiledBackbone, is_compiled, trial_inputs
 from omnistudio.engine.reference import Reference
 from support.audio import REF_TEXT
+from support.server import restored_environ
 from support.stream import open_stream
 from support.wait import HANG_S, wait_until
 
@@ -39,15 +40,11 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     engine = open_engine("tiny", "cpu", None, "fast")
     root = tmp_path_factory.mktemp("compile")
-    chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # the start points it under root: restored after
-    backbone = CompiledBackbone(engine, root).start(background=False)
-    assert backbone.state == "compiled", backbone.detail
-    assert os.environ["TORCHINDUCTOR_CACHE_DIR"].startswith(str(root))  # child and here: the slot's folder
-    yield backbone
-    if chosen is None:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    else:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = chosen
+    with restored_environ():  # the start points TORCHINDUCTOR_CACHE_DIR under root: this module's only
+        backbone = CompiledBackbone(engine, root).start(background=False)
+        assert backbone.state == "compiled", backbone.detail
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"].startswith(str(root))  # inductor's folder under the root
+        yield backbone
 
 
 @pytest.fixture

@@ -195,7 +195,7 @@ def test_the_folder_under_the_cache_is_used_after_torch_sets_its_default(tmp_pat
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "root")], capture_output=True, text=True,
                           timeout=HANG_S, env=env, check=True)
     before, got, now = done.stdout.split("\n")[:3]
-    assert Path(before).name.startswith("torchinductor_")  # torch's default, set by its import
+    assert Path(before).name.startswith("torchinductor_")  # torch's default, as its import sets it
     assert Path(got).parent == tmp_path / "root" and Path(got).name.startswith("inductor-") and now == got
     assert (Path(got) / "key.json").is_file()
     mine = tmp_path / "mine"
