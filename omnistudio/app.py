@@ -26,6 +26,7 @@ from omnistudio.studio.autosave import Autosave
 from omnistudio.studio.controller import Studio
 from omnistudio.studio.playback import word_in_text
 from omnistudio.studio.welcome import EXAMPLE_SCRIPT, first_anchor
+from omnistudio.take.link import graph_status
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.lufs_meter import LufsMeter
 from omnistudio.widgets.script_editor import ScriptEditor
@@ -153,6 +154,7 @@ class StudioApp(App[None]):
                                   if span is not None and snap.playing else "")
             screen.query_one(Telemetry).underruns = snap.underruns
             screen.query_one(Telemetry).backbone = getattr(self.studio.engine, "compile_state", "off")
+            screen.query_one(Telemetry).graphs = graph_status(self.studio.engine)
             screen.query_one(AnchorPicker).show_marks(*self.studio.prebuild.marks())  # building / ready
             view = self.studio.view  # the take's waveform and loudness history (the meter's, just fed)
             screen.query_one(TakeStrip).show(view.shape, view.now(), view.history, self.studio.settings.target_lufs,

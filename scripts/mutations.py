@@ -162,6 +162,22 @@ MUTATIONS = [
     Mutation("signal-raises-after-the-command", "a signal between the command's end and its ending raises",
              "omnistudio/signals.py", "    if _ended[0]:\n        _late.append(signum)\n        return\n", "",
              ("tests/test_signals.py::test_a_signal_between_the_commands_end_and_its_ending_leaves_with_its_status",)),
+    Mutation("static-step-host-read", "the static step reads its step counter on the host (.item()): a sync a "
+             "captured graph cannot hold", "omnistudio/engine/static_step.py",
+             "ks = self.schedule.index_select(0, self.step_idx).squeeze(0)",
+             "ks = self.schedule[int(self.step_idx.item())]",
+             ("tests/test_static_step.py::test_no_op_inside_a_step_reads_a_tensor_on_the_host",)),
+    Mutation("static-step-python-branch", "the static step picks the first step's input with a Python branch on "
+             "a tensor (same tokens, a host read and a graph break)", "omnistudio/engine/static_step.py",
+             "embeds = torch.where(self.is_target & ~first, gathered, self.prefix)",
+             "embeds = torch.where(self.is_target, gathered, self.prefix) if bool(~first) else self.prefix",
+             ("tests/test_static_step.py::test_no_op_inside_a_step_reads_a_tensor_on_the_host",
+              "tests/test_static_step.py::test_the_step_compiles_whole_for_each_bucket")),
+    Mutation("static-step-shape-drifts", "after the first step the backbone gets no positions (an input that "
+             "changes shape mid-sentence)", "omnistudio/engine/static_step.py",
+             "attention_mask=self.masks, position_ids=self.position_ids,",
+             "attention_mask=self.masks, position_ids=self.position_ids if sampler._step == 0 else None,",
+             ("tests/test_static_step.py::test_every_step_of_a_sentence_sees_the_same_shapes",)),
 ]
 
 

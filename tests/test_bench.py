@@ -37,8 +37,15 @@ def test_variants_cover_every_technique() -> None:
     names = [v.name for v in make_variants(BenchSettings(compile="default"), "cpu")]
     assert names[0] == "stock"
     for technique in ("sliced_projection", "static_prefix", "inplace_scatter", "trimmed_guidance",
-                      "length_bucketing", "early_exit", "block_attention", "lossless", "default", "default+compile"):
+                      "length_bucketing", "early_exit", "block_attention", "static_step", "lossless", "default",
+                      "default+compile"):
         assert technique in names
+    steps = make_variants(BenchSettings(variants=["steps"]), "cuda")
+    assert [v.name for v in steps] == ["stock", "stepwise", "static eager", "static replayed"]
+    assert steps[-1].stock == "static eager"  # the replayed step's tokens are compared with the eager step's
+    assert steps[-1].options is not None and steps[-1].options.cuda_graphs and steps[-1].options.static_step
+    assert steps[-2].options is not None and not steps[-2].options.cuda_graphs
+    assert steps[1].options is not None and not steps[1].options.static_step
 
 
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,3 +175,19 @@ def test_cli_bad_dtypes(capsys: pytest.CaptureFixture[str], args: list[str], mes
     assert main(["bench", "--model", "tiny", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_graphs_mode_compares_the_replayed_step_with_the_eager_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--only graphs``: the step before the static step, the static step eager and replayed (eager on a CPU),
+    each with its median and worst step; the replayed rows' tokens are checked against the eager static step's."""
+    code = main(["bench", "--model", "tiny", "--device", "cpu", "--sentences", "1", "--only", "graphs",
+                 "--threads", "1", "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = {v["name"]: v for v in result["variants"]}
+    assert list(rows) == ["stock", "stepwise", "static eager", "static replayed"]
+    assert rows["static replayed"]["tokens_identical"] is True and rows["static replayed"]["max_abs_diff"] == 0.0
+    for row in rows.values():
+        assert 0 < row["median_step_ms"] <= row["worst_step_ms"]
+        assert 0 < row["first_worst_step_ms"] <= row["worst_step_ms"]
+    assert result["graphs"] == {}  # nothing captured without CUDA

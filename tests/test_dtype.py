@@ -96,7 +96,8 @@ def test_bf16_is_not_fp32(bf16_engine: Any, tiny_engine: Any, ref_wav: Path) -> 
 def test_every_technique_is_known() -> None:
     """Each technique name is one boolean switch of SamplerOptions that ``only`` turns on alone, and the
     lossless set (the one the bf16 parity test above runs) is exactly the techniques that leave the
-    backbone's shapes alone: not trimmed_guidance, length_bucketing or block_attention (sampler docstring)."""
+    backbone's shapes alone: not trimmed_guidance, length_bucketing, block_attention or static_step (which
+    buckets the rows) (sampler docstring)."""
     from dataclasses import fields
 
     switches = {f.name: f for f in fields(SamplerOptions)}
@@ -107,7 +108,8 @@ def test_every_technique_is_known() -> None:
     assert SamplerOptions.only(*TECHNIQUES).enabled() == list(TECHNIQUES)
     with pytest.raises(ValueError, match="unknown technique"):
         SamplerOptions.only("sliced_projection", "warp_drive")
-    assert set(LOSSLESS) == set(TECHNIQUES) - {"trimmed_guidance", "length_bucketing", "block_attention"}
+    assert set(LOSSLESS) == set(TECHNIQUES) - {"trimmed_guidance", "length_bucketing", "block_attention",
+                                               "static_step"}
     assert SamplerOptions.only(*LOSSLESS).enabled() == [t for t in TECHNIQUES if t in LOSSLESS]
 
 

@@ -268,6 +268,7 @@ def test_options() -> None:
     assert SamplerOptions.for_device("cuda").length_bucketing
     assert not SamplerOptions.for_device("cpu").length_bucketing
     assert SamplerOptions.for_device("cpu").block_attention and not SamplerOptions.for_device("cuda").block_attention
+    assert SamplerOptions.for_device("cuda").static_step and not SamplerOptions.for_device("cpu").static_step
     with pytest.raises(ValueError, match="unknown technique"):
         SamplerOptions.only("warp_drive")
     with pytest.raises(ValueError, match="compile_vocoder"):

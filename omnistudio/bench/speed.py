@@ -44,8 +44,10 @@ DEFAULT_SENTENCES = 3
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--only", choices=["all", "combined"], default="all",
-                        help="all: each technique alone + lossless + defaults; combined: lossless + defaults")
+    parser.add_argument("--only", choices=["all", "combined", "graphs"], default="all",
+                        help="all: each technique alone + lossless + defaults; combined: lossless + defaults; "
+                        "graphs: the step as it ran before the static step, the static step eager, and replayed "
+                        "from captured CUDA graphs (tokens compared with the eager static step)")
     parser.add_argument("--compile", default="off",
                         help="comma-separated backbone compile axis, e.g. off,default: each mode but off adds the "
                         "defaults on the persistent compiled backbone (built through its cache first; compile time "
@@ -96,6 +98,7 @@ class VariantResult:
     max_abs_diff: float = 0.0
     cpu_s: float = 0.0  # process CPU time (all threads): steadier than wall time on a shared CPU
     step_s: list[float] = field(default_factory=list)  # every diffusion step's duration
+    first_worst_s: float = 0.0  # the slowest step of the first sentence (a first-use stall shows here)
     ratio: float = 1.0  # stock total / this total
     step_ratio: float = 1.0  # stock median step / this median step (robust to a busy machine)
     cpu_ratio: float = 1.0  # stock CPU time / this CPU time
@@ -113,6 +116,8 @@ class VariantResult:
         out = asdict(self)
         out.pop("step_s")
         out["median_step_ms"] = 1000 * float(np.median(self.step_s)) if self.step_s else 0.0
+        out["worst_step_ms"] = 1000 * max(self.step_s, default=0.0)
+        out["first_worst_step_ms"] = 1000 * out.pop("first_worst_s")
         out["ms_per_step"] = 1000 * self.loop_s / self.steps if self.steps else 0.0
         out["vocoder_ms"] = 1000 * self.vocoder_s
         out["rtf"] = self.total_s / self.audio_s if self.audio_s else 0.0
@@ -143,12 +148,17 @@ def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None
         if "lossless" in settings.variants:
             group.append(Variant("lossless", SamplerOptions.only(*LOSSLESS)))
         defaults = SamplerOptions.for_device(device)
+        if "steps" in settings.variants:  # the static step eager and replayed (graphs on CUDA), and without it
+            static = replace(defaults, static_step=True, length_bucketing=True, block_attention=False)
+            group += [Variant("stepwise", replace(static, static_step=False)),
+                      Variant("static eager", replace(static, cuda_graphs=False)),
+                      Variant("static replayed", static, stock="static eager")]
         if "default" in settings.variants:
             group.append(Variant("default", defaults))
         for mode in compile_modes(settings.compile):
             name = "default+compile" if mode == "default" else f"default+compile {mode}"
             group.append(Variant(name, defaults, compiled=True))
-        out += [replace(v, name=v.name + tag, dtype=dtype, stock="stock" + tag) for v in group]
+        out += [replace(v, name=v.name + tag, dtype=dtype, stock=v.stock + tag) for v in group]
     return out
 
 
@@ -283,6 +293,24 @@ class Bench:
         rec["steps"] = sampler.last_stats.steps if sampler else self.settings.num_step
         return rec
 
+    def _capture_graphs(self) -> dict[str, dict[str, Any]]:
+        """Every variant whose static step replays CUDA graphs captures them before any timing (as the
+        engine's warm-up does): how many, and the seconds it took."""
+        from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
+
+        from omnistudio.engine.engine import LONGEST_ROW
+
+        out = {}
+        for v in self.variants:
+            sampler = self.samplers.get(v.name)
+            if sampler is None or not (v.options and v.options.static_step) or sampler.runner.graphs is None:
+                continue  # no graphs: the stock loop, the stepwise sampler, or no CUDA
+            kwargs = self.engines[v.dtype].generation_kwargs(self.settings.num_step, self.settings.guidance)
+            status = sampler.prepare_graphs(OmniVoiceGenerationConfig.from_dict(kwargs), (1,), LONGEST_ROW)
+            out[v.name] = {"captured": status.captured, "capture_s": round(status.capture_s, 3),
+                           "failed": status.failed}
+        return out
+
     def run(self) -> dict[str, Any]:
         import numpy as np
         import torch
@@ -294,6 +322,7 @@ class Bench:
         with engine._lock, torch.inference_mode():
             prompts = {d: reference_prompt(e) for d, e in self.engines.items()}
             prompt = prompts[next(iter(self.engines))]
+            graphs = self._capture_graphs()
             # Warm-up (allocator, kernels, compilation) on a short and a long text, untimed.
             for v in self.variants:
                 for text in ("Warm up.", NEWS[-1]) if v.compiled else ("Warm up.",):
@@ -323,6 +352,7 @@ class Bench:
                     r.peak_mem_mb = max(r.peak_mem_mb, rec["peak_mb"])
                     if s == 0:
                         r.ttfa_s = rec["wall_s"]
+                        r.first_worst_s = max(rec["step_s"], default=0.0)
                     same = all(torch.equal(a, b) for a, b in zip(rec["tokens"], stock["tokens"]))
                     r.tokens_identical &= same and len(rec["tokens"]) == len(stock["tokens"])
                     r.token_agreement = min(r.token_agreement, _agreement(rec["tokens"], stock["tokens"]))
@@ -358,6 +388,7 @@ class Bench:
             "reference_frames": int(prompt.ref_audio_tokens.size(-1)),
             "compile": {**compile_status(model), "recompiles_after_warmup": dynamo_graphs() - graphs_warm,
                         "builds": compiled},
+            "graphs": graphs,
             "variants": [results[v.name].finish(None if v is base else stock_r) for v in self.variants],
         }
 
@@ -437,6 +468,8 @@ def print_result(result: dict[str, Any]) -> None:
     Console().print(table)
     frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
     Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
+    if result.get("graphs"):
+        Console().print(f"step graphs captured before timing: {result['graphs']}")
     from omnistudio.bench.quantized import print_engines
 
     print_engines(result)

@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     args.seed = check_seed(args.seed)
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads must be at least 1, got {args.threads}")
-    args.variants = ["lossless", "default"] if args.only == "combined" else ["techniques", "lossless", "default"]
+    args.variants = {"combined": ["lossless", "default"], "graphs": ["steps"]}.get(
+        args.only, ["techniques", "lossless", "default"])
     if args.threads:
         import torch
 

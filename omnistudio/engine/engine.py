@@ -29,9 +29,15 @@ from omnistudio.errors import Cancelled, UserError
 if TYPE_CHECKING:
     import torch
 
+    from omnistudio.engine.cuda_graphs import GraphStatus
     from omnistudio.engine.generation import Tokens
 
 log = logging.getLogger(__name__)
+
+# The longest backbone row a session meets without chunking, in tokens: a 30 s target (OmniVoice chunks
+# longer text) and its unconditional copy at 25 frames/s, a 10 s reference and the text. The warm-up
+# captures step graphs up to it; a longer row is captured when first met.
+LONGEST_ROW = 2 * 750 + 250 + 256
 
 
 class CompileState(Protocol):
@@ -113,6 +119,30 @@ class Engine:
     def compile_state(self) -> str:
         """off | compiling | switching | compiled | failed: the backbone's compilation (/health, the telemetry)."""
         return self.compiled.state if self.compiled is not None else "off"
+
+    @property
+    def graph_status(self) -> GraphStatus:
+        """The static step's captured CUDA graphs (none on CPU): /health, the telemetry, the bench."""
+        from omnistudio.engine.cuda_graphs import GraphStatus
+
+        status = getattr(self.sampler, "graph_status", None)
+        return status if isinstance(status, GraphStatus) else GraphStatus()
+
+    def prepare_graphs(self, batches: Sequence[int] = (1,), longest: int = LONGEST_ROW,
+                       num_step: int = DEFAULT_NUM_STEP, guidance_scale: float = 2.0) -> GraphStatus:
+        """Capture the diffusion step for each batch size in ``batches`` at every row length up to
+        ``longest`` tokens (CUDA with the fast sampler's static step; elsewhere nothing), so that no
+        sentence of those shapes pays for a capture. Part of the warm-up."""
+        from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
+
+        prepare = getattr(self.sampler, "prepare_graphs", None)
+        if prepare is None:
+            return self.graph_status
+        gen_config = OmniVoiceGenerationConfig.from_dict(self.generation_kwargs(num_step, guidance_scale))
+        with self._lock:
+            status: GraphStatus = prepare(gen_config, batches, longest)
+        log.info("step graphs: %s", status.describe())
+        return status
 
     @classmethod
     def load(

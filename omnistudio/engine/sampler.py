@@ -18,7 +18,12 @@
    are skipped;
 7. ``block_attention``: attention once per block of a row (conditional,
    unconditional) without a mask, instead of a masked pass over the row
-   (see :mod:`omnistudio.engine.block_attention`).
+   (see :mod:`omnistudio.engine.block_attention`);
+8. ``static_step``: every step on buffers allocated once per shape, with no host
+   reads inside a step (see :mod:`omnistudio.engine.static_step`); on CUDA each
+   shape's step is captured once as a CUDA graph and replayed (``cuda_graphs``).
+   It implies bucketed rows and the masked pass (never ``block_attention``), and
+   scores every item and codebook (early exit only skips empty steps).
 
 1-3 and 6 leave every tensor the backbone sees unchanged: tokens and samples
 are bit-identical to stock with the same seed *at the same backbone dtype*
@@ -32,7 +37,9 @@ its drift is of the order of the dtype's own rounding, which stock at that
 dtype carries too); 5 is on only on CUDA, where
 repeated shapes let compiled graphs and kernel caches be reused (on CPU it
 only adds padding); 7 only on CPU (on CUDA one masked kernel per layer beats
-a launch per block; a compiled backbone keeps one graph over the masked pass).
+a launch per block; a compiled backbone keeps one graph over the masked pass);
+8 only on CUDA, where the host's kernel launches are the bottleneck (its tokens
+equal 5 without 7 at the same dtype: the backbone sees the same rows).
 
 The Gumbel noise is drawn per item in stock's order and shapes, so the same
 ``torch.manual_seed`` gives the same tokens; ``generators`` (one
@@ -62,16 +69,19 @@ from omnistudio.engine.sampler_ops import (
     scatter_topk,
     unmask_schedules,
 )
+from omnistudio.engine.static_step import StepRunner
 from omnistudio.engine.upstream import GenerationConfig, GenerationTask, OmniVoiceModel
 from omnistudio.errors import Cancelled
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
+    from omnistudio.engine.cuda_graphs import GraphStatus
+
 log = logging.getLogger(__name__)
 
 TECHNIQUES = ("sliced_projection", "static_prefix", "inplace_scatter", "trimmed_guidance",
-              "length_bucketing", "early_exit", "block_attention")
+              "length_bucketing", "early_exit", "block_attention", "static_step")
 LOSSLESS = ("sliced_projection", "static_prefix", "inplace_scatter", "early_exit")
 COMPILE_MODES = ("off", "default", "reduce-overhead")
 
@@ -89,6 +99,8 @@ class SamplerOptions:
     length_bucketing: bool = False
     early_exit: bool = True
     block_attention: bool = False
+    static_step: bool = False
+    cuda_graphs: bool = True  # with static_step on CUDA: replay captured graphs (off: the same step eagerly)
     compile_vocoder: str = "off"  # off | default | reduce-overhead
     compile_backbone: bool = False
 
@@ -114,9 +126,10 @@ class SamplerOptions:
 
     @classmethod
     def for_device(cls, device: torch.device | str) -> SamplerOptions:
-        """The defaults for a device: bucketing only on CUDA, attention per block only on CPU."""
+        """The defaults for a device: bucketing and the static (graph-replayed) step only on CUDA,
+        attention per block only on CPU."""
         cuda = str(device).startswith("cuda")
-        return cls(length_bucketing=cuda, block_attention=not cuda)
+        return cls(length_bucketing=cuda, block_attention=not cuda, static_step=cuda)
 
     def enabled(self) -> list[str]:
         return [f.name for f in fields(self) if f.name in TECHNIQUES and getattr(self, f.name)]
@@ -146,6 +159,7 @@ class FastSampler:
         self.on_logits: Callable[[int, torch.Tensor, torch.Tensor | None], None] | None = None
         self.last_stats = SamplerStats()
         self._step = 0
+        self._runner: StepRunner | None = None
         cfg = model.config
         self.num_cb = int(cfg.num_audio_codebook)
         self.vocab = int(cfg.audio_vocab_size)
@@ -158,11 +172,45 @@ class FastSampler:
 
     @staticmethod
     def _effective(options: SamplerOptions, llm: PreTrainedModel) -> SamplerOptions:
-        """The options as they will run: a compiled backbone keeps one graph over the masked pass;
-        block attention needs the backbone on transformers' SDPA."""
-        if options.block_attention and (options.compile_backbone or not install_block_attention(llm)):
+        """The options as they will run: a compiled backbone and the static step keep one pass over the
+        masked rows, which the static step buckets; block attention needs the backbone on transformers' SDPA."""
+        if options.block_attention and (options.compile_backbone or options.static_step
+                                         or not install_block_attention(llm)):
             options = replace(options, block_attention=False)
+        if options.static_step and not options.length_bucketing:
+            options = replace(options, length_bucketing=True)
         return options
+
+    @property
+    def runner(self) -> StepRunner:
+        """The static step's runner (replaying captured graphs on CUDA unless ``cuda_graphs`` is off)."""
+        if self._runner is None:
+            from omnistudio.engine import cuda_graphs
+            from omnistudio.engine.compiled_backbone import is_compiled
+
+            graphs = None
+            if self.options.cuda_graphs and cuda_graphs.available(self.model.device) and not (
+                    self.options.compile_backbone or is_compiled(self.model)):
+                graphs = cuda_graphs.StepGraphs(self.model.device)
+            self._runner = StepRunner(self, graphs)
+        return self._runner
+
+    @property
+    def graph_status(self) -> GraphStatus:
+        """Step graphs captured so far (none unless the static step runs on CUDA)."""
+        from omnistudio.engine.cuda_graphs import GraphStatus
+
+        runner = self._runner
+        return runner.graphs.status if runner is not None and runner.graphs is not None else GraphStatus()
+
+    def prepare_graphs(self, gen_config: GenerationConfig, batches: Sequence[int], longest: int) -> GraphStatus:
+        """Capture the static step for every batch in ``batches`` and every row length up to ``longest``
+        (the engine's warm-up), so no sentence of those shapes pays for a capture. Nothing to do
+        without graphs (CPU, MPS, the static step off)."""
+        if not self.options.static_step or self.runner.graphs is None:
+            return self.graph_status
+        with torch.inference_mode():
+            return self.runner.prepare(gen_config, batches, longest)
 
     # ------------------------------------------------------------ override points
     def embed_inputs(self, layout: Layout, ids: torch.Tensor) -> torch.Tensor:
@@ -195,14 +243,21 @@ class FastSampler:
     def _run(self, task: GenerationTask, gen_config: GenerationConfig) -> list[torch.Tensor]:
         model, opt = self.model, self.options
         started = time.perf_counter()
-        if self.generators is not None and (not opt.inplace_scatter or len(self.generators) != task.batch_size):
-            raise ValueError("per-item generators need inplace_scatter and one generator per item")
+        if self.generators is not None and (not (opt.inplace_scatter or opt.static_step)
+                                            or len(self.generators) != task.batch_size):
+            raise ValueError("per-item generators need inplace_scatter (or static_step) and one generator per item")
         b, device = task.batch_size, model.device
         inputs = [model._prepare_inference_inputs(task.texts[i], task.target_lens[i], task.ref_texts[i],
                                                   task.ref_audio_tokens[i], task.langs[i], task.instructs[i],
                                                   gen_config.denoise) for i in range(b)]
         guided = gen_config.guidance_scale != 0
         ref_lens = [0 if r is None else int(r.size(-1)) for r in task.ref_audio_tokens]
+        if opt.static_step:
+            stats = SamplerStats()
+            out = self.runner.run(inputs, task.target_lens, ref_lens, gen_config, stats)
+            stats.loop_s = time.perf_counter() - started
+            self.last_stats = stats
+            return out
         layout = build_layout(inputs, task.target_lens, ref_lens, packed=opt.trimmed_guidance,
                               with_uncond=guided or not opt.trimmed_guidance, bucket=opt.length_bucketing,
                               pad_id=self.mask_id, device=device)

@@ -10,13 +10,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 
 from omnistudio.engine.upstream import GenerationConfig
 
-BUCKET = 32  # length bucketing granularity (tokens)
+class Scoring(Protocol):
+    """The generation settings that scoring and its noise read (a ``GenerationConfig`` has them)."""
+
+    @property
+    def guidance_scale(self) -> float: ...
+
+    @property
+    def class_temperature(self) -> float: ...
+
+    @property
+    def position_temperature(self) -> float: ...
+
+
+BUCKET = 32  # length bucketing granularity below 256 tokens; coarser above (see bucket_length)
 
 
 @dataclass
@@ -44,13 +58,39 @@ class Layout:
         return [c - t for c, t in zip(self.c_lens, self.t_lens)]
 
 
+def bucket_length(length: int) -> int:
+    """The row length a bucketed layout pads ``length`` to: a multiple of 32 up to 256 tokens, then
+    of an eighth of the next power of two (64 up to 512, 128 up to 1024, 256 up to 2048, ...): padding
+    stays under a quarter of the row, and a session meets few shapes (20 up to 2048 tokens; each one
+    captured graph per batch size on CUDA)."""
+    if length <= 8 * BUCKET:
+        step = BUCKET
+    else:
+        step = 1 << max(5, (length - 1).bit_length() - 3)
+    return -(-length // step) * step
+
+
+def bucket_ladder(longest: int) -> list[int]:
+    """Every row length :func:`bucket_length` gives, from the shortest up to the one ``longest`` pads to."""
+    out = [bucket_length(1)]
+    while out[-1] < longest:
+        out.append(bucket_length(out[-1] + 1))
+    return out
+
+
 def bucketed(length: int, on: bool) -> int:
-    return -(-length // BUCKET) * BUCKET if on else length
+    return bucket_length(length) if on else length
+
+
+def frames_for(length: int, packed: bool, with_uncond: bool) -> int:
+    """The most target frames a row of ``length`` can hold: half of it when the unconditional copy of
+    the target shares the row (packed), else all of it."""
+    return length // 2 if packed and with_uncond else length
 
 
 def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int], ref_lens: Sequence[int],
                  *, packed: bool, with_uncond: bool, bucket: bool, pad_id: int,
-                 device: torch.device | str) -> Layout:
+                 device: torch.device | str, frames: int | None = None) -> Layout:
     """Lay out ``inputs`` (from ``OmniVoice._prepare_inference_inputs``) as backbone rows.
 
     Stock layout (``packed=False``): 2B rows padded to the longest conditional
@@ -58,12 +98,16 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
     Packed layout (trimmed guidance): one row per item, ``[cond | uncond]`` at
     their true lengths with block-diagonal attention and positions restarting
     at 0 for the unconditional block; no unconditional block when guidance is off.
+    ``frames`` (at least every target length) sizes the per-frame tensors (``cond_pos``, ``valid``...)
+    instead of the longest target, for a step whose shapes do not depend on the sentence.
     """
     b = len(inputs)
     num_cb = inputs[0]["input_ids"].size(1)
     c_lens = [int(inp["input_ids"].size(2)) for inp in inputs]
     t_lens = [int(t) for t in t_lens]
-    t_max = max(t_lens)
+    t_max = max(t_lens) if frames is None else int(frames)
+    if t_max < max(t_lens):
+        raise ValueError(f"frames={frames} is shorter than the longest target ({max(t_lens)})")
     if packed:
         rows = b
         real = [c + (t if with_uncond else 0) for c, t in zip(c_lens, t_lens)]
@@ -149,22 +193,29 @@ def unmask_schedules(t_lens: Sequence[int], num_cb: int, gen_config: GenerationC
     return out
 
 
-def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: int, gen_config: GenerationConfig,
+def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: int, gen_config: Scoring,
                   device: torch.device | str, generators: Sequence[torch.Generator] | None = None,
+                  out: tuple[torch.Tensor | None, torch.Tensor | None] | None = None,
                   ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """The uniforms stock's Gumbel sampling draws at one step, in stock's order and shapes.
 
     Stock draws, for each item that unmasks something (in batch order), first
     the class noise (1, C, T_i, V) when class_temperature > 0, then the position
     noise (1, C, T_i) when position_temperature > 0. ``generators`` (one per
-    item) replaces the global generator, for per-item seeds.
+    item) replaces the global generator, for per-item seeds. ``out`` (class, position buffers of at
+    least (B, C, T_max[, V])) receives the draws in place instead of new tensors; frames no item
+    draws hold 0.5.
     """
     b, t_max = len(t_lens), max(t_lens)
     cls = pos = None
     if gen_config.class_temperature > 0.0:
-        cls = torch.full((b, num_cb, t_max, vocab), 0.5, dtype=torch.float32, device=device)
+        cls = out[0] if out is not None and out[0] is not None else \
+            torch.empty((b, num_cb, t_max, vocab), dtype=torch.float32, device=device)
+        cls.fill_(0.5)
     if gen_config.position_temperature > 0.0:
-        pos = torch.full((b, num_cb, t_max), 0.5, dtype=torch.float32, device=device)
+        pos = out[1] if out is not None and out[1] is not None else \
+            torch.empty((b, num_cb, t_max), dtype=torch.float32, device=device)
+        pos.fill_(0.5)
     for i, (t, k) in enumerate(zip(t_lens, ks)):
         if k <= 0:
             continue
@@ -182,7 +233,7 @@ def gumbel(scores: torch.Tensor, temperature: float, uniform: torch.Tensor) -> t
     return scaled + -torch.log(-torch.log(uniform + 1e-10) + 1e-10)
 
 
-def predict(c_logits: torch.Tensor, u_logits: torch.Tensor | None, gen_config: GenerationConfig, mask_id: int,
+def predict(c_logits: torch.Tensor, u_logits: torch.Tensor | None, gen_config: Scoring, mask_id: int,
             cls_uniform: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``OmniVoice._predict_tokens_with_scoring`` over any leading shape: (tokens, confidence)."""
     if gen_config.guidance_scale != 0:

@@ -19,6 +19,7 @@ class EngineInfo(BaseModel):
     threads: int | None = None  # torch's thread count where it renders (a take's floats depend on it)
     quantisation: str = "none"
     compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | switching | compiled | failed (eager)
+    graphs: str = "off"  # the diffusion step's CUDA graphs: off, or "N captured in S s"
     max_batch: int = 1
 
 

@@ -79,6 +79,7 @@ class LinkInfo:
     threads: int | None = None  # torch's thread count where it renders (float sums depend on it); None: unknown
     quantisation: str = "none"  # none | int8 (the backbone's linear layers, --quantize)
     compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | switching | compiled | failed (eager)
+    graphs: str = "off"  # the diffusion step's CUDA graphs: off, or "N captured in S s" (engine/cuda_graphs.py)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,12 @@ class VoiceList:
 
 
 PrepareProgress = Callable[[PrepareEvent], None]
+
+
+def graph_status(engine: Any) -> str:
+    """An engine's step graphs in a few words ("off" for an engine without them)."""
+    status = getattr(engine, "graph_status", None)
+    return status.describe() if status is not None else "off"
 
 
 @runtime_checkable
@@ -204,7 +211,8 @@ class LocalEngine:
         return LinkInfo(str(getattr(loaded.spec, "name", "?")), str(loaded.device), dtype,
                         "fast" if self.engine.sampler is not None else "stock", self.threads or torch_threads(),
                         quantisation=str(getattr(loaded, "quantize", "none")),
-                        compile=str(getattr(self.engine, "compile_state", "off")))
+                        compile=str(getattr(self.engine, "compile_state", "off")),
+                        graphs=graph_status(self.engine))
 
     @property
     def splits_decode(self) -> bool:

@@ -34,23 +34,29 @@ def open_engine(model: str | None = None, device: str | None = None, dtype: str 
 
 def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
                 voices: Sequence[tuple[VoiceRef, str]] = (), warm: bool = True,
-                compile_backbone: bool | None = None) -> str | None:
+                compile_backbone: bool | None = None, batches: Sequence[int] = (1,)) -> str | None:
     """Make ``engine`` ready to answer at once: resolve ``voices`` (building what is missing), load every
     saved prompt onto the device with the canonical duos, then (``warm``) one warm-up pass of one sentence
     and one batch of three. With ``compile_backbone`` (default: ``OMNISTUDIO_COMPILE``, else on for the CPU)
     the compiled backbone is built from its cache before the warm-up, or, with no cache yet, compiled in the
-    background after it while eager serves (engine/compiled_backbone.py). Returns a notice for the user, or None:
+    background after it while eager serves (engine/compiled_backbone.py). On CUDA the diffusion step of each
+    batch size in ``batches`` (and the warm-up's) is captured at every row length the saved prompts can
+    meet (engine/cuda_graphs.py), so no sentence pays a first-use cost. Returns a notice for the user, or None:
     nothing to warm with yet, or prompt files that could not be loaded."""
     from omnistudio.config import compile_backbone as compile_setting
     from omnistudio.voices.prompts import cache_for
     from omnistudio.voices.resolve import resolve_voice
-    from omnistudio.voices.startup import start_prompts, warm_up
+    from omnistudio.voices.startup import WARM_UP_BATCH, longest_row, start_prompts, warm_up
 
     for ref, lang in voices:
         if progress is not None:
             progress(f"preparing the voice {ref.key()} ({lang})")
         resolve_voice(engine, ref, lang)
     report = start_prompts(engine, progress=progress, warm=False)
+    if engine.graph_status.captured == 0 and str(engine.loaded.device).startswith("cuda"):
+        if progress is not None:
+            progress("capturing the diffusion step's graphs")
+        engine.prepare_graphs(sorted({*batches, 1, WARM_UP_BATCH}), longest_row(engine))
     backbone = None
     if compile_setting(str(engine.loaded.device), engine.loaded.spec.name) if compile_backbone is None \
             else compile_backbone:

@@ -31,6 +31,19 @@ def start_prompts(engine: Engine, roster: Roster | None = None, progress: Progre
     return report
 
 
+WARM_UP_BATCH = 3  # the warm-up's batch (one B=3 pass)
+
+
+def longest_row(engine: Engine) -> int:
+    """The longest backbone row this engine's loaded prompts can meet (the engine's allowance for a
+    10 s reference, or more where a loaded prompt's reference is longer)."""
+    from omnistudio.engine.engine import LONGEST_ROW
+
+    cache = cache_for(engine)
+    refs = [int(p.ref_audio_tokens.size(-1)) for key in cache.keys() if (p := cache.get(*key)) is not None]
+    return LONGEST_ROW + max(0, max(refs, default=0) - 250)
+
+
 WARM_UP_TEXT = {"en": ["Good evening.", "Here is the news.", "More after the break."],
                 "es": ["Buenas noches.", "Estas son las noticias.", "Volvemos enseguida."]}
 
@@ -41,7 +54,7 @@ def warm_up(engine: Engine, progress: Progress | None = None, num_step: int = 4)
     prompts = [prompt for key in cache.keys()[:3] if (prompt := cache.get(*key)) is not None]
     if not prompts:
         raise UserError("no voice prompt is ready to warm up with: run `omnistudio prevectorize`")
-    prompts = (prompts * 3)[:3]
+    prompts = (prompts * WARM_UP_BATCH)[:WARM_UP_BATCH]
     texts = [WARM_UP_TEXT[p.lang][i] for i, p in enumerate(prompts)]
     if progress:
         progress("warming up the engine")

@@ -1,5 +1,6 @@
 """Telemetry: engine state, where it runs, time to first audio, last sentence's render time and RTF, underruns,
-the compiled backbone's state (compiling / compiled) when it is on.
+the compiled backbone's state (compiling / compiled) when it is on, the diffusion step's captured CUDA graphs
+when there are any.
 
 With a remote engine the TTFA is measured here (network included) and the render time and RTF are the
 server's own, as its telemetry frames report them."""
@@ -35,6 +36,8 @@ class Telemetry(Static):
     """Output blocks the ring could not fill."""
     backbone: reactive[str] = reactive("off")
     """The compiled backbone: off (row hidden) | compiling (eager meanwhile) | switching | compiled | failed (eager)."""
+    graphs: reactive[str] = reactive("off")
+    """The diffusion step's CUDA graphs: off (row hidden), or how many were captured and in how long."""
 
     def render(self) -> Table:
         table = Table.grid(padding=(0, 1))
@@ -54,4 +57,6 @@ class Telemetry(Static):
         table.add_row("underruns", str(self.underruns))
         if self.backbone != "off":
             table.add_row("backbone", f"[{BACKBONE_STYLE.get(self.backbone, 'white')}]{self.backbone}[/]")
+        if self.graphs != "off":
+            table.add_row("graphs", escape(self.graphs))
         return table

@@ -1,0 +1,330 @@
+"""The static diffusion step (engine/static_step.py): what a GPU replays from a captured graph, checked on CPU.
+
+- tokens equal the fast sampler's at the same dtype and layout (bucketed rows, masked attention), for
+  sentences of several lengths, batches of 1 to 8, blends and dialogue (different voices in one batch);
+- no aten op inside a step reads a tensor on the host (a TorchDispatchMode records every op);
+- every step of a sentence gives the backbone the same input shapes, a bucket of the ladder;
+- the step compiles with ``fullgraph=True`` (no graph break) for each bucket;
+- the replay plumbing (engine/cuda_graphs.py) with a stand-in for the CUDA graph: every shape a session
+  meets is captured during warm-up, none on the audio path, and the backbone's hooks run once per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from omnistudio.engine.cuda_graphs import StepGraphs
+from omnistudio.engine.morph import blend_prompts
+from omnistudio.engine.reference import Reference
+from omnistudio.engine.sampler import FastSampler, SamplerOptions
+from omnistudio.engine.sampler_ops import bucket_ladder, bucket_length
+from omnistudio.engine.static_step import StepPlan, StepRunner
+from omnistudio.errors import Cancelled
+from support.audio import REF_TEXT
+
+# The fast sampler as it runs on CUDA without the static step: bucketed rows, one masked pass.
+STEPWISE = SamplerOptions(length_bucketing=True, block_attention=False)
+STATIC = replace(STEPWISE, static_step=True)
+LINES = [
+    "Good evening.",
+    "The council met today to discuss the new budget for schools and roads across the region.",
+    "Rain is expected over the weekend in the north.",
+    "Markets closed higher.",
+    "In sport, the home side won their third match in a row after a late goal.",
+    "Traffic is heavy on the ring road.",
+    "Officials said the bridge will reopen on Monday morning.",
+    "That is all for now.",
+]
+
+
+@pytest.fixture(scope="module")
+def voices(tiny_engine: Any, voice_roster_file: Any) -> list[Any]:
+    """Three different speakers (flite recordings): a batch of them is a dialogue."""
+    from support.voices import ANCHORS, transcript
+
+    return [tiny_engine.prompt_for(Reference(voice_roster_file.parent / f"{a}_en.wav", transcript(a)))
+            for a in ANCHORS[:3]]
+
+
+def render(engine: Any, sampler: FastSampler, texts: list[str], voices: list[Any], guidance: float = 2.0,
+           **gen: Any) -> list[torch.Tensor]:
+    """One diffusion pass through the engine (per-item seeds, blends' embedding overrides)."""
+    pending = engine.render_tokens(texts, voices, ["en"] * len(texts), seeds=list(range(3, 3 + len(texts))),
+                                   guidance_scale=guidance, sampler=sampler, **gen)
+    return [t for t in pending.tokens.tokens]
+
+
+def assert_same(ours: list[torch.Tensor], theirs: list[torch.Tensor]) -> None:
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a.shape == b.shape, f"item {i}: {a.shape} != {b.shape}"
+        assert torch.equal(a, b), f"item {i}: {(a != b).sum()} tokens differ"
+
+
+@pytest.mark.parametrize("guidance", [2.0, 0.0])
+def test_tokens_equal_the_stepwise_sampler_for_batches_of_one_to_eight(tiny_engine: Any, voices: list[Any],
+                                                                       guidance: float) -> None:
+    stepwise, static = FastSampler(tiny_engine.model, STEPWISE), FastSampler(tiny_engine.model, STATIC)
+    lengths = set()
+    for size in range(1, 9):
+        texts, speakers = LINES[:size], [voices[i % len(voices)] for i in range(size)]
+        assert_same(render(tiny_engine, static, texts, speakers, guidance),
+                    render(tiny_engine, stepwise, texts, speakers, guidance))
+        assert static.last_stats.length == bucket_length(static.last_stats.length)
+        lengths.add(static.last_stats.length)
+    assert len(lengths) >= 2  # more than one bucket met
+    assert len(static.runner.plans) == 8
+
+
+def test_tokens_equal_for_blends_dialogue_and_class_noise(tiny_engine: Any, voices: list[Any]) -> None:
+    model = tiny_engine.model
+    stepwise, static = FastSampler(model, STEPWISE), FastSampler(model, STATIC)
+    blend = blend_prompts(model, voices[0], voices[1], 0.4)
+    assert blend.ref_embeddings is not None
+    mixed = [voices[0], blend, voices[2]]  # a dialogue with a blended voice in the middle
+    assert_same(render(tiny_engine, static, LINES[:3], mixed), render(tiny_engine, stepwise, LINES[:3], mixed))
+    assert_same(render(tiny_engine, static, [LINES[1]], [blend]), render(tiny_engine, stepwise, [LINES[1]], [blend]))
+    # class-temperature noise drawn before the position noise, per item, as stock draws it
+    noisy = FastSampler(model, STEPWISE), FastSampler(model, STATIC)
+    kw = {"guidance_scale": 2.0}
+    stock_like = [render_with(tiny_engine, s, LINES[:3], voices, class_temperature=0.7, **kw) for s in noisy]
+    assert_same(*stock_like)
+    # the blend really changes the tokens (the override reached the static prefix)
+    assert not torch.equal(render(tiny_engine, static, [LINES[1]], [blend])[0],
+                           render(tiny_engine, static, [LINES[1]], [voices[0]])[0])
+
+
+def render_with(engine: Any, sampler: FastSampler, texts: list[str], voices: list[Any], **gen: Any,
+                ) -> list[torch.Tensor]:
+    """``generate()`` with extra generation settings (class temperature): stock's entry point, one seed."""
+    tokens: list[list[torch.Tensor]] = []
+
+    def capture(task: Any, cfg: Any) -> list[torch.Tensor]:
+        out = sampler(task, cfg)
+        tokens.append([t.clone() for t in out])
+        return out
+
+    torch.manual_seed(11)
+    with engine._sampler_installed(capture):
+        engine.model.generate(text=texts, language="en", voice_clone_prompt=voices, num_step=10,
+                              postprocess_output=False, **gen)
+    return tokens[0]
+
+
+def test_tokens_equal_in_bf16_and_with_padded_batches(bf16_engine: Any, tiny_engine: Any, voices: list[Any],
+                                                      ref_wav: Any) -> None:
+    """bf16 (rounded after every layer) sees the same rows, so the same tokens; a batch padded to a power
+    of two (as graphs are captured) leaves the real items' tokens as they were."""
+    prompt = bf16_engine.prompt_for(Reference(ref_wav, REF_TEXT))
+    texts = LINES[:3]
+    assert_same(render(bf16_engine, FastSampler(bf16_engine.model, STATIC), texts, [prompt] * 3),
+                render(bf16_engine, FastSampler(bf16_engine.model, STEPWISE), texts, [prompt] * 3))
+    padded = FastSampler(tiny_engine.model, STATIC)
+    padded._runner = StepRunner(padded, None, pad_batches=True)
+    assert_same(render(tiny_engine, padded, texts, voices), render(tiny_engine, FastSampler(tiny_engine.model,
+                                                                                          STEPWISE), texts, voices))
+    assert padded.last_stats.rows == 4  # three items in the plan of four
+
+
+# ----------------------------------------------------------------------- no host reads in a step
+HOST_READS = {"_local_scalar_dense", "item", "nonzero", "masked_select", "is_nonzero", "equal", "tolist"}
+
+
+class OpRecorder(TorchDispatchMode):
+    """Every aten op run inside the block, and the ones that read a tensor's value on the host."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+        self.host_reads: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = func.__name__.split(".")[0]
+        self.ops.append(name)
+        tags = set(getattr(func, "tags", ()))
+        indexing = _indexing(name, args)  # None: not an indexing op
+        dynamic = torch.Tag.dynamic_output_shape in tags and indexing is None
+        reads = (name in HOST_READS or torch.Tag.data_dependent_output in tags or dynamic or indexing == "boolean"
+                 or _to_host(name, args, kwargs))
+        if reads:
+            self.host_reads.append(str(func))
+        return func(*args, **kwargs)
+
+
+def _indexing(name: str, args: Any) -> str | None:
+    """``x[rows, pos]`` (read or write) with integer index tensors: "integer", a static shape; with a
+    boolean mask: "boolean" (the positions are found with nonzero, a host read on a GPU)."""
+    if name not in ("index", "index_put", "index_put_", "_index_put_impl_") or len(args) < 2:
+        return None
+    return "boolean" if any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in args[1]) else "integer"
+
+
+def _to_host(name: str, args: Any, kwargs: Any) -> bool:
+    """A copy from another device to the CPU (what ``.cpu()`` and ``.tolist()`` on a GPU tensor do)."""
+    if name not in ("_to_copy", "copy_", "to"):
+        return False
+    source = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    target = kwargs.get("device")
+    if name == "copy_" and len(args) > 1:
+        source, target = args[1], args[0].device
+    return source is not None and source.device.type != "cpu" and torch.device(target or "cpu").type == "cpu"
+
+
+def step_replaced(sampler: FastSampler, wrap: Any) -> None:
+    """From now on every plan of ``sampler`` runs ``wrap(plan, step)`` in place of its step."""
+    runner = sampler.runner
+    plan_of = runner.plan
+
+    def plan(shape: Any) -> StepPlan:
+        made = plan_of(shape)
+        if "step" not in vars(made):
+            made.step = wrap(made, made.step)  # type: ignore[method-assign]
+        return made
+
+    runner.plan = plan  # type: ignore[method-assign]
+
+
+def test_no_op_inside_a_step_reads_a_tensor_on_the_host(tiny_engine: Any, voices: list[Any]) -> None:
+    sampler = FastSampler(tiny_engine.model, STATIC)
+    rec = OpRecorder()
+
+    def recorded(_plan: StepPlan, step: Any) -> Any:
+        def run() -> None:
+            with rec:
+                step()
+        return run
+
+    step_replaced(sampler, recorded)
+    for texts in (LINES[:1], LINES[1:4]):
+        render(tiny_engine, sampler, texts, voices[:len(texts)])
+    assert rec.ops.count("topk") == 20  # the recorder saw every step (one top-k each), backbone included
+    assert len(rec.ops) > 20 * 50
+    assert rec.host_reads == []
+
+
+def test_the_recorder_catches_each_kind_of_host_read() -> None:
+    """The guard above is only as good as its recorder: each read a step could make is flagged."""
+    x = torch.arange(6.0)
+    cases = {"item": lambda: x[2].item(), "bool": lambda: bool(x[1] > 0), "nonzero": lambda: x.nonzero(),
+             "mask": lambda: x[x > 2], "int": lambda: int(x.sum()), "equal": lambda: torch.equal(x, x),
+             "masked write": lambda: x.clone().index_put_((x > 2,), torch.tensor(0.0))}
+    for what, read in cases.items():
+        with OpRecorder() as rec:
+            read()
+        assert rec.host_reads, what
+    assert _to_host("_to_copy", (torch.empty(1, device="meta"),), {"device": torch.device("cpu")})
+    assert not _to_host("_to_copy", (x,), {"dtype": torch.float16})
+    with OpRecorder() as rec:
+        _ = x[torch.tensor([0, 2])]  # integer indexing: a static shape, not a read
+    assert rec.host_reads == [] and "index" in rec.ops
+
+
+# ---------------------------------------------------------------------- the same shapes every step
+def test_every_step_of_a_sentence_sees_the_same_shapes(tiny_engine: Any, voices: list[Any]) -> None:
+    sampler = FastSampler(tiny_engine.model, STATIC)
+    seen: list[tuple[Any, ...]] = []
+
+    def shapes(_module: Any, _args: Any, kwargs: dict[str, Any]) -> None:
+        masks = kwargs["attention_mask"]
+        seen.append((tuple(kwargs["inputs_embeds"].shape), tuple(kwargs["position_ids"].shape),
+                     tuple(sorted((k, tuple(v.shape)) for k, v in masks.items()))))
+
+    handle = tiny_engine.model.llm.register_forward_pre_hook(shapes, with_kwargs=True)
+    try:
+        for texts in (LINES[:1], LINES[1:3], LINES[3:4]):
+            seen.clear()
+            render(tiny_engine, sampler, texts, voices[:len(texts)])
+            assert len(seen) == sampler.last_stats.steps == 10
+            assert len(set(seen)) == 1, f"{texts}: the inputs changed shape mid-sentence: {set(seen)}"
+            rows, length, _hidden = seen[0][0]
+            assert rows == len(texts) and length in bucket_ladder(length)
+    finally:
+        handle.remove()
+
+
+# ------------------------------------------------------------------------ compiles in one graph
+def test_the_step_compiles_whole_for_each_bucket(tiny_engine: Any, voices: list[Any]) -> None:
+    """dynamo traces the step (backbone and scoring) without a graph break, for each bucket met; the
+    compiled step gives the eager step's tokens."""
+    import torch._dynamo
+
+    eager = FastSampler(tiny_engine.model, STATIC)
+    compiled = FastSampler(tiny_engine.model, STATIC)
+    step_replaced(compiled, lambda _plan, step: torch.compile(step, fullgraph=True, backend="eager", dynamic=False))
+    torch._dynamo.reset()
+    try:
+        for texts in (LINES[:1], LINES[1:3]):
+            assert_same(render(tiny_engine, compiled, texts, voices[:len(texts)]),
+                        render(tiny_engine, eager, texts, voices[:len(texts)]))
+        assert len(compiled.runner.plans) == 2  # two buckets, each compiled whole (fullgraph raises on a break)
+    finally:
+        torch._dynamo.reset()
+
+
+# ------------------------------------------------------------------- replaying captured graphs
+class StandInGraph:
+    """A captured step on CPU: replay runs the plan's step with its hooks outside, as a CUDA graph would."""
+
+    def __init__(self, plan: StepPlan) -> None:
+        self.plan = plan
+        self.replays = 0
+
+    def replay(self) -> None:
+        self.replays += 1
+        self.plan.step()
+
+
+class StandInGraphs(StepGraphs):
+    """engine/cuda_graphs.py's bookkeeping with :class:`StandInGraph` in place of torch.cuda.CUDAGraph."""
+
+    def __init__(self) -> None:
+        self.device = torch.device("cpu")
+        self.graphs = {}
+        self.failed = set()
+        self.capture_s = 0.0
+        self.captures: list[Any] = []
+
+    def _capture(self, plan: StepPlan) -> Any:  # type: ignore[override]
+        plan.hooks_outside = True
+        plan.load_dummy()
+        plan.step()  # the capture runs the step once, on the dummy state
+        self.captures.append(plan.shape)
+        return StandInGraph(plan)
+
+
+def test_warm_up_captures_every_shape_and_replays_fire_the_hooks(tiny_engine: Any, voices: list[Any]) -> None:
+    from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
+
+    model = tiny_engine.model
+    sampler = FastSampler(model, STATIC)
+    graphs = StandInGraphs()
+    sampler._runner = StepRunner(sampler, graphs)
+    gen_config = OmniVoiceGenerationConfig.from_dict(tiny_engine.generation_kwargs(10, 2.0))
+    status = sampler.prepare_graphs(gen_config, (1, 2, 3), 640)
+    assert status.captured == len(graphs.captures) == 3 * len(bucket_ladder(640))  # batch buckets 1, 2 and 4
+    assert {s.batch for s in graphs.captures} == {1, 2, 4}
+    before = list(graphs.captures)
+    calls: list[int] = []
+    handle = model.llm.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        reference = FastSampler(model, STEPWISE)
+        for texts in (LINES[:1], LINES[1:4], LINES[4:5], LINES[:2]):
+            calls.clear()
+            ours = render(tiny_engine, sampler, texts, voices[:len(texts)])
+            assert len(calls) == 10  # the pre-hooks once per replayed step (the cancel hook, step timers)
+            assert_same(ours, render(tiny_engine, reference, texts, voices[:len(texts)]))
+    finally:
+        handle.remove()
+    assert graphs.captures == before  # nothing captured on the audio path
+    # cancel still lands within a step: polled before each replay
+    polls: list[int] = []
+    sampler.should_cancel = lambda: polls.append(1) is None and len(polls) > 3
+    with pytest.raises(Cancelled):
+        render(tiny_engine, sampler, LINES[:1], voices[:1])
+    assert "captured in" in sampler.graph_status.describe()
