@@ -77,6 +77,13 @@ def compile_backbone(device: str = "cpu", model: str = "") -> bool:
     return device.startswith("cpu") and model != "tiny"
 
 
+def cuda_graphs() -> bool:
+    """Whether the diffusion step replays captured CUDA graphs on CUDA (engine/cuda_graphs.py):
+    ``OMNISTUDIO_CUDA_GRAPHS`` (0/off/false turns them off: the same static step runs eagerly), on
+    by default."""
+    return os.environ.get("OMNISTUDIO_CUDA_GRAPHS", "").strip().lower() not in ("0", "off", "false", "no")
+
+
 def compile_choice() -> bool | None:
     """``OMNISTUDIO_COMPILE`` as the user set it (True / False), or None when unset: what ``serve --ray``
     hands its replicas, which may run on machines where the variable is not set."""

@@ -191,3 +191,17 @@ def test_graphs_mode_compares_the_replayed_step_with_the_eager_one(capsys: pytes
         assert 0 < row["median_step_ms"] <= row["worst_step_ms"]
         assert 0 < row["first_worst_step_ms"] <= row["worst_step_ms"]
     assert result["graphs"] == {}  # nothing captured without CUDA
+
+
+def test_vocoder_mode_separates_the_suspects(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--vocoder``: the decode right after diffusion and again, cudnn.benchmark on, and a lower precision
+    with its distance to fp32 (bf16 on a CPU)."""
+    code = main(["bench", "--model", "tiny", "--device", "cpu", "--sentences", "1", "--vocoder", "--threads", "1",
+                 "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = result["rows"]
+    assert set(rows) == {"after_diffusion", "again", "cudnn_benchmark", "bfloat16"}
+    assert all(row["median_ms"] > 0 for row in rows.values())
+    assert 0 < rows["bfloat16"]["max_abs_diff"] < 1 and 0 < rows["bfloat16"]["worst_snr_db"] < 200
+    assert len(result["frames"]) == 1 and result["frames"][0] > 0

@@ -86,6 +86,9 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
     say = progress or (lambda _d, _t, _m: None)
     ref, lang = parse_voice(voice)
     resolve_voice(engine, ref, lang or "en")  # the voice's prompt is built before any timing
+    from omnistudio.voices.startup import longest_row
+
+    graphs = engine.prepare_graphs(range(1, max_batch + 1), longest_row(engine))  # as `serve` warms up
     sock = _listening_socket()
     port = sock.getsockname()[1]
     app = build_server(ServerConfig(max_batch=max_batch, max_queue=max(64, 2 * max(clients)), port=port))
@@ -127,7 +130,8 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
         row["throughput_ratio"] = round(row["throughput"] / base["throughput"], 3)
     loaded = engine.loaded
     return {"model": loaded.spec.name, "device": str(loaded.device), "num_step": num_step, "requests": requests,
-            "max_batch": max_batch, "rows": rows}
+            "max_batch": max_batch, "rows": rows,
+            "graphs": {"captured": graphs.captured, "capture_s": round(graphs.capture_s, 3), "failed": graphs.failed}}
 
 
 def _measure(url: str, bodies: list[SpeechRequest], clients: int, label: str, link: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from omnistudio.bench import compiled, dialogue, meter, remote, serve, serve_ray, speed, stream
+from omnistudio.bench import compiled, dialogue, meter, remote, serve, serve_ray, speed, stream, vocoder
 from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
 
@@ -23,7 +23,7 @@ __all__ = ["MODES", "add_parser", "clients_list", "run"]
 MAX_SENTENCES = 50
 MODES: dict[str, ModuleType] = {
     "sentences": speed, "stream": stream, "stream-server": remote, "dialogue": dialogue, "meter": meter,
-    "serve": serve, "lengths": compiled, "serve_ray": serve_ray}
+    "serve": serve, "lengths": compiled, "serve_ray": serve_ray, "vocoder": vocoder}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
-    for module in (stream, dialogue, meter, serve, compiled):
+    for module in (stream, dialogue, meter, serve, compiled, vocoder):
         module.add_flags(p, modes)
     serve_ray.add_flags(p)
     p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
@@ -48,10 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _mode(args: argparse.Namespace) -> str:
     mode = ("stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else
-            "serve" if args.serve else "lengths" if args.lengths else "sentences")
+            "serve" if args.serve else "lengths" if args.lengths else "vocoder" if args.vocoder else "sentences")
     if args.dtypes and mode != "sentences":
         raise UserError("--dtypes compares sentence synthesis; it does not combine with --stream, --dialogue, "
-                        "--meter, --serve or --lengths")
+                        "--meter, --serve, --lengths or --vocoder")
     if args.server and (mode != "stream" or args.ray):
         raise UserError("--server goes with --stream (this machine's engine against the server's)")
     if args.ray:

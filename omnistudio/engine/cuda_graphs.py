@@ -102,7 +102,8 @@ class StepGraphs:
         torch.cuda.current_stream(self.device).wait_stream(side)
         plan.load_dummy()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
+        # thread_local: the decode lane's thread may launch the vocoder on its own stream meanwhile
+        with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
             plan.step()
         torch.cuda.current_stream(self.device).synchronize()
         return graph

@@ -127,9 +127,11 @@ class SamplerOptions:
     @classmethod
     def for_device(cls, device: torch.device | str) -> SamplerOptions:
         """The defaults for a device: bucketing and the static (graph-replayed) step only on CUDA,
-        attention per block only on CPU."""
+        attention per block only on CPU; ``OMNISTUDIO_CUDA_GRAPHS=0`` runs the static step eagerly."""
+        from omnistudio.config import cuda_graphs
+
         cuda = str(device).startswith("cuda")
-        return cls(length_bucketing=cuda, block_attention=not cuda, static_step=cuda)
+        return cls(length_bucketing=cuda, block_attention=not cuda, static_step=cuda, cuda_graphs=cuda_graphs())
 
     def enabled(self) -> list[str]:
         return [f.name for f in fields(self) if f.name in TECHNIQUES and getattr(self, f.name)]

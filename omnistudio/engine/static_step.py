@@ -264,8 +264,10 @@ class StepRunner:
     def __init__(self, sampler: FastSampler, graphs: StepGraphs | None = None, pad_batches: bool | None = None) -> None:
         self.sampler = sampler
         self.graphs = graphs
-        # Batches padded to a power of two (fewer shapes to capture); by default only with graphs.
-        self.pad_batches = graphs is not None if pad_batches is None else pad_batches
+        # Batches padded to a power of two (fewer shapes to capture), by default on CUDA, graphs or not, so
+        # that the eager and the replayed step see the same shapes (and give the same tokens).
+        cuda = str(sampler.model.device).startswith("cuda")
+        self.pad_batches = cuda if pad_batches is None else pad_batches
         self.plans: OrderedDict[StepShape, StepPlan] = OrderedDict()
 
     def plan(self, shape: StepShape) -> StepPlan:

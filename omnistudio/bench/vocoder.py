@@ -1,0 +1,142 @@
+"""``omnistudio bench --vocoder``: what one sentence's decode costs, and why it varies.
+
+The first GPU run measured the vocoder (fp32 on every engine) at 26-33 ms a sentence on the fp16 and
+bf16 engines and 86-130 ms on the fp32 engine and in the first rows of the fp16 run. This mode takes
+the vocoder alone, on the tokens of real diffusion passes, and separates the suspects:
+
+- ``after_diffusion``: the decode right after the sentence's diffusion pass (as a stream does it);
+- ``again``: the same decode once more (warm memory and kernels);
+- the caching allocator's device allocations and frees during each (``num_device_alloc``/``free``
+  from ``torch.cuda.memory_stats``: a decode that must ask the driver for memory pays for it, and a
+  free synchronises the device);
+- ``cudnn.benchmark`` off (the engine's setting) and on;
+- the same vocoder in fp16 and bf16 (CUDA; bf16 only on a CPU): time, and the samples' distance to
+  fp32's (largest difference and signal-to-error ratio in dB), the evidence a lower-precision vocoder
+  would need before it is used.
+
+Each row is the median over the sentences; every figure is measured here, in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+from typing import Any
+
+from omnistudio.bench.corpus import NEWS, reference_prompt, take
+
+DEFAULT_SENTENCES = 6
+
+
+def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+    modes.add_argument("--vocoder", action="store_true", help="the vocoder alone on real sentences' tokens: right "
+                       "after diffusion vs again, allocator activity, cudnn.benchmark, fp16/bf16 vs fp32 (default 6)")
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _allocations(device: str) -> tuple[int, int]:
+    import torch
+
+    if not device.startswith("cuda"):
+        return 0, 0
+    stats = torch.cuda.memory_stats()
+    return int(stats.get("num_device_alloc", 0)), int(stats.get("num_device_free", 0))
+
+
+def timed_decode(decoder: Any, codes: Any, device: str) -> tuple[float, Any, tuple[int, int]]:
+    """Seconds, the samples (float32 on the CPU), and the device allocations and frees of one decode."""
+    import torch
+
+    before = _allocations(device)
+    _sync(device)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        audio = decoder.decode(codes).audio_values
+    _sync(device)
+    seconds = time.perf_counter() - t0
+    after = _allocations(device)
+    return seconds, audio.float().flatten().cpu().numpy(), (after[0] - before[0], after[1] - before[1])
+
+
+def snr_db(reference: Any, other: Any) -> float:
+    import numpy as np
+
+    error = float(np.sum((reference - other) ** 2))
+    power = float(np.sum(reference ** 2))
+    return float("inf") if error == 0 else 10 * float(np.log10(power / error)) if power else float("-inf")
+
+
+def vocoder_bench(engine: Any, sentences: int = DEFAULT_SENTENCES, num_step: int = 10, seed: int = 0,
+                  progress: Any = None) -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    say = progress or (lambda *_: None)
+    device = str(engine.loaded.device)
+    tokenizer = engine.model.audio_tokenizer
+    prompt = reference_prompt(engine)
+    lowered = {name: copy.deepcopy(tokenizer).to(getattr(torch, name))
+               for name in (("float16", "bfloat16") if device.startswith("cuda") else ("bfloat16",))}
+    rows: dict[str, list[float]] = {}
+    allocs: dict[str, list[tuple[int, int]]] = {}
+    errors: dict[str, list[tuple[float, float]]] = {name: [] for name in lowered}
+    frames = []
+    texts = take(NEWS, sentences)
+    for i, text in enumerate(texts):
+        say(i, len(texts), f"sentence {i + 1}/{len(texts)}")
+        pending = engine.render_tokens([text], [prompt], ["en"], num_step=num_step, seeds=[seed])
+        tokens = pending.tokens.tokens[0]
+        codes = (tokens if isinstance(tokens, torch.Tensor) else torch.cat(tokens, dim=-1)).unsqueeze(0)
+        frames.append(int(codes.size(-1)))
+        for label, benchmark in (("after_diffusion", False), ("again", False), ("cudnn_benchmark", True)):
+            torch.backends.cudnn.benchmark = benchmark
+            try:
+                seconds, audio, alloc = timed_decode(tokenizer, codes, device)
+            finally:
+                torch.backends.cudnn.benchmark = False
+            rows.setdefault(label, []).append(seconds)
+            allocs.setdefault(label, []).append(alloc)
+            if label == "again":
+                reference = audio
+        for name, decoder in lowered.items():
+            seconds, audio, alloc = timed_decode(decoder, codes, device)
+            rows.setdefault(name, []).append(seconds)
+            allocs.setdefault(name, []).append(alloc)
+            n = min(len(audio), len(reference))
+            errors[name].append((float(np.max(np.abs(audio[:n] - reference[:n]))), snr_db(reference[:n], audio[:n])))
+    say(len(texts), len(texts), "done")
+    out = {"model": engine.loaded.spec.name, "device": device, "sentences": len(texts), "frames": frames,
+           "rows": {}}
+    for label, times in rows.items():
+        row: dict[str, Any] = {"median_ms": round(1000 * statistics.median(times), 2),
+                               "first_ms": round(1000 * times[0], 2), "worst_ms": round(1000 * max(times), 2),
+                               "device_allocs": sum(a for a, _ in allocs[label]),
+                               "device_frees": sum(f for _, f in allocs[label])}
+        if label in errors:
+            row["max_abs_diff"] = max(e for e, _ in errors[label])
+            row["worst_snr_db"] = round(min(s for _, s in errors[label]), 2)
+        out["rows"][label] = row
+    return out
+
+
+def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+    engine = open_engine(args, "fast")
+    return vocoder_bench(engine, args.sentences, args.num_step, args.seed, progress=args.progress)
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"vocoder on {result['device']} ({result['model']}, {result['sentences']} sentences of "
+          f"{min(result['frames'])}-{max(result['frames'])} frames):")
+    for label, row in result["rows"].items():
+        extra = (f", max |diff| {row['max_abs_diff']:.3g}, worst SNR {row['worst_snr_db']} dB"
+                 if "worst_snr_db" in row else "")
+        print(f"  {label:16} median {row['median_ms']:8.2f} ms, first {row['first_ms']:8.2f}, worst "
+              f"{row['worst_ms']:8.2f}; device allocs/frees {row['device_allocs']}/{row['device_frees']}{extra}")
