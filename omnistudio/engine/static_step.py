@@ -284,7 +284,7 @@ class StepRunner:
         """Capture the step of every batch in ``batches`` (bucketed) at every row length up to ``longest``."""
         assert self.graphs is not None
         packed = self.sampler.options.trimmed_guidance
-        sizes = sorted({batch_bucket(b) if packed else b for b in batches})
+        sizes = sorted({batch_bucket(b) if self.pad_batches and packed else b for b in batches})
         return self.graphs.prepare(self.plan(StepShape.of(length, b, gen_config, packed=packed))
                                    for b in sizes for length in bucket_ladder(longest))
 
