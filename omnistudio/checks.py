@@ -4,6 +4,10 @@ but errors). Each returns the clean value or raises :class:`UserError` with one 
 from __future__ import annotations
 
 import math
+import os
+import re
+import stat
+from pathlib import Path
 from typing import Any
 
 from omnistudio.errors import UserError
@@ -13,14 +17,72 @@ NUM_STEP_RANGE = (1, 100)
 DEFAULT_NUM_STEP = 10
 MAX_TEXT_CHARS = 20_000
 MAX_BATCH = 16  # sentences in one diffusion pass
+MAX_KEY_FILE_BYTES = 64 << 10  # an API key file: a few keys, one per line
+# A pronunciation lexicon: what one entry may say (well under a sentence), how many entries, how big a file.
+MAX_LEXICON_WORD_CHARS = 100
+MAX_LEXICON_SAY_CHARS = 300
+MAX_LEXICON_ENTRIES = 10_000
+MAX_LEXICON_FILE_BYTES = 8 << 20
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def check_text(text: str | None) -> str:
+def check_unicode(text: str, what: str = "the text") -> str:
+    """Refuse text that cannot be UTF-8: bytes that were not UTF-8 (a command-line argument in another
+    encoding arrives as lone surrogates U+DC80..U+DCFF) or a lone surrogate (a JSON ``\\ud800``)."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return text
+    char = ord(found.group())
+    if 0xDC80 <= char <= 0xDCFF:
+        raise UserError(f"{what} is not valid UTF-8: byte 0x{char - 0xDC00:02X} at character {found.start() + 1} "
+                        "(save or type it as UTF-8)")
+    raise UserError(f"{what} holds a lone surrogate U+{char:04X} at character {found.start() + 1} (not text)")
+
+
+def read_small_text(path: Path | str, what: str, max_bytes: int) -> str:
+    """A small regular file's UTF-8 text (a key file): see :func:`read_small_file`."""
+    data = read_small_file(path, what, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{what} {Path(path).expanduser()} is not UTF-8 text") from None
+
+
+def read_small_file(path: Path | str, what: str, max_bytes: int) -> bytes:
+    """A small regular file's bytes (a key file, a lexicon): a FIFO, a device or a folder is refused
+    without blocking, and so is a file over ``max_bytes``, before it is read whole."""
+    path = Path(path).expanduser()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise UserError(f"{what} {path} does not exist") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"{what} {path} is not a regular file")
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise UserError(f"{what} {path} is over {max_bytes} bytes: is it the right file?")
+    return data
+
+
+def key_lines(path: Path | str) -> list[str]:
+    """The keys in an API key file: its non-blank lines not starting with ``#``, stripped."""
+    text = read_small_text(path, "the API key file", MAX_KEY_FILE_BYTES)
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def check_text(text: str | None, what: str = "the text") -> str:
     if text is None or not text.strip():
-        raise UserError("the text is empty")
+        raise UserError(f"{what} is empty")
     if len(text) > MAX_TEXT_CHARS:
-        raise UserError(f"the text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
-    return text.strip()
+        raise UserError(f"{what} is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
+    return check_unicode(text.strip(), what)
 
 
 def check_language(lang: str | None) -> str:

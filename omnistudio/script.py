@@ -366,6 +366,19 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
     return Script(tuple(sentences), default_lang)
 
 
+def check_script_size(text: str, where: str = "the script", max_bytes: int = MAX_SCRIPT_BYTES) -> str:
+    """Refuse a script over ``max_bytes`` of UTF-8 (every client's limit: a file, MCP, the studio)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise _too_big(size, where, max_bytes)
+    return text
+
+
+def _too_big(size: int, where: str, max_bytes: int) -> UserError:
+    return UserError(f"{where} is {size:,} bytes; the limit is {max_bytes:,} ({max_bytes / 1024:g} KB, "
+                     "about an hour of speech): split it into parts")
+
+
 def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
     """Read a script file as UTF-8 text, or fail with one line saying what is wrong."""
     if not path.exists():
@@ -374,8 +387,7 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
         raise UserError(f"script {path} is not a file")
     size = path.stat().st_size
     if size > max_bytes:
-        raise UserError(f"script {path} is {size:,} bytes; the limit is {max_bytes:,} ({max_bytes / 1024:g} KB, "
-                        "about an hour of speech): split it into parts")
+        raise _too_big(size, f"script {path}", max_bytes)
     data = path.read_bytes()
     if b"\x00" in data[:8192]:
         raise UserError(f"script {path} looks like a binary file, not text")
@@ -391,4 +403,5 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
 
 
 __all__ = ["Blend", "DEFAULT_PAUSE_S", "LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts",
+           "check_script_size",
            "parse_pause", "parse_script", "parse_tag", "read_script", "split_sentences", "split_tag"]

@@ -3,6 +3,8 @@ each prints and writes, and one line for every bad input with nothing written.""
 
 from __future__ import annotations
 
+import os
+
 import json
 from pathlib import Path
 
@@ -104,6 +106,9 @@ def ipa_only(path: Path) -> Path:
     (["lexicon"], "give an action"),
     (["lexicon", "add", "Milei", "mi léi", "--lang", "fr"], "unknown language 'fr'"),
     (["lexicon", "add", "Milei", "   "], "say what it is read as"),
+    (["lexicon", "add", "Zorp", "zorp " * 2000, "--lang", "en"], "the limit is 300"),  # an entry is not a text
+    (["lexicon", "add", os.fsdecode(b"caf\xe9"), "kafe"], "is not valid UTF-8: byte 0xE9"),
+    (["lexicon", "import", "huge.pls"], "is over 8388608 bytes"),
     (["lexicon", "add", "...", "puntos"], "a word with letters or digits"),
     (["lexicon", "add", "Milei", "[M IH0 L EY1]", "--phones"], "phone notation is English only"),
     (["lexicon", "add", "Milei", "mi lei", "--lang", "en", "--phones"], "phones must look like"),
@@ -132,6 +137,8 @@ def test_each_bad_input_is_one_line_and_writes_nothing(desk: Path, capsys: pytes
     (desk / "broken.toml").write_text("[[entry]\n", encoding="utf-8")
     billion_laughs(desk / "laughs.pls")
     ipa_only(desk / "ipa.pls")
+    with open(desk / "huge.pls", "wb") as fh:  # a PLS over the limit: refused by its size, before it is parsed
+        fh.truncate(9 << 20)
     before = {p: p.read_bytes() for p in desk.rglob("*") if p.is_file()}
     assert main(argv) == 2
     one_line_error(capsys, needle)

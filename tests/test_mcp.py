@@ -9,6 +9,7 @@ request without the key is refused. Tiny model, 2 diffusion steps, short sentenc
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -212,6 +213,10 @@ def test_render_script_cancel_stops_within_one_diffusion_step(agent: StdioAgent)
     assert not list(agent.out.glob("cancelled*"))
 
 
+LONG_TEXT = "Hi. " * 6000  # 24,000 characters: over say's 20,000
+BIG_SCRIPT = "Good evening.\n" * 5200  # 72,800 bytes: over the 64 KB a script may hold
+
+
 def test_bad_arguments_are_tool_errors_with_the_cli_line(agent: StdioAgent, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -228,7 +233,13 @@ def test_bad_arguments_are_tool_errors_with_the_cli_line(agent: StdioAgent, tmp_
         "type": ("speak", {"text": "Hello.", "seed": "soon"}),
         "empty": ("normalize_text", {"text": "  "}),
         "no recording": ("add_voice", {"name": "Ana Paz", "language": "es", "transcript": "Hola."}),
+        "no consent": ("add_voice", {"name": "Ana Paz", "language": "es", "transcript": "Hola.", "gender": "female",
+                                     "recording_base64": base64.b64encode(b"RIFF").decode()}),
+        "long text": ("speak", {"text": LONG_TEXT}),
+        "big script": ("render_script", {"script": BIG_SCRIPT, "voice": "ruby"}),
+        "file link": ("speak", {"text": "Hello.", "name": "linked"}),
     }
+    (agent.out / "linked.wav").symlink_to(outside / "t.wav")
 
     async def job(session: ClientSession) -> dict[str, str]:
         return {what: error_text(await session.call_tool(tool, args)) for what, (tool, args) in calls.items()}
@@ -247,6 +258,11 @@ def test_bad_arguments_are_tool_errors_with_the_cli_line(agent: StdioAgent, tmp_
     assert errors["empty"] == cli_error("normalize", "  ", "--lang", "en")
     assert errors["no recording"] == ("give the recording: either its name in the output folder (recording) or its "
                                       "bytes (recording_base64), not both")
+    assert errors["no consent"] == "the voice needs a consent statement from its speaker (consent)"
+    assert errors["long text"] == cli_error("say", LONG_TEXT, "--voice", "ruby", "-o", str(out))
+    assert errors["big script"] == f"the script is {len(BIG_SCRIPT):,} bytes; the limit is 65,536 (64 KB, about an " \
+        "hour of speech): split it into parts"
+    assert errors["file link"] == "'linked.wav' leads out of the output folder (through a link)"
     assert all("\n" not in line and "Traceback" not in line for line in errors.values())
     assert not list(outside.iterdir())
 

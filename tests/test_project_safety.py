@@ -174,3 +174,27 @@ def test_check_on_a_folder_that_is_not_a_project_says_so(tmp_path: Path, name: s
     line = one_line_error(capsys, "not an OmniStudio project")
     assert "does not exist" not in line and MANIFEST in line  # what a project holds
     assert list(folder.iterdir()) == []  # nothing was written into it
+
+
+@pytest.mark.parametrize("planted", ["../../fifo", "../../victim"])
+def test_a_take_id_that_is_a_path_never_reaches_a_file(tmp_path: Path, planted: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest whose take id (and chosen take) is a path: before, ``captions`` opened (and hung on) a FIFO
+    beside the project, or hashed a file outside it. Now ids are checked in the form they are written in
+    before any path is built: the take is dropped as damaged, the rest of the project opens."""
+    import os
+
+    folder = tmp_path / "P.omniproj"
+    saved_project(folder)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    first = manifest["sentences"][0]
+    first["takes"][0]["id"] = first["chosen"] = planted
+    (folder / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    os.mkfifo(tmp_path / "fifo.flac")
+    (tmp_path / "victim.flac").write_bytes(b"outside the project")
+    opened = Project.open(folder)
+    assert any("damaged" in p for p in opened.problems)
+    assert opened.lines[0].takes == [] and opened.lines[0].chosen is None and len(opened.lines[1].takes) == 1
+    capsys.readouterr()
+    assert main(["captions", str(folder), "-o", str(tmp_path), "--captions-estimate"]) in (0, 2)
+    assert "Traceback" not in capsys.readouterr().err

@@ -99,6 +99,8 @@ def test_bad_reference_files(kind: str, tmp_path: Path, capsys: pytest.CaptureFi
         (["Hello.", "--lang", "klingon"], "language"),
         (["Hello.", "--num-step", "0"], "num_step"),
         (["Hello.", "--num-step", "1000"], "num_step"),
+        ([os.fsdecode(b"caf\xe9 12")], "is not valid UTF-8: byte 0xE9 at character 4"),  # a Latin-1 argument
+        (["Hello.", "--server", "http://127.0.0.1:9", "--api-key-file", "/dev/zero"], "is not a regular file"),
     ],
 )
 def test_bad_arguments(args: list[str], needle: str, tmp_path: Path, ref_wav: Path,

@@ -368,6 +368,10 @@ BAD = [
     ("language", {"input": "Hi.", "language": "fr"}, "unknown language 'fr'"),
     ("too-big", b'{"input": "' + b"x" * (1 << 20) + b'"}', "over 1048576 bytes"),
     ("not-object", b"[1, 2]", "must be a JSON object"),
+    ("deep-json", b'{"input": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", "nests deeper than 64 levels"),
+    ("lone-surrogate", b'{"input": "A \\ud800 12"}', "lone surrogate U+D800"),
+    ("doctype-ssml", {"input": '<?xml version="1.0"?><!DOCTYPE speak [<!ENTITY a "aaaa">]><speak>&a;</speak>'},
+     "SSML"),
 ]
 
 

@@ -38,6 +38,16 @@ def test_non_loopback_bind_without_key_refuses(omnistudio_home: Path) -> None:
         "without keys"]
 
 
+def test_a_key_file_that_is_not_a_small_file_is_refused_before_reading_it(omnistudio_home: Path) -> None:
+    """``--api-key-file /dev/zero`` once read until the kernel killed the server: now one line, at once."""
+    done = subprocess.run([sys.executable, "-m", "omnistudio.cli", "serve", "--model", "tiny", "--host", "0.0.0.0",
+                           "--port", "0", "--api-key-file", "/dev/zero"], capture_output=True, text=True,
+                          timeout=HANG_S)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "omnistudio: error: the API key file /dev/zero is not a regular file"]
+
+
 def test_wrong_or_missing_key_gets_401_and_renders_nothing(keyed: Server) -> None:
     good = {"Authorization": f"Bearer {KEY}"}
     before = keyed.metric("omnistudio_batch_size_count", good)

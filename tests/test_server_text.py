@@ -58,6 +58,26 @@ def test_a_lexicon_put_is_spoken_from_the_next_request(lexicon: str) -> None:
     assert httpx.get(f"{lexicon}/v1/lexicon").json()["entries"] == [entry]
     unknown = httpx.put(f"{lexicon}/v1/lexicon", json={"entries": [{**entry, "sound": "x"}]})
     assert unknown.status_code == 400 and "sound" in unknown.json()["error"]["message"]
+    # an entry is a respelling, not a text: a 900 KB one is refused, and so is a lexicon past 10,000 entries
+    huge = httpx.put(f"{lexicon}/v1/lexicon", json={"entries": [{**entry, "say": "word " * 180_000}]})
+    assert huge.status_code == 400 and "the limit is 300" in huge.json()["error"]["message"]
+    many = [{**entry, "word": f"Name{i}"} for i in range(10_001)]
+    crowd = httpx.put(f"{lexicon}/v1/lexicon", json={"entries": many})
+    assert crowd.status_code == 400 and "10000" in crowd.json()["error"]["message"].replace(",", "")
+    assert httpx.get(f"{lexicon}/v1/lexicon").json()["entries"] == [entry]
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    (b'{"text": "A \\ud800 12", "language": "en"}', "lone surrogate U+D800"),
+    (b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b', "language": "en"}', "nests deeper than 64 levels"),
+    (b"{not json", "not valid JSON"),
+])
+def test_normalize_refuses_what_is_not_text_in_openais_error_shape(shared_server: Server, body: bytes,
+                                                                   needle: str) -> None:
+    r = httpx.post(f"{shared_server.url}/v1/text/normalize", content=body)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert needle in error["message"] and set(error) == {"message", "type", "param", "code"}
 
 
 async def _ws(url: str, request: dict[str, Any]) -> list[dict[str, Any]]:

@@ -30,6 +30,13 @@ def test_what_is_ssml_and_plain_text_untouched() -> None:
     assert is_ssml('<?xml version="1.0" encoding="UTF-8"?>\n<speak>Hola.</speak>') and is_ssml("<speak/>")
     for plain in ("Hola.", "<speaker> says hi", "Say <speak> aloud.", "[ruby] Good evening.", ""):
         assert not is_ssml(plain)
+    # any XML document is read as SSML, and so refused when it is not SSML this reads (a DOCTYPE always):
+    # never spoken aloud as plain text
+    bomb = '<?xml version="1.0"?>\n<!DOCTYPE speak [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><speak>&b;</speak>'
+    for document in (bomb, "<!DOCTYPE speak><speak>Hola.</speak>", "\ufeff<!-- note --><speak>Hola.</speak>"):
+        assert is_ssml(document)
+    with pytest.raises(UserError, match="DTD|DOCTYPE|entit"):
+        read_ssml(bomb)
 
 
 @pytest.mark.parametrize(("attribute", "seconds"), [('time="600ms"', 0.6), ('time="1.5s"', 1.5),

@@ -107,8 +107,8 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     a lazy iterable (e.g. a :class:`~omnistudio.audio.spool.ChunkSpool`): each chunk is used once.
     ``timings``: render timings to store in the sidecar (e.g. wall_s, rtf, per-sentence times).
     Writes ``output`` (.wav/.flac), ``output.json`` and, with ``options.shm_name``, /dev/shm/NAME:
-    all are staged first, then renamed together (the shm file first, so a failure there leaves
-    the file output as it was).
+    all are staged first, then committed together, all or nothing. An ``output`` that is a FIFO, a
+    device or ``-`` (standard output) gets the audio alone: no sidecar, no extras.
 
     Memory stays flat: the stitched speech goes to an anonymous temp file beside ``output`` while
     its loudness is measured; gain, limiter, room tone and ceiling are then applied block by block
@@ -119,11 +119,12 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     ``extra(spans)``: what else to write once the sentences' spans are known (:class:`ExtraOutputs`:
     the captions); its files are staged after the audio and renamed with it, before the sidecar.
     """
-    from omnistudio.audio.export import commit, discard, finished_sidecar, stage
+    from omnistudio.audio.export import commit, destination, discard, finished_sidecar, stage
     from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
 
     output = Path(output)
     suffix = check_output_path(output)
+    stream = destination(output).stream  # a FIFO, a device, standard output: the audio alone
     root = shm_root or SHM_DIR
     if options.shm_name:
         check_shm_target(options.shm_name, root)
@@ -143,7 +144,7 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
 
             staged.append((stage(output, write, suffix), output))
             audio_bytes = staged[-1][0].stat().st_size
-            more = extra(list(stitcher.spans)) if extra is not None else ExtraOutputs()
+            more = extra(list(stitcher.spans)) if extra is not None and not stream else ExtraOutputs()
             for path, writer in more.files:
                 staged.append((stage(path, writer, path.suffix), path))
             settings = {**asdict(options), "gain_db": plan.gain_db, "limited": plan.limited,
@@ -155,7 +156,8 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
                                        settings=settings, audio_bytes=audio_bytes,
                                        engine=engine, source=source, take=take)
             sidecar.update(more.sidecar)
-            staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
+            if not stream:
+                staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
         except BaseException:
             discard(staged)
             raise

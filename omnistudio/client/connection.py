@@ -126,17 +126,12 @@ def read_api_key(path: Path | str | None) -> str | None:
     """The key in ``path`` (first non-empty line), or None for no file; an unusable file is a UserError."""
     if path is None or str(path) == "":
         return None
-    path = Path(path).expanduser()
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    except FileNotFoundError:
-        raise UserError(f"API key file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read API key file {path}: {first_line(exc)}") from None
-    key = next((line for line in lines if line and not line.startswith("#")), "")
-    if not key:
-        raise UserError(f"API key file {path} is empty")
-    return key
+    from omnistudio.checks import key_lines
+
+    keys = key_lines(path)
+    if not keys:
+        raise UserError(f"the API key file {Path(path).expanduser()} is empty")
+    return keys[0]
 
 
 class Backoff:

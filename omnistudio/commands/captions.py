@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"output folder {args.out_dir} does not exist")
     paths = caption_paths(args.target, options.formats, args.out_dir)
     check_caption_paths(paths, {"the audio": None if is_project else args.target, "the script": args.script})
-    _outside_projects(paths.values())
     from omnistudio.commands.flags.captions import caption_hearer
 
     hearer = caption_hearer(args, options)
@@ -72,17 +70,6 @@ def run(args: argparse.Namespace) -> int:
         for path in written:
             print(path)
     return 0
-
-
-def _outside_projects(paths: Iterable[Path]) -> None:
-    """A project folder's files are its inputs: no caption file goes inside one (as render -o)."""
-    from omnistudio.projects.project import project_holding
-
-    for path in paths:
-        folder = project_holding(path)
-        if folder is not None:
-            raise UserError(f"{path} is in the project folder {folder}: its files are the project's inputs; "
-                            "write the captions outside it (-o DIR)")
 
 
 def _frontend(args: argparse.Namespace, project: Path | None) -> dict[str, object]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 from omnistudio.errors import UserError
@@ -189,7 +190,7 @@ def import_pls(args: argparse.Namespace) -> int:
 
 
 def export_pls(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_not_input
+    from omnistudio.audio.export import check_not_input, check_writable_path, destination
     from omnistudio.commands.flags.lexicon import lexicon_file
     from omnistudio.text.lexicon_files import load_lexicon
     from omnistudio.text.pls import entries_for, write_pls
@@ -198,14 +199,11 @@ def export_pls(args: argparse.Namespace) -> int:
     assert lang is not None  # --lang is required
     path = lexicon_file(args, must_exist=True)
     target: Path = args.file
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise UserError(f"output folder {parent} does not exist")
-    if target.is_dir():
-        raise UserError(f"{target} is a directory")
+    check_writable_path(target)  # not a folder, a socket or inside a project; a FIFO or - is written into
     check_not_input(target, {"the lexicon file": path}, sidecar=False)
     lexicon = load_lexicon(path)
     write_pls(target, lexicon, lang)
     count = len(entries_for(lexicon, lang))
-    print(f"exported {count} {lang} {'entry' if count == 1 else 'entries'} from {path} to {target}")
+    said = f"exported {count} {lang} {'entry' if count == 1 else 'entries'} from {path} to {target}"
+    print(said, file=sys.stderr if destination(target).stdout else sys.stdout)
     return 0

@@ -83,7 +83,7 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
 
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_not_input, check_output_path
+    from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output
     from omnistudio.commands.flags.retakes import check_project_args
     from omnistudio.commands.flags.take import plan_script, take_options
     from omnistudio.config import SAMPLE_RATE
@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.voices.roster import recording_inputs
 
         check_output_path(args.output)
+        check_stream_output(args.output, prints_json=args.json, beside="--captions" if captions is not None else "")
         inputs = {"the script": args.script, "the reference recording": args.ref_audio, **recording_inputs()}
         check_not_input(args.output, inputs)
         if captions is not None:

@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_not_input, check_output_path, write_audio
+    from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output, write_audio
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
     from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
     from omnistudio.console import status
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     args.guidance = check_guidance(args.guidance)
     check_output_path(args.output)
+    check_stream_output(args.output, prints_json=args.json)
     from omnistudio.voices.roster import recording_inputs
 
     check_not_input(args.output, {"the reference recording": args.ref_audio, **recording_inputs()}, sidecar=False)

@@ -98,7 +98,8 @@ def add_voice(args: argparse.Namespace) -> int:
         raise UserError("give the recording's exact transcript with --ref-text, or --asr-model DIR")
     added = add(args.name, args.lang, args.ref_audio, transcript=args.ref_text,
                 transcriber=open_transcriber(args.asr_model), gender=args.gender, age=args.age, pitch=args.pitch,
-                style=args.style, accent=args.accent, seed=args.seed, consent=args.consent, replace=args.replace)
+                style=args.style, accent=args.accent, seed=args.seed, consent=args.consent, replace=args.replace,
+                require_consent=False)
     if added.asr_text is not None and args.ref_text is not None:
         agreement = "" if added.agreement is None else f"; agreement with --ref-text {added.agreement:.0%}"
         print(f"ASR: {added.asr_text!r} ({added.note}{agreement})")

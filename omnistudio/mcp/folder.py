@@ -48,7 +48,21 @@ class OutputFolder:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.parent.resolve().is_relative_to(self.root):
             raise UserError(f"'{name}' leads out of the output folder (through a link)")
+        self._no_link_out(path, name)
         return path
+
+    def _no_link_out(self, path: Path, name: str) -> None:
+        """Writers follow a link to its target: none of the files a take writes (the audio, its sidecar, its
+        captions) may be a link that leads out of the folder, nor anything but a file."""
+        from omnistudio.audio.export import sidecar_path
+        from omnistudio.take.captions import caption_paths
+
+        for each in (path, sidecar_path(path), *caption_paths(path, ("srt", "vtt")).values()):
+            named = each.relative_to(self.root).as_posix()
+            if each.is_symlink() and not each.resolve().is_relative_to(self.root):
+                raise UserError(f"'{named}' leads out of the output folder (through a link)")
+            if each.exists() and not each.is_file():
+                raise UserError(f"'{named}' in the output folder is not a file")
 
     def existing(self, name: str) -> Path:
         """A file already in the folder (a take a tool wrote): one line when there is none."""

@@ -14,7 +14,7 @@ import anyio
 from mcp.server.fastmcp import Context
 from pydantic import Field
 
-from omnistudio.checks import DEFAULT_NUM_STEP
+from omnistudio.checks import DEFAULT_NUM_STEP, check_text
 from omnistudio.mcp import work
 from omnistudio.mcp.backend import Backend
 from omnistudio.mcp.errors import StudioMCP
@@ -55,7 +55,8 @@ def build_mcp(backend: Backend, folder: OutputFolder, **settings: Any) -> Studio
     async def speak(ctx: Context[Any, Any, Any], text: Annotated[str, Field(description="what to say")],
                     voice: Voice = DEFAULT_VOICE, language: Language = None, seed: Seed = 0,
                     num_step: Steps = DEFAULT_NUM_STEP, format: Format = "wav", name: Name = None) -> work.RenderedFile:
-        ask = work.RenderAsk(text, voice, language, seed, num_step, format, name or work.default_name("speak"))
+        ask = work.RenderAsk(check_text(text), voice, language, seed, num_step, format,
+                             name or work.default_name("speak"))  # say's limit
         return await run_work(ctx, lambda cancel, report, steps: work.render(backend, folder, ask, cancel, report,
                                                                              steps), "speak")
 

@@ -18,10 +18,13 @@ whose bytes do not match its name each add one line to ``Project.problems``; the
 from __future__ import annotations
 
 import difflib
+import errno
 import hashlib
 import io
 import json
 import os
+import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
@@ -30,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from omnistudio.audio.export import atomic_write_bytes
+from omnistudio.audio.export import PROJECT_SUFFIX, atomic_write_bytes, project_holding  # noqa: F401 (re-exported)
 from omnistudio.errors import UserError
 from omnistudio.locks import exclusive
 from omnistudio.projects.speech_check import AsrResult
 from omnistudio.text.lexicon import Lexicon
 
 FORMAT = 1
-SUFFIX = ".omniproj"
+SUFFIX = PROJECT_SUFFIX
 MANIFEST = "project.json"
 SCRIPT = "script.txt"
 TAKES = "takes"
@@ -45,6 +48,7 @@ LOCK = ".lock"
 HOLDS = f"a project is a folder named NAME{SUFFIX} holding {MANIFEST}, {SCRIPT} and {TAKES}/"
 SAMPLE_RATE = 24_000
 ID_CHARS = 24  # hex characters of the SHA-256 that name a take file
+TAKE_ID = re.compile(f"[0-9a-f]{{{ID_CHARS}}}")
 
 
 def text_hash(text: str) -> str:
@@ -106,7 +110,7 @@ class StoredTake:
     def from_dict(cls, data: dict[str, Any]) -> StoredTake:
         asr = data.get("asr")
         lufs = data.get("loudness_lufs")
-        return cls(id=str(data["id"]), voice=str(data["voice"]), lang=str(data["lang"]), seed=int(data["seed"]),
+        return cls(id=check_take_id(data["id"]), voice=str(data["voice"]), lang=str(data["lang"]), seed=int(data["seed"]),
                    num_step=int(data["num_step"]), guidance=float(data["guidance"]),
                    text_hash=str(data["text_hash"]), duration_s=float(data["duration_s"]),
                    loudness_lufs=None if lufs is None else float(lufs),
@@ -280,7 +284,7 @@ class Project:
             data = self._pending.get(take.id)
             if data is None:
                 try:
-                    data = (self.path / take.file).read_bytes()
+                    data = read_take_file(self.path / take.file)
                 except OSError as exc:
                     raise UserError(f"cannot read take {take.file}: {exc.strerror}") from None
             self._audio[take.id] = decode_flac(data)[0]
@@ -420,9 +424,27 @@ def _saved_lines(folder: Path, entries: list[Any], problems: list[str],
 def _holds(file: Path, take_id: str) -> bool:
     """Whether ``file`` exists and its bytes match the take id that names it."""
     try:
-        return hashlib.sha256(file.read_bytes()).hexdigest()[:ID_CHARS] == take_id
+        return hashlib.sha256(read_take_file(file)).hexdigest()[:ID_CHARS] == take_id
     except OSError:
         return False
+
+
+def check_take_id(value: Any) -> str:
+    """A take id from a manifest, in the form it is written (24 lowercase hex characters of a SHA-256):
+    anything else (a path, ``../x``) never reaches a file name."""
+    text = str(value)
+    if not TAKE_ID.fullmatch(text):
+        raise ValueError(f"take id {text[:40]!r} is not {ID_CHARS} hex characters")
+    return text
+
+
+def read_take_file(file: Path) -> bytes:
+    """A take file's bytes: a regular file only (a FIFO would block, a device or a link is not a take)."""
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(file))
+        return fh.read()
 
 
 def _open_take(folder: Path, number: int, raw: Any, problems: list[str]) -> StoredTake | None:
@@ -433,7 +455,7 @@ def _open_take(folder: Path, number: int, raw: Any, problems: list[str]) -> Stor
         return None
     file = folder / take.file
     try:
-        data = file.read_bytes()
+        data = read_take_file(file)
     except OSError:
         problems.append(f"sentence {number}: take file {take.file} is missing; the take was dropped")
         return None
@@ -463,13 +485,6 @@ def check_project_path(path: Path | str) -> Path:
     if path.exists() and not path.is_dir():
         raise UserError(f"{path} is a file, not a project folder ({HOLDS})")
     return path
-
-
-def project_holding(path: Path | str) -> Path | None:
-    """The project folder (``NAME.omniproj``) that ``path`` is, or lies inside, if any: a file written
-    there would overwrite a project's inputs (its takes, script or manifest)."""
-    resolved = Path(os.path.realpath(Path(path).expanduser()))
-    return next((p for p in (resolved, *resolved.parents) if p.suffix == SUFFIX), None)
 
 
 def open_or_create(path: Path, script: str, lang: str = "en", voice: str = "") -> Project:

@@ -29,6 +29,41 @@ class ProtocolError(UserError):
     """A message that is not this protocol: an unknown type, a missing or mistyped field (one line)."""
 
 
+MAX_JSON_DEPTH = 64  # no request of this protocol nests deeper
+
+
+def loads_object(raw: str | bytes, who: str = "the request body") -> dict[str, Any]:
+    """A JSON object from a client, or one :class:`ProtocolError` line: not JSON, not an object, nested
+    deeper than any request of this protocol, or holding text that cannot be UTF-8 (a lone surrogate)."""
+    from omnistudio.checks import check_unicode
+
+    try:
+        data = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise ProtocolError(f"{who} is not valid JSON") from None
+    except RecursionError:
+        raise ProtocolError(f"{who} nests deeper than {MAX_JSON_DEPTH} levels") from None
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{who} must be a JSON object")
+    pending: list[tuple[Any, int]] = [(data, 1)]
+    while pending:  # a loop, not recursion: the depth is what is being checked
+        value, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ProtocolError(f"{who} nests deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                check_unicode(key, f"{who}'s key")
+                pending.append((item, depth + 1))
+        elif isinstance(value, list):
+            pending.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str):
+            try:
+                check_unicode(value, f"a text in {who}")
+            except UserError as exc:
+                raise ProtocolError(str(exc)) from None
+    return data
+
+
 # ------------------------------------------------------------------ errors
 def error_kind(status: int) -> str:
     """OpenAI's error type for an HTTP status."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from omnistudio.protocol.base import PROTOCOL, ProtocolError
+from omnistudio.protocol.base import PROTOCOL, ProtocolError, loads_object
 from omnistudio.protocol.requests import ClientMessage, WsCancel, WsPrepare, WsRequest
 from omnistudio.protocol.timestamps import SentenceTime
 
@@ -95,13 +94,7 @@ _SERVER_TYPES = ("start", "sentence_start", "sentence_end", "done", "error", "ca
 
 def _parse(raw: str | bytes | dict[str, Any], adapter: TypeAdapter[Any], types: tuple[str, ...], who: str,
            default: str | None = None) -> Any:
-    if isinstance(raw, dict):
-        message: Any = raw
-    else:
-        try:
-            message = json.loads(raw)
-        except ValueError:
-            raise ProtocolError(f"{who} message is not JSON") from None
+    message: Any = raw if isinstance(raw, dict) else loads_object(raw, f"{who} message")
     if not isinstance(message, dict):
         raise ProtocolError(f"{who} message is not a JSON object")
     kind = message.get("type", default)

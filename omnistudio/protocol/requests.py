@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnistudio.checks import DEFAULT_NUM_STEP
+from omnistudio.checks import DEFAULT_NUM_STEP, MAX_LEXICON_ENTRIES
 from omnistudio.protocol.base import DEFAULT_VOICE, MAX_ITEMS, MODEL_ID
 
 # ---------------------------------------------------------------- requests
@@ -101,7 +101,7 @@ class LexiconBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    entries: list[LexiconEntryBody] = Field(default_factory=list, max_length=10_000)
+    entries: list[LexiconEntryBody] = Field(default_factory=list, max_length=MAX_LEXICON_ENTRIES)
 
 
 class WsItem(BaseModel):

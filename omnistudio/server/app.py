@@ -9,7 +9,6 @@ take (:class:`TakeRun` over the shared :class:`BatchingLink`) and turn the take'
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, HTTPConnection
 
-from omnistudio.protocol import MAX_BODY_BYTES, error_body, error_kind
+from omnistudio.protocol import MAX_BODY_BYTES, ProtocolError, error_body, error_kind, loads_object
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.metrics import Metrics
 from omnistudio.server.pipeline import TakeCache
@@ -56,6 +55,8 @@ class HTTPError(Exception):
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    # what cannot be UTF-8 (a client's lone surrogate quoted back) is escaped: an error never fails itself
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8") if message else message
     return JSONResponse(error_body(message.splitlines()[0] if message else "error", error_kind(status),
                                      code=str(status)),
                         status_code=status, headers=headers)
@@ -77,13 +78,10 @@ async def read_json(request: Request, model: type[BaseModel]) -> Any:
             parts.append(part)
     except ClientDisconnect:  # the client went away mid-body: nobody to answer, nothing to render
         raise HTTPError(CLIENT_CLOSED, "the client closed the connection before its request body ended") from None
-    raw = b"".join(parts)
     try:
-        data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise HTTPError(400, "the request body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise HTTPError(400, "the request body must be a JSON object")
+        data = loads_object(b"".join(parts))
+    except ProtocolError as exc:
+        raise HTTPError(400, str(exc)) from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:

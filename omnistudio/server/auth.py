@@ -26,11 +26,9 @@ def is_loopback(host: str) -> bool:
 
 
 def read_keys(path: Path) -> tuple[bytes, ...]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read the API key file {path}: {exc.__class__.__name__}") from None
-    keys = tuple(line.strip().encode() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    from omnistudio.checks import key_lines
+
+    keys = tuple(line.encode() for line in key_lines(path))
     if not keys:
         raise UserError(f"the API key file {path} has no key in it (one key per line)")
     if any(len(k) < 16 for k in keys):

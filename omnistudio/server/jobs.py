@@ -58,10 +58,7 @@ def _options(req: TakeFields, lang: str, voice: VoiceRef | None) -> TakeOptions:
 def _text(text: str | None, limit: int, field: str) -> str:
     if text is not None and len(text) > limit:
         raise UserError(f"{field} is {len(text)} characters; the limit is {limit}")
-    try:
-        return check_text(text)
-    except UserError:
-        raise UserError(f"{field} is empty") from None
+    return check_text(text, field)
 
 
 def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: VoiceRef | None = None) -> SpeechJob:

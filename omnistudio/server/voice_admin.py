@@ -164,8 +164,6 @@ def _store(state: ServerState, form: wire.VoiceUpload, recording: bytes | None) 
         raise UserError("the voice needs its reference recording as the form's 'file' (or instructions and a seed)")
     if not form.language:
         raise UserError("the voice needs the language of its recording: language (en or es)")
-    if not form.consent or not form.consent.strip():
-        raise UserError("the voice needs a consent statement from its speaker (consent)")
     transcriber = None if form.transcript else _transcriber()
     if not form.transcript and transcriber is None:
         raise UserError("no transcript was given and this server has no speech-recognition model to hear it: "

@@ -311,7 +311,11 @@ def link_record(link: Any) -> dict[str, Any] | None:
     from dataclasses import asdict, is_dataclass
 
     info = getattr(link, "info", None)
-    return asdict(info) if is_dataclass(info) and not isinstance(info, type) else None
+    if not is_dataclass(info) or isinstance(info, type):
+        return None
+    record = asdict(info)
+    record.pop("graphs", None)  # how many step graphs were captured: telemetry, not what the samples depend on
+    return record
 
 
 def torch_threads() -> int:

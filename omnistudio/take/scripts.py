@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from omnistudio.errors import UserError
-from omnistudio.script import Script, parse_script
+from omnistudio.script import Script, check_script_size, parse_script
 from omnistudio.take.options import TakeOptions
 from omnistudio.voices.resolve import VoiceRef, parse_voice
 
@@ -26,6 +26,7 @@ def plan_script(text: str, options: TakeOptions, voice: VoiceRef | None,
 
     A line without a speaker tag needs ``voice``: without one, one line naming it and ``no_voice_hint``
     (what the client's user gives: ``give --voice ANCHOR ...``)."""
+    check_script_size(text)  # every script client's limit (a file is checked before it is read)
     tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
     script = parse_script(text, options.lang, speakers=known_speakers() if tagged else None)
     if voice is None:

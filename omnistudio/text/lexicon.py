@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from omnistudio.checks import check_language
+from omnistudio.checks import (MAX_LEXICON_ENTRIES, MAX_LEXICON_SAY_CHARS, MAX_LEXICON_WORD_CHARS, check_language,
+                               check_unicode)
 from omnistudio.errors import UserError
 
 PHONES_RE = re.compile(r"^\[[A-Z]{1,3}[0-2]?(?: [A-Z]{1,3}[0-2]?)*\]$")  # "[B EY1 S]": ARPAbet, stress 0-2
@@ -28,11 +29,18 @@ class Entry:
     phones: bool = False  # ``say`` is CMU phone notation in brackets (English only)
 
     def __post_init__(self) -> None:
-        word, say = " ".join(self.word.split()), " ".join(self.say.split())
+        word = " ".join(check_unicode(self.word, "a lexicon entry's word").split())
+        say = " ".join(check_unicode(self.say, f"lexicon entry '{word[:40]}': what it is said as").split())
         if not word or not re.search(r"\w", word):
             raise UserError("a lexicon entry needs a word with letters or digits")
+        if len(word) > MAX_LEXICON_WORD_CHARS:
+            raise UserError(f"lexicon entry '{word[:40]}...': the word is {len(word)} characters; the limit is "
+                            f"{MAX_LEXICON_WORD_CHARS}")
         if not say:
             raise UserError(f"lexicon entry '{word}': say what it is read as")
+        if len(say) > MAX_LEXICON_SAY_CHARS:
+            raise UserError(f"lexicon entry '{word}': what it is said as is {len(say)} characters; the limit is "
+                            f"{MAX_LEXICON_SAY_CHARS} (an entry respells a name, it does not hold a text)")
         lang = check_language(self.lang) if self.lang is not None else None
         if self.phones:
             if lang != "en":
@@ -61,6 +69,8 @@ class Lexicon:
         for entry in self.entries:
             kept.pop(entry.key, None)
             kept[entry.key] = entry
+        if len(kept) > MAX_LEXICON_ENTRIES:
+            raise UserError(f"a lexicon of {len(kept)} entries is over the limit of {MAX_LEXICON_ENTRIES}")
         object.__setattr__(self, "entries", tuple(kept.values()))
 
     def __len__(self) -> int:

@@ -18,6 +18,7 @@ commands adding words at once both land. W3C PLS import and export: :mod:`omnist
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -58,11 +59,11 @@ def effective_lexicon(project: Path | None) -> Lexicon:
 
 def load_lexicon(path: Path) -> Lexicon:
     """The lexicon stored at ``path`` (empty when there is no file)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
+
+    if not os.path.lexists(path):
         return Lexicon()
-    return parse_lexicon(data, str(path))
+    return parse_lexicon(read_small_file(path, "the lexicon file", MAX_LEXICON_FILE_BYTES), str(path))
 
 
 def parse_lexicon(data: bytes, where: str) -> Lexicon:

@@ -50,7 +50,9 @@ class Imported:
 
 def read_pls(path: Path) -> Imported:
     """The entries of the PLS file at ``path`` (one-line :class:`UserError` when it is not one)."""
-    return parse_pls(path.read_bytes(), str(path))
+    from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
+
+    return parse_pls(read_small_file(path, "the PLS file", MAX_LEXICON_FILE_BYTES), str(path))
 
 
 def parse_pls(data: bytes, where: str) -> Imported:

@@ -54,7 +54,9 @@ from omnistudio.text.numbers import MINUS, NUMBER, PLUS, digits, number
 from omnistudio.text.untrusted_xml import local_name, parse_untrusted
 from omnistudio.text.words import spell
 
-SSML_RE = re.compile(r"^\s*(?:<\?xml[^>]*\?>\s*)?<speak(?=[\s/>])")
+# SSML opens with <speak; a text that starts as any XML document (a declaration, a DOCTYPE, a comment) is
+# read as SSML too, and so refused when it is not SSML this reads, never spoken as plain text.
+SSML_RE = re.compile(r"^\ufeff?\s*(?:<\?xml|<!DOCTYPE|<!--|<speak(?=[\s/>]))", re.IGNORECASE)
 SSML_NS = "http://www.w3.org/2001/10/synthesis"
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 BREAK_STRENGTHS = {"none": 0.0, "x-weak": 0.1, "weak": 0.25, "medium": 0.5, "strong": 0.75, "x-strong": 1.0}
@@ -86,7 +88,9 @@ class SsmlText:
 
 
 def is_ssml(text: str) -> bool:
-    """Whether a request's text is SSML: it opens with ``<speak`` (after whitespace or an XML declaration)."""
+    """Whether a request's text is SSML: it opens with ``<speak`` (after whitespace or an XML declaration),
+    or as any XML document (a declaration, a DOCTYPE, a comment first), which :func:`read_ssml` then reads
+    or refuses (a DOCTYPE always: no entities)."""
     return SSML_RE.match(text) is not None
 
 
@@ -246,10 +250,12 @@ class _Reader:
             if written in entries and entries[written].say != " ".join(spoken.split()):
                 raise UserError(f"SSML gives '{written}' two spoken forms ('{entries[written].say}', '{spoken}'): "
                                 "one written phrase is said one way in a request")
+            if not re.search(r"\w", written):
+                raise UserError(f"SSML <{name}> needs written text with a letter or digit, not '{written}'")
             try:
                 entries[written] = Entry(written, spoken, case_sensitive=True)
-            except UserError:
-                raise UserError(f"SSML <{name}> needs written text with a letter or digit, not '{written}'") from None
+            except UserError as exc:  # an entry's limits: what a phrase may say
+                raise UserError(f"SSML <{name}>: {exc}") from None
         lexicon = Lexicon(tuple(entries.values()))
         said = normalize(line, self.lang, lexicon)
         claimed = {(s.written_start, s.written_end, s.detail) for s in said.spans if s.rule == "lexicon"}

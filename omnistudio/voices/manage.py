@@ -147,7 +147,7 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
               transcriber: Transcriber | None = None, gender: str | None = None, age: str | None = None,
               pitch: str | None = None, style: str | None = None, accent: str | None = None,
               seed: int | None = None, consent: str | None = None, replace: bool = False,
-              max_custom: int | None = None, label: str | None = None) -> AddedVoice:
+              max_custom: int | None = None, label: str | None = None, require_consent: bool = True) -> AddedVoice:
     """Add a voice (or a language of a custom voice) to the user roster from a reference recording.
 
     ``recording``: a file, or the bytes of one (an upload: ``label`` names it in errors, e.g. "the
@@ -155,7 +155,9 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
     answer says so: ``transcript_source == "asr"``); with both, the transcriber's words are stored when it
     hears any (the CLI's ``--ref-text`` with ``--asr-model``). A new voice needs ``gender`` (its voice in
     the other language is designed from the attributes and ``seed``, by default one derived from the id).
-    ``consent`` is stored with the recording. ``replace``: change a custom voice this would otherwise
+    ``consent`` is stored with the recording, and required (a statement from the speaker) unless
+    ``require_consent`` is off: only the CLI's ``voices add`` turns it off, for a user's own voice on
+    their own machine; the API and MCP never do. ``replace``: change a custom voice this would otherwise
     refuse to (:class:`VoiceExists`); a shipped anchor is never changed (:class:`BuiltInVoice`).
     ``max_custom``: refuse a new voice once the user roster holds that many (:class:`VoiceLimit`).
     Every refusal is one line, with the roster and the recordings unchanged. The prompt is not built
@@ -165,6 +167,8 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
     attrs = check_attributes(gender=gender, age=age, pitch=pitch, style=style, accent=accent)
     seed = None if seed is None else check_seed(seed)
     consent = " ".join(consent.split()) if consent and consent.strip() else None
+    if consent is None and require_consent:
+        raise UserError("the voice needs a consent statement from its speaker (consent)")
     user_file = rosters.user_roster_path()
     refuse_shipped(anchor_id, user_file)
     folder = user_file.parent / RECORDINGS

@@ -34,15 +34,14 @@ def wanted(args: argparse.Namespace) -> bool:
 def check_project_args(args: argparse.Namespace) -> None:
     """Before anything is read or rendered: --project is not a file, and no output (-o, --out-dir)
     lies inside a project folder, whose files are a project's inputs (its takes, script, manifest)."""
-    from omnistudio.projects.project import check_project_path, project_holding
+    from omnistudio.audio.export import check_outside_projects
+    from omnistudio.projects.project import check_project_path
 
     if args.project is not None:
         check_project_path(args.project)
     for flag, path in (("-o", args.output), ("--out-dir", getattr(args, "out_dir", None))):
-        folder = project_holding(path) if path is not None else None
-        if folder is not None:
-            raise UserError(f"{flag} {path} is in the project folder {folder}: its files are the project's "
-                            "inputs; write the output outside it")
+        if path is not None:
+            check_outside_projects(path, flag)
 
 
 def open_checker(args: argparse.Namespace) -> Any:

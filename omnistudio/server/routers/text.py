@@ -8,19 +8,21 @@ import asyncio
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from omnistudio.protocol import LexiconBody, LexiconEntryBody, NormalizeRequest
+from omnistudio.server.app import read_json
 from omnistudio.text.lexicon import Entry, Lexicon
 
 router = APIRouter()
 
 
 @router.post("/v1/text/normalize")
-async def normalize(body: NormalizeRequest) -> dict[str, Any]:
+async def normalize(request: Request) -> dict[str, Any]:
     from omnistudio.text.answer import normalize_answer
     from omnistudio.text.lexicon_files import effective_lexicon
 
+    body: NormalizeRequest = await read_json(request, NormalizeRequest)  # one JSON reader: OpenAI's error shape
     lexicon = await asyncio.to_thread(effective_lexicon, None)
     return normalize_answer(body.text, body.language, lexicon).model_dump()
 
@@ -37,9 +39,10 @@ async def get_lexicon() -> dict[str, Any]:
 
 
 @router.put("/v1/lexicon")
-async def put_lexicon(body: LexiconBody) -> dict[str, Any]:
+async def put_lexicon(request: Request) -> dict[str, Any]:
     """Replace the global lexicon (checked whole first: one bad entry changes nothing), atomically."""
     from omnistudio.text.lexicon_files import edit_lexicon, global_lexicon_path
 
+    body: LexiconBody = await read_json(request, LexiconBody)
     lexicon = Lexicon(tuple(Entry(**entry.model_dump()) for entry in body.entries))
     return _listing(await asyncio.to_thread(edit_lexicon, global_lexicon_path(), lambda _old: lexicon))
