@@ -6,9 +6,24 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from typing import TYPE_CHECKING, Any
+
 from rich.console import Console
 
+if TYPE_CHECKING:
+    from rich.progress import Progress, ProgressColumn
+
 err_console = Console(stderr=True)
+
+
+def progress_bar(*columns: str | ProgressColumn, console: Console | None = None, **kwargs: Any) -> Progress:
+    """A Rich progress bar on stderr, drawn only on a terminal: where stderr is a file or a pipe it draws
+    nothing and ends without the empty line Rich's ``Progress.stop`` prints there, so a command's stderr
+    holds only its own lines."""
+    from rich.progress import Progress
+
+    shown = console or err_console
+    return Progress(*columns, console=shown, disable=not shown.is_terminal, **kwargs)
 
 
 def setup_logging(verbose: bool = False) -> None:

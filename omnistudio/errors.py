@@ -34,6 +34,18 @@ class Terminated(KeyboardInterrupt):
 
 # How the dynamic loader says a shared library did not fit in the address space (`ulimit -v`, low memory).
 _NO_MEMORY_TO_LOAD = ("failed to map segment", "cannot allocate memory")
+# How torch (and oneDNN under it) says an allocation failed: a RuntimeError, not a MemoryError. oneDNN's
+# "could not create a primitive" is what a primitive's scratch allocation failing looks like under `ulimit -v`.
+_NO_MEMORY_IN_TORCH = ("out of memory", "could not create a primitive", "can't allocate memory",
+                       "not enough memory", "bad_alloc", "failed to allocate")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` says an allocation failed: a MemoryError, torch's OutOfMemoryError, or a RuntimeError
+    from torch or oneDNN that says so."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and any(sign in str(exc).lower() for sign in _NO_MEMORY_IN_TORCH)
 
 
 def os_error_line(exc: BaseException) -> str | None:
@@ -41,7 +53,7 @@ def os_error_line(exc: BaseException) -> str | None:
     ``exc`` is not one. The CLI shows it like a :class:`UserError`; the studio can too."""
     import errno
 
-    if isinstance(exc, MemoryError):
+    if out_of_memory(exc):
         return ("out of memory: close other programs, or use a shorter script, a smaller --batch "
                 "or fewer --num-step")
     if isinstance(exc, ImportError) and any(sign in str(exc).lower() for sign in _NO_MEMORY_TO_LOAD):

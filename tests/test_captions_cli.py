@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from omnistudio.captions.cues import CaptionLimits
@@ -207,10 +208,22 @@ def test_captions_command_bad_inputs_are_one_line_and_write_nothing(
     shutil.copy(renders["plain"], bare)
     not_audio = tmp_path / "notes.wav"
     not_audio.write_text("hello")
+    sidecar = json.loads(renders["plain"].with_name("plain.wav.json").read_text())
+    for name, change in (("badtimes", {"start_s": -5.0, "end_s": 1e308}), ("broken", None)):
+        shutil.copy(renders["plain"], tmp_path / f"{name}.wav")
+        if change is None:  # a sidecar that is not JSON is not "no sidecar"
+            (tmp_path / f"{name}.wav.json").write_text("{not json", encoding="utf-8")
+        else:
+            bad = {**sidecar, "sentences": [{**sidecar["sentences"][0], **change}, *sidecar["sentences"][1:]]}
+            (tmp_path / f"{name}.wav.json").write_text(json.dumps(bad), encoding="utf-8")
+    shutil.copytree(renders["project"], tmp_path / "ppcopy")  # a project copied without its suffix
     before = sorted(p.name for p in tmp_path.iterdir())
     cases = (([str(tmp_path / "missing.wav"), "--text", "Hi."], "no such file"),
              ([str(not_audio), "--text", "Hi."], "is not a readable audio file"),
              ([str(bare)], "has no sidecar (bare.wav.json)"),
+             ([str(tmp_path / "badtimes.wav")], "badtimes.wav.json cannot be used (ValueError: sentence 1 is timed"),
+             ([str(tmp_path / "broken.wav")], "broken.wav.json cannot be used (not valid JSON)"),
+             ([str(tmp_path / "ppcopy")], "holds a project but is not named NAME.omniproj: rename it"),
              ([str(wav), "--text", "One. Two."], "the text has 2 sentences; the sidecar of take.wav times 3"),
              ([str(wav), "--format", "ass"], "unknown caption format 'ass'"),
              ([str(wav), "-o", str(tmp_path / "nowhere")], "output folder"),
@@ -237,3 +250,27 @@ def test_captions_are_made_from_spans_and_words_as_the_sidecar_records_them() ->
     assert (sentence.index, sentence.start, sentence.end) == (7, 0.1235, 1.9877)
     assert len(sentence.words) == 3 and all(round(w.start, 3) == w.start and round(w.end, 3) == w.end
                                             for w in sentence.words)
+
+
+def test_a_long_file_without_a_sidecar_is_not_read_whole(tmp_path: Path, aligned: Aligned,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A 10-minute silent WAV captioned from a one-sentence text: before, the whole span was read for the
+    speech model (an hour peaked at 2.1 GB); now a span over a minute is estimated and says so."""
+    import soundfile as sf
+
+    wav = tmp_path / "long.wav"
+    with sf.SoundFile(str(wav), "w", 24_000, 1, "PCM_16") as fh:
+        block = np.zeros(24_000 * 60, dtype=np.float32)
+        for _ in range(10):
+            fh.write(block)
+    import omnistudio.take.file_sentences as file_sentences
+
+    reads: list[int] = []
+    real = file_sentences._samples
+    monkeypatch.setattr(file_sentences, "_samples", lambda *a: reads.append(1) or real(*a))
+    assert main(["captions", str(wav), "--text", "Good evening, here is the news.", "--format", "srt"]) == 0
+    err = capsys.readouterr().err
+    assert "its words are estimated, not heard" in err
+    assert reads == [] and aligned.calls == []
+    assert wav.with_suffix(".srt").read_text(encoding="utf-8").count("-->") >= 1

@@ -104,3 +104,17 @@ def test_a_refused_serve_says_why_before_the_servers_imports() -> None:
     assert proc.stderr.strip().splitlines()[-1] == \
         "omnistudio: error: port 65536 is out of range 0..65535 (0: a free port the system picks)"
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"code": 2, "loaded": []}
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["sya", "hello"], "unknown command 'sya': did you mean 'say'?"),
+    (["-v", "rendr", "x.txt"], "unknown command 'rendr': did you mean 'render'?"),
+    (["zzz", "--help"], "unknown command 'zzz': the commands are say, render"),
+])
+def test_a_mistyped_command_says_so_and_suggests_the_nearest(argv: list[str], line: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Not the studio's "unrecognized arguments", nor the studio's help with exit 0."""
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"omnistudio: error: {line}")
+    assert len(captured.err.splitlines()) == 1

@@ -91,12 +91,17 @@ def test_home_that_is_a_file(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.
     assert rc == 2 and str(home) in line and "a file where a folder should be" in line
 
 
-def test_out_of_memory_is_one_line(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("raised", [MemoryError(), RuntimeError("could not create a primitive"),
+                                    RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 "
+                                                 "bytes"), RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")],
+                         ids=["MemoryError", "oneDNN", "torch CPU", "torch CUDA"])
+def test_out_of_memory_is_one_line(raised: BaseException, tmp_path: Path, ref_wav: Path,
+                                   monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Low memory below the first check (``ulimit -v``): torch says so with a RuntimeError, not a MemoryError."""
     from omnistudio.engine.engine import Engine
 
     def no_memory(*_a: object, **_k: object) -> None:
-        raise MemoryError
+        raise raised
 
     monkeypatch.setattr(Engine, "render_tokens", no_memory)  # say renders through the link
     rc = main(["say", "Hello.", "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "-o", str(tmp_path / "x.wav"),

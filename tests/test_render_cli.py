@@ -19,12 +19,16 @@ def render(args: list[str], ref_wav: Path) -> list[str]:
             "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT]
 
 
-def test_render_writes_the_stitched_script(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_writes_the_stitched_script(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str],
+                                          tiny_engine: object) -> None:  # the checkpoint built before (its log)
     script = tmp_path / "s.txt"
     script.write_text("Good evening. Here is the news.\n[:es] Buenas noches, Sr. García.\n", encoding="utf-8")
     out = tmp_path / "out.wav"
     assert main(render([str(script), "-o", str(out), "--json"], ref_wav)) == 0
-    result = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    # stderr is not a terminal here: no progress drawn, and no empty line (Rich's Progress.stop printed one)
+    assert all(line.strip() for line in captured.err.splitlines()), captured.err
+    result = json.loads(captured.out)
     assert [s["text"] for s in result["sentences"]] == ["Good evening.", "Here is the news.",
                                                          "Buenas noches, Sr. García."]
     assert [s["lang"] for s in result["sentences"]] == ["en", "en", "es"]

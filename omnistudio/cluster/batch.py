@@ -204,7 +204,8 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
     ``local_threads``: torch's thread count here (default ``spec.threads``): a file rendered with another
     count says so in its sidecar. ``captions``/``hearer``: caption files beside each output, its words
     measured by ``hearer`` here (``render -o OUT --captions``' sink)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from omnistudio.console import progress_bar
 
     from omnistudio.take.sinks import FileSink
 
@@ -220,7 +221,7 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
     pending: dict[Any, tuple[ScriptJob, Any]] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[audio]:.1f} s of audio"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
+    with progress_bar(*columns, console=console, transient=True) as bar:
         task = bar.add_task(f"rendering on {len(idle)} workers", total=len(todo), audio=0.0)
         while todo or pending:
             while todo and idle:

@@ -110,12 +110,12 @@ def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
 
 
 def _with_progress(args: argparse.Namespace, runner: Callable[[argparse.Namespace], Any]) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from omnistudio.console import progress_bar
 
-    from omnistudio.console import err_console
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
+    with progress_bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  transient=True) as bar:
         task = bar.add_task("bench", total=1)
 
         def progress(done: int, total: int, label: str) -> None:

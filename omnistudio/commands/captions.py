@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_language
     from omnistudio.commands.flags.captions import caption_options
-    from omnistudio.projects.project import SUFFIX
+    from omnistudio.projects.paths import project_target
     from omnistudio.script import read_script
     from omnistudio.take.captions import caption_paths, check_caption_paths, write_captions
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     assert options is not None  # --format has a default
     if args.lang is not None:
         check_language(args.lang)
-    is_project = args.target.suffix == SUFFIX
+    is_project = project_target(args.target)
     if is_project and (args.text is not None or args.script is not None or args.lang is not None):
         raise UserError("--text/--script/--lang are for an audio file; a project's captions come from its own "
                         "sentences")

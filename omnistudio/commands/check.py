@@ -30,11 +30,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_language
+    from omnistudio.projects.paths import project_target
     from omnistudio.projects.project import HOLDS, SUFFIX
     from omnistudio.projects.speech_check import check_threshold
 
     threshold = check_threshold(args.threshold)
-    is_project = args.target.suffix == SUFFIX
+    is_project = project_target(args.target)
     if is_project:
         if args.text is not None:
             raise UserError("--text is for an audio file; a project's takes are checked against their sentences")
@@ -85,16 +86,16 @@ def _open_project(args: argparse.Namespace) -> Any:
 
 
 def _check_project(args: argparse.Namespace, project: Any, checker: Any) -> list[dict[str, Any]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+    from omnistudio.console import progress_bar
 
-    from omnistudio.console import err_console
     from omnistudio.projects.retake import check_take
 
     todo = [(i, t) for i, line in enumerate(project.lines)
             for t in (line.fresh_takes if args.all else [line.chosen_take]) if t is not None]
     rows = []
-    with Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), console=err_console,
-                  transient=True) as bar:
+    with progress_bar(TextColumn("checking"), BarColumn(), MofNCompleteColumn(),
+                      transient=True) as bar:
         task = bar.add_task("", total=len(todo))
         for index, take in todo:
             take = check_take(project, index, take, checker)

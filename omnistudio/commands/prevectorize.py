@@ -32,7 +32,8 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from omnistudio.console import progress_bar
     from rich.table import Table
 
     from omnistudio.console import err_console, status
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     rows: list[dict] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=False) as bar:
+    with progress_bar(*columns, transient=False) as bar:
         task = bar.add_task("voice prompts", total=len(pairs))
         for anchor_id, lang in pairs:
             bar.update(task, description=f"{anchor_id} ({lang})")

@@ -142,10 +142,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, captions: Any = None) -> dict[str, Any]:
     """Build the take (the same function the studio and the server use) with this command's sinks."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from omnistudio.console import progress_bar
 
     from omnistudio.commands.flags.engine import open_link
-    from omnistudio.console import err_console, status
+    from omnistudio.console import status
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.sinks import FileSink, PlayerSink
 
@@ -163,7 +164,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, ca
         sinks.append(files)
     columns = (TextColumn("{task.fields[phase]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.description}"))
-    with Progress(*columns, console=err_console, transient=True) as bar:
+    with progress_bar(*columns, transient=True) as bar:
         voices = take.voices()
         prep = bar.add_task("", total=len(voices), phase="preparing voices")
         task = bar.add_task("", total=len(take.sentences), phase="rendering", visible=False)

@@ -44,10 +44,11 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
                  link_factory: Any = None) -> dict[str, Any]:
     """Give every sentence a chosen take: the missing ones rendered through the take pipeline
     (1-ahead, batched, the seed policy), then checked and retaken one by one through the same link."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from omnistudio.console import progress_bar
 
     from omnistudio.commands.flags.retakes import open_checker
-    from omnistudio.console import err_console, status
+    from omnistudio.console import status
     from omnistudio.projects.chosen import keep_rendered
     from omnistudio.projects.retake import pipeline_synth, take_sentences
     from omnistudio.take.pipeline import Take, plan
@@ -67,7 +68,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
             link = (link_factory or engine_link)(args, update)
     columns = (TextColumn("{task.fields[phase]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.description}"))
-    with Progress(*columns, console=err_console, transient=True) as bar:
+    with progress_bar(*columns, transient=True) as bar:
         if todo:
             task = bar.add_task("", total=len(todo), phase="rendering")
             first = Take(link, [planned[i] for i in todo], options).run(

@@ -11,6 +11,7 @@ samples."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,7 +37,11 @@ def file_sentences(audio: Path, text: str | None, lang: str | None, options: Tak
     ``hearer``: the speech model that measures words the sidecar does not hold."""
     frames, rate = _audio_info(audio)
     notes: list[str] = []
-    sidecar = _sidecar(audio, notes)
+    sidecar, unusable = _sidecar(audio, frames / rate)
+    if unusable is not None:
+        if text is None:
+            raise UserError(f"{sidecar_path(audio).name} cannot be used ({unusable}): give --text or --script")
+        notes.append(f"{sidecar_path(audio).name} is left out ({unusable})")
     spans: Sequence[Mapping[str, Any]]
     if sidecar is not None:
         spans, rows = sidecar["sentences"], sidecar["timings"]["sentences"]
@@ -53,6 +58,11 @@ def file_sentences(audio: Path, text: str | None, lang: str | None, options: Tak
                             "give --text or --script")
         rows = _rows(text, lang or "en", options)
         spans = _spread(rows, frames / rate)
+    from omnistudio.voices.words import MAX_HEARD_SPAN_S
+
+    if hearer is not None and any(float(s["end_s"]) - float(s["start_s"]) > MAX_HEARD_SPAN_S for s in spans):
+        notes.append(f"a sentence spans over {MAX_HEARD_SPAN_S:g} s of the file: its words are estimated, not "
+                     "heard (give the text sentence by sentence, or render it with its sidecar)")
     recorded = _recorded_words(sidecar, notes) if text is None else None
     timed = timed_sentences(spans, rows, lambda k: _samples(audio, spans[k], rate), rate,
                             None if recorded else hearer, options.lexicon)
@@ -88,11 +98,12 @@ def _audio_info(audio: Path) -> tuple[int, int]:
     return int(info.frames), int(info.samplerate)
 
 
-def _sidecar(audio: Path, notes: list[str]) -> dict[str, Any] | None:
-    """The file's sidecar when it times this file's sentences; else None, with a note saying why."""
+def _sidecar(audio: Path, duration: float) -> tuple[dict[str, Any] | None, str | None]:
+    """The file's sidecar when it times this file's sentences, else None; and why an existing sidecar
+    cannot be used (None: it can, or there is none)."""
     path = sidecar_path(audio)
     if not path.exists():
-        return None
+        return None, None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
@@ -100,17 +111,26 @@ def _sidecar(audio: Path, notes: list[str]) -> dict[str, Any] | None:
         spans, rows = data["sentences"], data["timings"]["sentences"]
         if not isinstance(spans, list) or not isinstance(rows, list) or not spans:
             raise ValueError("no sentences")
-        for span in spans:
-            float(span["start_s"]), float(span["end_s"])
+        check_spans([(float(span["start_s"]), float(span["end_s"])) for span in spans], duration)
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        notes.append(f"{path.name} is not a sidecar with sentence times ({type(exc).__name__}: {exc}); left out")
-        return None
+        why = "not valid JSON" if isinstance(exc, json.JSONDecodeError) else f"{type(exc).__name__}: {exc}"
+        return None, why
     size = data.get("audio_bytes")
     if isinstance(size, int) and size != audio.stat().st_size:
-        notes.append(f"{path.name} describes another {audio.name} ({size} bytes, this one has "
-                     f"{audio.stat().st_size}); left out")
-        return None
-    return dict(data)
+        return None, f"it describes another {audio.name}: {size} bytes, this one has {audio.stat().st_size}"
+    return dict(data), None
+
+
+def check_spans(spans: Sequence[tuple[float, float]], duration: float, slack: float = 0.05) -> None:
+    """Sentence times a sidecar gives: finite, each starting before it ends, in order, inside the file
+    (``slack`` seconds of overlap and past the end allowed: crossfades, rounding); a ValueError says which."""
+    previous = 0.0
+    for number, (start, end) in enumerate(spans, start=1):
+        if not (math.isfinite(start) and math.isfinite(end)):
+            raise ValueError(f"sentence {number}'s times are not finite")
+        if start < previous - slack or end <= start or end > duration + slack:
+            raise ValueError(f"sentence {number} is timed {start:g}-{end:g} s in a {duration:.3f} s file")
+        previous = end
 
 
 def _first_lang(rows: Sequence[Mapping[str, Any]]) -> str:

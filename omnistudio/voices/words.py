@@ -39,15 +39,19 @@ def spoken_form(sentence: SentenceTiming, lexicon: Lexicon | None = None) -> Spo
     return said
 
 
+MAX_HEARD_SPAN_S = 60.0  # a span longer than any sentence (a file's text spread over an hour): never read whole
+
+
 def sentence_words(sentence: SentenceTiming, audio: Audio | None = None, sample_rate: int = 24_000,
                    hearer: Hearer | None = None, lexicon: Lexicon | None = None) -> tuple[WordTime, ...]:
     """The written words of ``sentence`` with their times in the file: measured when ``hearer`` can hear
     its language and ``audio`` gives its samples (the first at ``sentence.start``, to within the
     stitcher's 1.5 ms seam trim), else estimated by syllables inside its span. The model hears the
     samples at the 24-bit precision a project stores a take at, so a take and the same take stored
-    are heard alike."""
+    are heard alike. A span over :data:`MAX_HEARD_SPAN_S` is not read: its words are estimated."""
     spoken = spoken_form(sentence, lexicon)
-    if hearer is not None and audio is not None and hearer.can_hear(sentence.lang):
+    heard = sentence.end - sentence.start <= MAX_HEARD_SPAN_S
+    if hearer is not None and audio is not None and heard and hearer.can_hear(sentence.lang):
         return align_sentence(hearer, as_pcm24(audio()), sample_rate, spoken, sentence.lang, sentence.start,
                               (sentence.start, sentence.end))
     return estimate_words(spoken, sentence.start, sentence.end)
