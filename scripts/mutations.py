@@ -178,6 +178,26 @@ MUTATIONS = [
              "attention_mask=self.masks, position_ids=self.position_ids,",
              "attention_mask=self.masks, position_ids=self.position_ids if sampler._step == 0 else None,",
              ("tests/test_static_step.py::test_every_step_of_a_sentence_sees_the_same_shapes",)),
+    Mutation("int8-per-tensor-scale", "int8 weights get one scale per tensor instead of one per output channel",
+             "omnistudio/engine/quantize.py",
+             "amax = weight.detach().abs().amax(dim=1).double()",
+             "amax = weight.detach().abs().amax().double().expand(weight.size(0))",
+             ("tests/test_quantize.py::test_one_scale_per_output_channel_keeps_small_rows_exact",)),
+    Mutation("compile-key-without-dtype", "the compile cache key leaves out the dtype (fp32 and bf16 share a slot)",
+             "omnistudio/engine/compile_cache.py",
+             "return CacheKey(torch.__version__, loaded.fingerprint, geometry, loaded.dtype_name, device,",
+             "return CacheKey(torch.__version__, loaded.fingerprint, geometry, \"any\", device,",
+             ("tests/test_compile_slot.py::test_configurations_differing_in_one_setting_get_different_keys_and_folders",)),
+    Mutation("spanish-no-feminine", "Spanish numbers never take the feminine form",
+             "omnistudio/text/agreement.py",
+             "    if lower in FEMININE_NOUNS or lower.endswith(FEMININE_ENDINGS):\n        return FEMININE\n",
+             "",
+             ("tests/test_text_frontend.py::test_spanish_numbers_agree_with_the_noun_they_count",)),
+    Mutation("mcp-folder-prefix-check", "the MCP output folder compares resolved paths as strings (a sibling "
+             "sharing the prefix passes)", "omnistudio/mcp/folder.py",
+             "if not path.resolve().is_relative_to(self.root):  # a symlink inside that leads out",
+             "if not str(path.resolve()).startswith(str(self.root)):  # a symlink inside that leads out",
+             ("tests/test_mcp_folder.py::test_links_into_a_sibling_that_shares_the_prefix_are_refused",)),
 ]
 
 

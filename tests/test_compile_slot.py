@@ -201,3 +201,43 @@ def test_the_folder_under_the_cache_is_used_after_torch_sets_its_default(tmp_pat
     mine = tmp_path / "mine"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(mine))
     assert use_inductor_folder(tmp_path / "root") == mine and os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(mine)
+
+
+@pytest.mark.parametrize("field", ["dtype", "quantize", "mode", "isa", "torch", "device"])
+def test_configurations_differing_in_one_setting_get_different_keys_and_folders(
+        field: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key a configuration produces (not an edited stored key): dtype, quantisation, mode, CPU ISA and torch
+    version each change it, and the slot folder too where two such engines would otherwise share one (an fp32
+    and an int8 engine once emptied each other's slot)."""
+    import torch
+
+    import omnistudio.engine.compile_cache as cache
+
+    def loaded(dtype: str = "fp32", quantize: str = "none", device: str = "cpu") -> Any:
+        config = SimpleNamespace(llm_config=SimpleNamespace(hidden_size=64, num_hidden_layers=2))
+        return SimpleNamespace(model=SimpleNamespace(config=config), fingerprint="fp", dtype_name=dtype,
+                               device=device, quantize=quantize, spec=SimpleNamespace(name="tiny"))
+
+    monkeypatch.setattr(cache, "cpu_isa", lambda: "avx2")
+    base, mode = loaded(), "default"
+    other, other_mode = base, mode
+    if field == "dtype":
+        other = loaded(dtype="bf16")
+    elif field == "quantize":
+        other = loaded(quantize="int8")
+    elif field == "device":
+        other = loaded(device="cuda:0")
+    elif field == "mode":
+        other_mode = "max-autotune"
+    first = cache.cache_key(base, mode)
+    if field == "isa":
+        monkeypatch.setattr(cache, "cpu_isa", lambda: "avx512")
+    if field == "torch":
+        monkeypatch.setattr(torch, "__version__", "9.9.9")
+    second = cache.cache_key(other, other_mode)
+    changed = {k for k, v in asdict(first).items() if asdict(second)[k] != v}
+    assert changed == ({"device", "isa"} if field == "device" else {field}), changed  # CUDA has no CPU ISA
+    if field in ("dtype", "quantize", "mode", "device"):
+        monkeypatch.setattr(cache, "cpu_isa", lambda: "avx2")
+        assert CompileSlot.for_model(tmp_path, base, mode).folder != CompileSlot.for_model(tmp_path, other,
+                                                                                            other_mode).folder

@@ -130,3 +130,14 @@ def test_control_characters_are_dropped() -> None:
 
 def test_the_same_text_gives_the_same_spoken_form() -> None:
     assert normalize(NEWS_ES, "es") == normalize(NEWS_ES, "es")
+
+
+@pytest.mark.parametrize(("written", "spoken"), [
+    ("1 casa", "una casa"), ("21 personas", "veintiuna personas"), ("200 casas", "doscientas casas"),
+    ("201 casas", "doscientas una casas"), ("21 años", "veintiún años"), ("1 de cada 3", "uno de cada tres"),
+    ("200 millones", "doscientos millones"), ("31 mujeres", "treinta y una mujeres"),
+    ("500 páginas", "quinientas páginas"), ("1 hombre", "un hombre"),
+])
+def test_spanish_numbers_agree_with_the_noun_they_count(written: str, spoken: str) -> None:
+    """Feminine agreement, focused (a broken rule once showed only in the corpus's overall rate)."""
+    assert normalize(written, "es").text == spoken
