@@ -141,3 +141,25 @@ def test_the_same_text_gives_the_same_spoken_form() -> None:
 def test_spanish_numbers_agree_with_the_noun_they_count(written: str, spoken: str) -> None:
     """Feminine agreement, focused (a broken rule once showed only in the corpus's overall rate)."""
     assert normalize(written, "es").text == spoken
+
+
+@pytest.mark.parametrize(("lang", "written", "spoken"), [
+    ("en", "5G, 3D, 4x4, B2B, 4K", "five G, three D, four by four, B to B, four K"),
+    ("en", "H2O and 1920x1080", "H two O and one thousand nine hundred twenty by one thousand eighty"),
+    ("en", "Windows11", "Windows eleven"),
+    ("es", "5G, 3D, 4x4, H2O", "cinco ge, tres de, cuatro por cuatro, hache dos o"),
+    ("es", "Elecciones2023", "Elecciones dos mil veintitrés"),
+    ("en", "G7, MP3, 2nd, 9am, 5km", "G seven, M P three, second, nine A M, five kilometers"),  # earlier rules'
+])
+def test_digits_glued_to_letters_are_read_as_a_newsreader_reads_them(lang: str, written: str, spoken: str) -> None:
+    """Before: "fiveG, threeD, fourxfour, BtwoB" (the number rule read the digits alone)."""
+    said = normalize(written, lang)
+    assert said.text == spoken and said.warnings == ()
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_an_unknown_mix_of_digits_and_letters_is_kept_with_a_warning(lang: str) -> None:
+    said = normalize("The 1e5 and i7 chips.", lang)
+    assert said.text == "The 1e5 and i7 chips."  # not "oneefive"
+    assert [said.written[w.written_start:w.written_end] for w in said.warnings] == ["1e5", "i7"]
+    assert all("lexicon entry" in w.message for w in said.warnings)

@@ -22,12 +22,13 @@ from functools import lru_cache
 from omnistudio.checks import check_language
 from omnistudio.text import dates, money, numerals, roman, units, web, words
 from omnistudio.text.lexicon import Entry, Lexicon
-from omnistudio.text.rules import Rule
+from omnistudio.text.rules import Keep, Rule
 from omnistudio.text.spoken import Span, Spoken, TextWarning
 
 RULES: tuple[Rule, ...] = (*web.RULES, *units.PHONE_RULES, *money.RULES, *dates.RULES, *units.PERCENT_RULES,
                            *units.UNIT_RULES, *numerals.RANGE_RULES, *numerals.ORDINAL_RULES, *roman.ROMAN_RULES,
-                           *words.ABBREVIATION_RULES, *words.ACRONYM_RULES, *numerals.NUMBER_RULES,
+                           *words.ABBREVIATION_RULES, *words.ACRONYM_RULES, *words.ALPHANUMERIC_RULES,
+                           *numerals.NUMBER_RULES,
                            *units.SYMBOL_RULES)
 
 _BRACKETS_RE = re.compile(r"\[[^\[\]]*\]")
@@ -86,6 +87,11 @@ def _apply_rule(written: str, rule: Rule, lang: str, marks: _Marks, warnings: li
             pos = end
             continue
         if said is None:
+            continue
+        if isinstance(said, Keep):
+            warnings.append(TextWarning(start, end, said.message))
+            marks.claim(start, end)
+            pos = end
             continue
         spoken, detail = said if isinstance(said, tuple) else (said, "")
         marks.claim(start, end, spoken=spoken, rule=rule.name, detail=detail)

@@ -4,7 +4,8 @@ Each rule module (numbers, money, dates, units, words, web) holds its patterns a
 exports ``RULES``; :mod:`omnistudio.text.frontend` runs them in its order over the written text. A rule's
 ``say`` sees the match on the whole written text (``match.string``), so it may look around it (the noun
 after a number, the name before a Roman numeral), and answers the spoken form, or ``(spoken, detail)``,
-or ``None`` to leave the match as written for the rules after it."""
+or ``None`` to leave the match as written for the rules after it, or :class:`Keep` to keep it as written
+(no later rule reads it) with a warning that says how to have it read."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-Said = str | tuple[str, str] | None
+@dataclass(frozen=True)
+class Keep:
+    """A match kept as written, with a warning for the user (what a lexicon entry could say instead)."""
+
+    message: str
+
+
+Said = str | tuple[str, str] | Keep | None
 LOOK_BACK = 64  # characters a rule reads before its match (the word before it): bounded, so a long text stays linear
 Say = Callable[[re.Match[str], str], Said]
 

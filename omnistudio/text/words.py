@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from omnistudio.text.numbers import cardinal
-from omnistudio.text.rules import LOOK_BACK, Rule, at_text_end, per_lang
+from omnistudio.text.rules import LOOK_BACK, Keep, Rule, Said, at_text_end, per_lang
 
 # ------------------------------------------------------------------ abbreviations
 ABBREVIATIONS: dict[str, dict[str, str]] = {
@@ -161,6 +161,32 @@ def _say_acronym(match: re.Match[str], lang: str) -> tuple[str, str] | None:
     return (f"{said} {cardinal(digits, lang)}" if digits else said), how
 
 
+# A token that glues digits and letters (5G, 3D, 4x4, B2B, H2O, 1e5) and that no earlier rule read (units,
+# ordinals, times, money, acronyms such as G7 or MP3): read as a newsreader does where the reading is
+# certain, else kept as written with a warning (a lexicon entry says how to read it).
+_ALNUM = r"(?<![\w.,])(?=[0-9]*[A-Za-zÁÉÍÓÚÑáéíóúñ])(?=[A-Za-zÁÉÍÓÚÑáéíóúñ]*[0-9])[0-9A-Za-zÁÉÍÓÚÑáéíóúñ]+(?![\w])"
+_BY = {"es": "por", "en": "by"}
+_SPELLED_RUNS = re.compile(r"[0-9]+|[^0-9]+")
+
+
+def _say_alphanumeric(match: re.Match[str], lang: str) -> Said:
+    token = match.group()
+    if (dims := re.fullmatch(r"([0-9]{1,5})[xX]([0-9]{1,5})", token)) is not None:  # 4x4, 1920x1080
+        return f"{cardinal(dims[1], lang)} {_BY[lang]} {cardinal(dims[2], lang)}", "dimensions"
+    if (led := re.fullmatch(rf"([0-9]{{1,3}})([{_CAPS}]{{1,3}})", token)) is not None:  # 5G, 3D, 4K
+        return f"{cardinal(led[1], lang)} {spell(led[2], lang)}", "number and letters"
+    if (named := re.fullmatch(r"([^\W\d_]{3,})([0-9]{1,4})", token)) is not None:  # Elecciones2023, Windows11
+        return f"{named[1]} {cardinal(named[2], lang)}", "word and number"
+    if lang == "en" and re.fullmatch(r"[BCDGMP]2[BCDGMP]", token):  # B2B, P2P, M2M: "to" (H2O is not)
+        return f"{token[0]} to {token[2]}", "letter to letter"
+    if token.isupper() or all(c.isdigit() or c in _CAPS_SET for c in token):  # H2O, A1C: run by run
+        return " ".join(cardinal(run, lang) if run.isdigit() else spell(run, lang)
+                        for run in _SPELLED_RUNS.findall(token)), "spelled"
+    return Keep("digits and letters together: kept as written (a lexicon entry can say how to read it)")
+
+
+_CAPS_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZÁÉÍÓÚÑ")
+ALPHANUMERIC_RULES = (Rule("alphanumeric", per_lang(_ALNUM, _ALNUM), _say_alphanumeric),)
 ABBREVIATION_RULES = (Rule("abbreviation", per_lang(_abbreviation_pattern("es"), _abbreviation_pattern("en")),
                            _say_abbreviation),)
 ACRONYM_RULES = (Rule("acronym", per_lang(_ACRONYM, _ACRONYM), _say_acronym),)
