@@ -24,6 +24,11 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line(exc)}" if str(exc).strip() else type(exc).__name__
 
 
+def ran_past(limit_s: float) -> str:
+    """The line of a request stopped at the server's time limit (``--time-limit``), whatever route it came by."""
+    return f"the request ran past the server's {limit_s:g} s limit"
+
+
 class Cancelled(Exception):
     """Raised inside a synthesis (at the next diffusion step) when its caller cancelled it."""
 

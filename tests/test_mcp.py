@@ -30,7 +30,7 @@ from mcp.shared.exceptions import McpError
 
 from support.server import Server, private_home, restored_environ
 from support.voices import flite_wav
-from support.wait import HANG_S
+from support.wait import HANG_S, wait_until
 
 T = TypeVar("T")
 KEY = "mcp-test-key-0123456789abcdef"
@@ -372,3 +372,46 @@ def test_http_add_voice_speaks_at_once_and_a_replaced_recording_is_heard(keyed: 
     assert first.structuredContent["recording_sha256"] != second.structuredContent["recording_sha256"]
     a, b = (sf.read(r.structuredContent["path"])[0] for r in (first_audio, second_audio))
     assert len(a) > 0 and len(b) > 0 and (len(a) != len(b) or (a != b).any())  # the new speaker, not the old prompt
+
+
+# A client that starts a long speak over /mcp, says so at its first progress report, and is then killed.
+KILLED_CLIENT = """
+import asyncio, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+async def main():
+    async with streamablehttp_client(sys.argv[1] + "/mcp") as (read, write, _), ClientSession(read, write) as s:
+        await s.initialize()
+        async def progress(done, total, message):
+            print("rendering", flush=True)
+        await s.call_tool("speak", {"text": "Good evening. " * 300, "num_step": 10}, progress_callback=progress)
+
+asyncio.run(main())
+"""
+
+
+def test_mcp_over_http_keeps_the_servers_time_limit_and_a_killed_clients_take_stops(
+        omnistudio_home: Path, tmp_path: Path) -> None:
+    """Before: a /mcp speak ran 599 s past --time-limit 300, and a killed client's take ran on at 100% CPU."""
+    from omnistudio.errors import ran_past
+
+    server = Server("--time-limit", "4", "--max-queue", "1", "--mcp-output-dir", str(tmp_path / "out"))
+    try:
+        client = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, server.url], stdout=subprocess.PIPE, text=True)
+        try:
+            assert client.stdout is not None and client.stdout.readline().strip() == "rendering"
+        finally:
+            client.kill()
+            client.wait(HANG_S)
+        wait_until(lambda: "speak: the client went away; cancelled at diffusion step" in server.log.read_text(),
+                   timeout=HANG_S, what="the server to notice the killed client")
+        wait_until(lambda: httpx.get(f"{server.url}/health").json()["active"] == 0, timeout=HANG_S,
+                   what="the killed client's slot to free")
+        timed = over_http(server, lambda s: s.call_tool("speak", {"text": "Good evening. " * 400, "num_step": 10}),
+                          key=None)
+        assert error_text(timed) == ran_past(4)
+        assert httpx.get(f"{server.url}/health").json()["active"] == 0  # admitted, then left
+        assert not list((tmp_path / "out").glob("*.wav"))  # nothing half-written
+    finally:
+        server.stop()

@@ -22,8 +22,9 @@ class Backend(Protocol):
     def link(self, progress: Callable[[str], None] | None = None) -> Any:
         """The EngineLink (loaded now if it is not yet); a UserError when there is none."""
 
-    def admitted(self) -> AbstractContextManager[None]:
-        """Held while a take renders (one line when the engine is busy)."""
+    def admitted(self, cancel: threading.Event) -> AbstractContextManager[None]:
+        """Held while a take renders (one line when the engine is busy); ``cancel`` is the take's flag, which
+        the backend may set itself (a server's time limit: then the take ends with that limit's line)."""
 
     def forget(self, anchor: str) -> None:
         """Drop the engine's prompts of ``anchor`` (its recording was replaced)."""
@@ -54,7 +55,7 @@ class LocalBackend:
         with self._rendering:  # one model, one take at a time: the next call waits its turn
             yield
 
-    def admitted(self) -> AbstractContextManager[None]:
+    def admitted(self, cancel: threading.Event) -> AbstractContextManager[None]:  # noqa: ARG002 - no limit here
         return self._one_at_a_time()
 
     def forget(self, anchor: str) -> None:

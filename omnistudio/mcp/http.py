@@ -10,12 +10,13 @@ runs as long as the server does.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from omnistudio.errors import Unavailable, UserError
+from omnistudio.errors import Unavailable, UserError, ran_past
 from omnistudio.mcp.folder import OutputFolder
 
 MCP_ROUTE = "/mcp"
@@ -35,18 +36,35 @@ class ServerBackend:
         return self.state.link
 
     @contextmanager
-    def _admission(self) -> Iterator[None]:
+    def _admission(self, cancel: threading.Event) -> Iterator[None]:
+        """The server's admission and time limit, as ``/v1/audio/speech`` has them: past ``--time-limit``
+        the take is cancelled (within one diffusion step) and ends with the same line."""
         try:
             self.state.admission.enter()
         except Exception as exc:  # Busy: the server's queue is full
             raise UserError(str(exc)) from None
+        limit = float(self.state.time_limit_s)
+        timed_out = threading.Event()
+
+        def time_up() -> None:
+            timed_out.set()
+            cancel.set()
+
+        timer = threading.Timer(limit, time_up)
+        timer.daemon = True
+        timer.start()
         try:
             yield
+        except Exception:
+            if timed_out.is_set():
+                raise UserError(ran_past(limit)) from None
+            raise
         finally:
+            timer.cancel()
             self.state.admission.leave()
 
-    def admitted(self) -> AbstractContextManager[None]:
-        return self._admission()
+    def admitted(self, cancel: threading.Event) -> AbstractContextManager[None]:
+        return self._admission(cancel)
 
     def forget(self, anchor: str) -> None:
         from omnistudio.voices.blend import forget_voice

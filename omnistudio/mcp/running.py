@@ -5,12 +5,15 @@ The work (a take through the pipeline, a check, a voice added) runs on its own t
 Its progress reports come back to the event loop in order and go out as MCP progress notifications.
 When the client cancels the request (``notifications/cancelled``), the SDK cancels the tool's task:
 the flag is set, the thread is waited for (it stops at the next diffusion step, nothing written),
-and a log message says at which diffusion step the cancel came and where the render stopped.
+and a log message says at which diffusion step the cancel came and where the render stopped. Over HTTP
+a client that goes away sends no such notification: the request's connection is watched (as
+``/v1/audio/speech`` watches its own), and a closed one sets the flag too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +22,9 @@ from typing import Any, Generic, TypeVar
 import anyio
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+WATCH_S = 0.25  # how often an HTTP tool call's connection is looked at
+_QUIET = object()  # no event within WATCH_S
 Report = Callable[[float, float | None, str], None]  # progress, total, message
 
 
@@ -33,6 +39,16 @@ class Steps:
 
     def __init__(self) -> None:
         self.read: Callable[[], int] = lambda: 0
+
+
+def _disconnected(ctx: Any) -> Callable[[], Any] | None:
+    """``request.is_disconnected`` of the HTTP request a tool call came in on (None over stdio)."""
+    try:
+        request = getattr(ctx.request_context, "request", None)
+    except (AttributeError, ValueError):  # outside a request
+        return None
+    check = getattr(request, "is_disconnected", None)
+    return check if callable(check) else None
 
 
 async def run_work(ctx: Any, work: Callable[[threading.Event, Report, Steps], T], what: str) -> T:
@@ -56,8 +72,25 @@ async def run_work(ctx: Any, work: Callable[[threading.Event, Report, Steps], T]
             loop.call_soon_threadsafe(events.put_nowait, None)
 
     threading.Thread(target=target, name=f"omnistudio-mcp-{what}", daemon=True).start()
+    gone = _disconnected(ctx)
+    watch_at = loop.time() + WATCH_S
     try:
-        while (event := await events.get()) is not None:
+        while True:
+            event: tuple[float, float | None, str] | object | None
+            try:
+                event = await asyncio.wait_for(events.get(), WATCH_S) if gone is not None else await events.get()
+            except TimeoutError:
+                event = _QUIET
+            if gone is not None and loop.time() >= watch_at:  # every WATCH_S, busy or quiet
+                watch_at = loop.time() + WATCH_S
+                if not cancel.is_set() and await gone():
+                    cancel.set()  # the work stops within a diffusion step; its end comes as an event
+                    log.info("%s: the client went away; cancelled at diffusion step %d", what, steps.read())
+            if event is _QUIET:
+                continue
+            if event is None:
+                break
+            assert isinstance(event, tuple)
             await ctx.report_progress(*event)
     except anyio.get_cancelled_exc_class():
         cancel.set()

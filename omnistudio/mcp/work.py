@@ -75,7 +75,7 @@ def render(backend: Backend, folder: OutputFolder, ask: RenderAsk, cancel: threa
         hearer = caption_hearer(backend.asr_model)
     path = folder.output(ask.name, ask.audio_format)
     sink = FileSink(path, captions=captions, hearer=hearer)
-    with backend.admitted():
+    with backend.admitted(cancel):
         link = backend.link(lambda line: report(0, None, line))
         take = build_take(link, script, options)
         steps.read = lambda: take.stream.steps if take.stream is not None else 0

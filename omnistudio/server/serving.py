@@ -25,7 +25,7 @@ import numpy as np
 
 from omnistudio.audio.loudness import measure
 from omnistudio.captions.timing import SentenceTiming
-from omnistudio.errors import Cancelled, UserError, describe
+from omnistudio.errors import Cancelled, UserError, describe, ran_past
 from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.scheduler import CancelEvent
@@ -155,7 +155,7 @@ class TakeRun:
         try:
             self.put(self._render())
         except Cancelled:
-            self.put(Failed(f"the request ran past the server's {self.time_limit_s:g} s limit", 504)
+            self.put(Failed(ran_past(self.time_limit_s), 504)
                      if self.timed_out else Failed("cancelled", 499))
         except UserError as exc:
             self.put(Failed(str(exc), 400))
