@@ -278,7 +278,9 @@ def _glue(text: str, spans: list[tuple[int, int]], lang: str) -> list[tuple[int,
     return out
 
 
-def _cut_long(sentence: str) -> list[str]:
+def cut_long(sentence: str) -> list[str]:
+    """``sentence`` in parts of at most MAX_SENTENCE_CHARS, cut after a comma, semicolon or colon where one
+    lies past the first third, else at a space (one part when it is short enough)."""
     parts = []
     while len(sentence) > MAX_SENTENCE_CHARS:
         window = sentence[:MAX_SENTENCE_CHARS]
@@ -301,7 +303,7 @@ def split_sentences(text: str, lang: str = "en") -> list[str]:
     sentences = []
     for start, end in spans:
         for part in QUOTE_SPLIT_RE.split(text[start:end].strip()):
-            sentences.extend(_cut_long(part.strip()) if part.strip() else [])
+            sentences.extend(cut_long(part.strip()) if part.strip() else [])
     return sentences
 
 
@@ -403,5 +405,5 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
 
 
 __all__ = ["Blend", "DEFAULT_PAUSE_S", "LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts",
-           "check_script_size",
+           "check_script_size", "cut_long",
            "parse_pause", "parse_script", "parse_tag", "read_script", "split_sentences", "split_tag"]

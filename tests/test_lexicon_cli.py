@@ -3,12 +3,13 @@ each prints and writes, and one line for every bad input with nothing written.""
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from support.audio import REF_TEXT
 from support.cli import one_line_error
 
 from omnistudio.cli import main
@@ -208,3 +209,33 @@ def test_normalize_bad_input_is_one_line(desk: Path, capsys: pytest.CaptureFixtu
     (desk / "broken.omniproj" / "lexicon.toml").write_text("[[entry]\n", encoding="utf-8")
     assert main(argv) == 2
     one_line_error(capsys, needle)
+
+
+def test_a_sentence_that_expands_past_a_sentences_length_is_cut_like_one(
+        desk: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a lexicon entry said twice made one sentence of its whole expansion (10 KB: 428 s, 6.5 GB).
+    Entries are bounded now, and what a sentence says once expanded is cut as a long written sentence is:
+    no text the model gets is longer than a sentence may be."""
+    from omnistudio.engine.engine import Engine
+    from omnistudio.script import MAX_SENTENCE_CHARS
+
+    long_name = ", ".join(["the very long and official name of an institution"] * 5)  # 254 characters
+    run(capsys, "lexicon", "add", "Zorp", long_name, "--lang", "en")
+    texts: list[str] = []
+    real = Engine.render_tokens
+
+    def spy(self: Engine, batch: list[str], *args: Any, **kwargs: Any) -> Any:
+        texts.extend(batch)
+        return real(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "render_tokens", spy)
+    script = desk / "s.txt"
+    script.write_text("Zorp met Zorp today.\n", encoding="utf-8")
+    out = desk / "out.wav"
+    assert main(["render", str(script), "-o", str(out), "--model", "tiny", "--device", "cpu", "--num-step", "2",
+                 "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT]) == 0
+    assert len(texts) >= 2 and max(len(t) for t in texts) <= MAX_SENTENCE_CHARS, [len(t) for t in texts]
+    assert sum(len(t) for t in texts) >= 2 * len(long_name)  # every part said, none dropped
+    import soundfile as sf
+
+    assert sf.info(str(out)).frames > 0

@@ -10,14 +10,15 @@ diffusion step once ``cancel`` is set.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from omnistudio.errors import Cancelled
-from omnistudio.take.options import TakeOptions
+from omnistudio.script import MAX_SENTENCE_CHARS, cut_long
+from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.voices.resolve import VoiceRef, resolve_voice, voice_action, voice_label
 
 if TYPE_CHECKING:
@@ -267,8 +268,13 @@ class LocalEngine:
     def render_tokens(self, items: Sequence[RenderItem], options: TakeOptions,
                       cancel: CancelFlag | None = None, on_step: Callable[[], None] | None = None) -> Pending:
         """The diffusion half for a group (one pass, one seed per item); raises Cancelled within one
-        step. ``on_step`` runs before every diffusion step that is not cancelled."""
+        step. ``on_step`` runs before every diffusion step that is not cancelled. A text longer than a
+        sentence may be (its spoken form grew: a lexicon entry, an SSML alias, numbers; or ``say``'s whole
+        text) is cut as a long sentence is, and its parts render one pass each, joined: the group is then
+        rendered whole here (``Pending.rendered``)."""
         items = list(items)
+        if any(len(item.text) > MAX_SENTENCE_CHARS for item in items):
+            return self._render_in_parts(items, options, cancel, on_step)
         steps = [0]
 
         def count() -> None:
@@ -291,8 +297,25 @@ class LocalEngine:
             handle.remove()
         return Pending(items, audio, steps[0])
 
+    def _render_in_parts(self, items: list[RenderItem], options: TakeOptions, cancel: CancelFlag | None,
+                         on_step: Callable[[], None] | None) -> Pending:
+        """Each item whole, its long text in parts (the first part keeps the item's seed, the others take
+        the one seed policy's seed of their own text), the parts' audio joined by a short pause."""
+        out, steps = [], 0
+        for item in items:
+            pieces: list[Rendered] = []
+            for number, part in enumerate(cut_long(item.text)):
+                seed = item.seed if number == 0 else sentence_seed(item.seed, part, f"part {number}", item.lang)
+                pending = self.render_tokens([replace(item, text=part, seed=seed)], options, cancel, on_step)
+                pieces.extend(self.decode(pending))
+                steps += pending.steps
+            out.append(joined(item.index, pieces, self.sample_rate))
+        return Pending(items, None, steps, rendered=out)
+
     def decode(self, pending: Pending, cuda_stream: torch.cuda.Stream | None = None) -> list[Rendered]:
         """The vocoder half (on ``cuda_stream`` when given, after the tokens' event)."""
+        if pending.rendered is not None:  # rendered whole (a text in parts)
+            return pending.rendered
         if pending.audio is None:
             raise ValueError("nothing to decode: the group was not rendered by this link's render_tokens")
         results = self.engine.decode(pending.audio, cuda_stream)
@@ -304,6 +327,23 @@ class LocalEngine:
 
     def close(self) -> None:
         """The engine belongs to whoever made it; nothing to release here."""
+
+
+PART_GAP_S = 0.15  # between the parts of a text cut as a long sentence (a pause inside a line)
+
+
+def joined(index: int, pieces: Sequence[Rendered], sample_rate: int) -> Rendered:
+    """One item's rendered parts as one: their samples in order with a short pause between, their times summed."""
+    from omnistudio.engine.engine import Timings
+
+    gap = np.zeros(int(PART_GAP_S * sample_rate), dtype=np.float32)
+    pcm = np.concatenate([x for piece in pieces for x in (gap, piece.pcm)][1:]).astype(np.float32)
+    wall = sum(p.timings.wall_s for p in pieces if p.timings is not None)
+    audio = len(pcm) / sample_rate
+    timings = Timings(wall_s=wall, audio_s=audio, rtf=wall / audio if audio else float("inf"),
+                      prompt_s=sum(p.timings.prompt_s for p in pieces if p.timings is not None),
+                      decode_s=sum(p.timings.decode_s for p in pieces if p.timings is not None))
+    return Rendered(index, pcm, timings, sum(p.steps for p in pieces))
 
 
 def link_record(link: Any) -> dict[str, Any] | None:
