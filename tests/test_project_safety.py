@@ -53,7 +53,7 @@ def with_ref(args: list[str], ref_wav: Path) -> list[str]:
 @pytest.fixture
 def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing may render: a refused command fails before any engine loads."""
-    import omnistudio.commands.flags.engine as engine
+    import omnistudio.flags.engine as engine
     import omnistudio.commands.render_takes as takes
 
     def refuse(*_a: Any, **_k: Any) -> Any:

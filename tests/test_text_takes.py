@@ -88,7 +88,7 @@ def test_render_project_renders_again_only_what_a_lexicon_entry_changes(
 
 def test_say_speaks_what_render_speaks(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``say`` and a one-line ``render`` send the model the same spoken text with the same seed."""
-    from omnistudio.commands.flags import engine
+    from omnistudio.flags import engine
 
     seen: list[tuple[str, int]] = []
 

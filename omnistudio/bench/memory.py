@@ -1,10 +1,12 @@
-"""Memory bench: render a long script with the real `omnistudio render` and report peak RSS and RSS
+"""Memory bench: render a long script as `omnistudio render -o` does and report peak RSS and RSS
 growth per sentence (not a timed test; run it on its own: ``python -m omnistudio.bench.memory``).
 
 It writes a script of ``--kb`` KB of news sentences (64 KB is the script limit: about 1,150
-sentences, 80 minutes of speech), runs ``omnistudio render`` on it in this process, and samples
-``VmRSS`` from /proc each time a sentence is rendered (``ChunkSpool.add``, called once per
-sentence) and at the start and end of finishing. It prints one JSON object:
+sentences, 80 minutes of speech), renders it in this process through the take pipeline into the
+file sink ``render -o`` uses (the same ``build_take`` and ``FileSink``), and samples ``VmRSS`` from
+/proc as each sentence is handed over (the take's ``on_chunk``); the file's finishing runs after the
+last sentence, so the marks at the last sentence are those before finishing. Nothing of the product
+is patched: what is measured is what runs. It prints one JSON object:
 ``peak_rss_mb`` (VmHWM: the whole run, model included), ``rss_at_first_sentence_mb``,
 ``growth_per_sentence_kb`` (least-squares slope over the second half of the render, after warm-up
 allocations settle), ``audio_per_sentence_kb`` (the float32 audio a sentence makes, which render now
@@ -52,57 +54,52 @@ def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None 
         dtype: str | None = None) -> dict[str, Any]:
     import numpy as np
 
-    from omnistudio.audio import finishing, spool
-    from omnistudio.cli import main as cli_main
     from omnistudio.engine.reference import Reference  # noqa: F401 - imported before sampling starts
+    from omnistudio.take.link import LocalEngine
+    from omnistudio.take.options import TakeOptions
+    from omnistudio.take.pipeline import build_take
+    from omnistudio.take.scripts import plan_script
+    from omnistudio.take.sinks import FileSink
+    from omnistudio.voices.resolve import VoiceRef
+    from omnistudio.voices.session import open_engine
 
     samples: list[tuple[int, int]] = []  # (sentences rendered, VmRSS KB)
     audio: list[int] = []
-    marks: dict[str, int] = {}
-    real_add, real_finish = spool.ChunkSpool.add, finishing.finish_render
+    last_chunk = [0.0]
 
-    def add(self: Any, pcm: Any, pause_s: float, sentence_id: Any = None, breath: bool = True) -> None:
-        real_add(self, pcm, pause_s, sentence_id, breath)
-        audio.append(int(np.asarray(pcm).size) * 4)
-        samples.append((len(self), _status("VmRSS")))
+    def on_chunk(chunk: Any) -> None:
+        audio.append(int(np.asarray(chunk.pcm).size) * 4)
+        samples.append((len(samples) + 1, _status("VmRSS")))
+        last_chunk[0] = time.perf_counter()
 
-    def finish(*a: Any, **k: Any) -> Any:
-        marks["finish_start_rss"] = _status("VmRSS")
-        marks["hwm_before_finish"] = _status("VmHWM")
-        started = time.perf_counter()
-        result = real_finish(*a, **k)
-        marks["finishing_s"] = int(time.perf_counter() - started)
-        return result
-
-    spool.ChunkSpool.add, finishing.finish_render = add, finish  # type: ignore[method-assign]
+    link = LocalEngine(open_engine(model, device, dtype, "fast"))
     with tempfile.TemporaryDirectory() as tmp:
         folder = keep or Path(tmp)
-        script = folder / "long.txt"
-        script.write_text(long_script(kb), encoding="utf-8")
         ref = folder / "ref.wav"
         write_reference(ref)
+        options = TakeOptions(num_step=num_step, seed=0, seed_locked=True, normalize=True).validated()
+        script, options = plan_script(long_script(kb), options, VoiceRef.recording_of(ref, REF_TEXT))
+        sink = FileSink(folder / "long.wav")
         started = time.perf_counter()
-        code = cli_main(["render", str(script), "-o", str(folder / "long.wav"), "--model", model, "--device", device,
-                         *(["--dtype", dtype] if dtype else []), "--num-step", str(num_step), "--ref-audio", str(ref),
-                         "--ref-text", REF_TEXT])
-        wall = time.perf_counter() - started
-        out_bytes = (folder / "long.wav").stat().st_size if code == 0 else 0
-    spool.ChunkSpool.add, finishing.finish_render = real_add, real_finish  # type: ignore[method-assign]
-    if code != 0 or len(samples) < 4:
-        raise SystemExit(f"render failed (exit {code})")
+        build_take(link, script, options).run([sink], on_chunk=on_chunk)
+        finished = time.perf_counter()
+        hwm_before_finish = samples[-1][1] if samples else 0
+        out_bytes = (folder / "long.wav").stat().st_size
+    if len(samples) < 4:
+        raise SystemExit(f"the render made {len(samples)} sentences")
     half = samples[len(samples) // 2:]
     slope = float(np.polyfit([n for n, _ in half], [r for _, r in half], 1)[0])
     return {"script_kb": round(script_bytes(kb) / 1024, 1), "sentences": len(samples), "model": model,
             "num_step": num_step, "audio_min": round(sum(audio) / 4 / 24_000 / 60, 1),
-            "output_mb": round(out_bytes / 2**20, 1), "wall_s": round(wall, 1),
+            "output_mb": round(out_bytes / 2**20, 1), "wall_s": round(finished - started, 1),
             "peak_rss_mb": round(_status("VmHWM") / 1024, 1),
             "rss_at_first_sentence_mb": round(samples[0][1] / 1024, 1),
             "rss_at_last_sentence_mb": round(samples[-1][1] / 1024, 1),
             "growth_per_sentence_kb": round(slope, 2),
             "growth_whole_render_per_sentence_kb": round((samples[-1][1] - samples[0][1]) / len(samples), 2),
             "audio_per_sentence_kb": round(sum(audio) / len(audio) / 1024, 1),
-            "peak_before_finishing_mb": round(marks["hwm_before_finish"] / 1024, 1),
-            "finishing_s": marks["finishing_s"]}
+            "rss_before_finishing_mb": round(hwm_before_finish / 1024, 1),
+            "finishing_s": int(finished - last_chunk[0])}
 
 
 def script_bytes(kb: int) -> int:
@@ -110,8 +107,8 @@ def script_bytes(kb: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.commands.flags.engine import add_model_options
-    from omnistudio.commands.flags.synthesis import add_num_step
+    from omnistudio.flags.engine import add_model_options
+    from omnistudio.flags.synthesis import add_num_step
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=int, default=64, help="script size in KB (default 64, the limit)")

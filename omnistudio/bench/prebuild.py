@@ -84,7 +84,7 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
 
 def main(argv: list[str] | None = None) -> int:
     from omnistudio.bench.provenance import provenance
-    from omnistudio.commands.flags.engine import add_model_options
+    from omnistudio.flags.engine import add_model_options
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.prebuild",
                                      description=(__doc__ or "").splitlines()[0])

@@ -69,7 +69,7 @@ def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voic
 
 def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
     """--stream --server URL: the same take through this machine's engine and the server's, in one run."""
-    from omnistudio.commands.flags.engine import remote_link
+    from omnistudio.flags.engine import remote_link
     from omnistudio.take.link import LocalEngine
 
     remote = remote_link(args.server, args.api_key_file)

@@ -27,8 +27,8 @@ MODES: dict[str, ModuleType] = {
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.commands.flags.engine import add_model_options, add_server_options
-    from omnistudio.commands.flags.synthesis import add_synthesis_options
+    from omnistudio.flags.engine import add_model_options, add_server_options
+    from omnistudio.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
-    from omnistudio.commands.flags.engine import engine_from_args
+    from omnistudio.flags.engine import engine_from_args
 
     args.sampler = sampler
     args.progress(0, 1, "loading model")

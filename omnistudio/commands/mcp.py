@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.commands.flags.engine import add_model_options
+    from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("mcp", help="MCP server over stdio for a local agent (speak, render_script, check_take...)")
     p.add_argument("--output-dir", type=Path, metavar="DIR", help="the folder every tool writes into and reads "

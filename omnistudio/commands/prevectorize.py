@@ -11,7 +11,7 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.commands.flags.engine import add_model_options
+    from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("prevectorize", help="build the anchors' voice prompts (skips those already ready)")
     p.add_argument("--anchors", nargs="+", metavar="ID", help="only these anchors (default: all)")
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_language
     from omnistudio.voices.prompts import ensure_prompt
     from omnistudio.voices.roster import load_roster
-    from omnistudio.commands.flags.engine import engine_from_args
+    from omnistudio.flags.engine import engine_from_args
 
     langs = [check_language(lang) for lang in _split(args.lang) or []] or None
     roster = load_roster()

@@ -13,12 +13,12 @@ from omnistudio.errors import UserError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from omnistudio.commands.flags.captions import add_caption_options
-    from omnistudio.commands.flags.engine import add_model_options, add_server_options
+    from omnistudio.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.finishing import add_finishing_options
     from omnistudio.commands.flags.frontend import add_frontend_options
     from omnistudio.commands.flags.ray import add_batch_options
     from omnistudio.commands.flags.retakes import add_take_options
-    from omnistudio.commands.flags.synthesis import add_synthesis_options
+    from omnistudio.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
     p.add_argument("scripts", type=Path, nargs="+", metavar="SCRIPT", help="UTF-8 script: one paragraph per "
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--captions writes beside the audio: give -o OUT.wav")
     text = read_script(args.script)
     script, options = plan_script(args, text, take_options(args))  # every check first
-    from omnistudio.commands.flags.engine import check_link_args
+    from omnistudio.flags.engine import check_link_args
     from omnistudio.commands.flags.retakes import wanted
 
     check_link_args(args)  # --server with --model, a key file without a server
@@ -145,7 +145,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, ca
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
-    from omnistudio.commands.flags.engine import open_link
+    from omnistudio.flags.engine import open_link
     from omnistudio.console import status
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.sinks import FileSink, PlayerSink

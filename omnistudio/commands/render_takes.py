@@ -34,7 +34,7 @@ def open_project(args: argparse.Namespace, text: str, lang: str, voice: Any) -> 
 
 def engine_link(args: argparse.Namespace, progress: Any) -> Any:
     """The engine the flags name, behind the take link (tests pass another link)."""
-    from omnistudio.commands.flags.engine import engine_from_args
+    from omnistudio.flags.engine import engine_from_args
     from omnistudio.take.link import LocalEngine
 
     return LocalEngine(engine_from_args(args, progress=progress))

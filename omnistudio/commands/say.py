@@ -10,9 +10,9 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.commands.flags.engine import add_model_options, add_server_options
+    from omnistudio.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.frontend import add_frontend_options
-    from omnistudio.commands.flags.synthesis import add_synthesis_options
+    from omnistudio.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
     p.add_argument("text", help="what to say")
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if voice_kind is None or ref is None:
         raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
-    from omnistudio.commands.flags.engine import check_link_args, open_link
+    from omnistudio.flags.engine import check_link_args, open_link
     from omnistudio.take.link import RenderItem
     from omnistudio.commands.flags.frontend import frontend_options
     from omnistudio.take.options import TakeOptions, sentence_seed, spoken_text

@@ -14,7 +14,7 @@ from omnistudio.server.factory import ServerConfig
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.commands.flags.engine import add_model_options
+    from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("serve", help="speech server: OpenAI /v1/audio/speech, /tts/generate, WebSocket stream")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "

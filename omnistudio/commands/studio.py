@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.commands.flags.engine import add_model_options, add_server_options
+    from omnistudio.flags.engine import add_model_options, add_server_options
 
     p = sub.add_parser("studio", help="open the studio (the default when no command is given)")
     p.add_argument("--audio", choices=["auto", "device", "virtual"], default="auto",
@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from omnistudio.app import StudioApp
     from omnistudio.engine.model import check_model_dir, resolve_model
-    from omnistudio.commands.flags.engine import check_link_args, remote_link
+    from omnistudio.flags.engine import check_link_args, remote_link
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import load_settings
     from omnistudio.studio.welcome import studio_model

@@ -12,7 +12,7 @@ from omnistudio.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from omnistudio.commands.flags.engine import add_model_options
+    from omnistudio.flags.engine import add_model_options
     from omnistudio.commands.flags.parser import OneLineParser
 
     p = sub.add_parser("voices", help="list the anchors and their prompts, or add an anchor")

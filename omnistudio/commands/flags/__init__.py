@@ -3,8 +3,8 @@
 One module per concern; a command's ``add_parser`` adds them and its ``run`` turns them into values:
 
 - ``parser``: the one-line-error ArgumentParser every (sub)parser uses
-- ``synthesis``: ``--num-step --seed --guidance --sampler`` (also ``python -m omnistudio.bench.memory``)
-- ``engine``: ``--model --device --dtype`` and ``--server --api-key-file`` -> the engine link
+- (``--num-step --seed --guidance --sampler`` and ``--model --device --dtype --server --api-key-file`` are
+  in :mod:`omnistudio.flags`, which the benches share)
 - ``voice``: ``--voice --blend --alpha --ref-audio --ref-text`` -> a VoiceRef
 - ``finishing``: ``--target-lufs --true-peak --room-tone --breaths --shm`` -> FinishingOptions
 - ``captions``: ``--captions``/``--format``, ``--captions-words`` and the cue limits -> CaptionOptions
