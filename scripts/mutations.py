@@ -198,6 +198,11 @@ MUTATIONS = [
              "if not path.resolve().is_relative_to(self.root):  # a symlink inside that leads out",
              "if not str(path.resolve()).startswith(str(self.root)):  # a symlink inside that leads out",
              ("tests/test_mcp_folder.py::test_links_into_a_sibling_that_shares_the_prefix_are_refused",)),
+    Mutation("forget-keeps-blends", "forgetting a voice drops its prompts but keeps the blends it is part of",
+             "omnistudio/voices/state.py",
+             "        for blend in [k for k in self.blends if anchor in k[:2]]:\n            del self.blends[blend]\n",
+             "",
+             ("tests/test_voice_state.py::test_forgetting_a_voice_through_a_link_drops_exactly_its_prompts_and_blends",)),
 ]
 
 

@@ -25,14 +25,29 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from omnistudio.errors import describe
 
 if TYPE_CHECKING:
-    from omnistudio.engine.static_step import StepPlan, StepShape
+    from collections.abc import Hashable
+
+
+class StepPlan(Protocol):
+    """What a captured step is made of (:class:`~omnistudio.engine.static_step.StepPlan`)."""
+
+    hooks_outside: bool
+
+    @property
+    def shape(self) -> Hashable: ...
+
+    sampler: Any  # its model's backbone (``sampler.model.llm``) carries the hooks
+
+    def load_dummy(self) -> None: ...
+
+    def step(self) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +78,8 @@ class StepGraphs:
     def __init__(self, device: torch.device | str) -> None:
         self.device = torch.device(device)
         self.pool = torch.cuda.graph_pool_handle()
-        self.graphs: dict[StepShape, torch.cuda.CUDAGraph] = {}
-        self.failed: set[StepShape] = set()
+        self.graphs: dict[Hashable, torch.cuda.CUDAGraph] = {}
+        self.failed: set[Hashable] = set()
         self.capture_s = 0.0
 
     @property
@@ -84,8 +99,7 @@ class StepGraphs:
         except Exception as exc:  # noqa: BLE001 - an op that cannot be captured: that shape stays eager
             self.failed.add(shape)
             plan.hooks_outside = False
-            log.warning("step graph %s could not be captured (%s): that shape runs eagerly", shape.describe(),
-                        describe(exc))
+            log.warning("step graph %s could not be captured (%s): that shape runs eagerly", shape, describe(exc))
             return None
         finally:
             self.capture_s += time.perf_counter() - started

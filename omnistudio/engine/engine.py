@@ -113,6 +113,8 @@ class Engine:
         self._lock = threading.RLock()  # one synthesis at a time on the model
         self._prompt_memo: dict[tuple[str, float, str], VoicePrompt] = {}
         self.compiled: CompileState | None = None  # the persistent compiled backbone, once started
+        # What the voices layer keeps for this engine (its VoiceState: prompts, blends); the core only holds it.
+        self.voice_state: object | None = None
         self.passes = 0  # diffusion passes run (each holds the lock from its first step to its last)
 
     @property
@@ -169,6 +171,11 @@ class Engine:
                 )
             except ValueError as exc:  # e.g. empty after silence removal
                 raise UserError(f"reference audio is unusable: {exc}".splitlines()[0]) from None
+
+    def holds_prompt_for(self, voice: Reference) -> bool:
+        """Whether :meth:`prompt_for` has ``voice``'s prompt already (a recording already encoded)."""
+        path = Path(voice.audio)
+        return any(k[0] == str(path.resolve()) and k[2] == voice.text.strip() for k in self._prompt_memo)
 
     def prompt_for(self, voice: Reference | VoicePrompt) -> VoicePrompt:
         """A VoiceClonePrompt for ``voice`` (a :class:`Reference` or a prompt already made)."""

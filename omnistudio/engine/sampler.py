@@ -53,15 +53,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 
 from omnistudio.engine.block_attention import attention_blocks, install_block_attention
-from omnistudio.engine.sampler_ops import (
+from omnistudio.engine.sampler_ops import (  # noqa: F401 (SamplerStats: re-exported)
     Layout,
+    SamplerStats,
     build_layout,
     draw_uniforms,
     gumbel,
@@ -137,17 +138,6 @@ class SamplerOptions:
         return [f.name for f in fields(self) if f.name in TECHNIQUES and getattr(self, f.name)]
 
 
-@dataclass
-class SamplerStats:
-    """What the last call did (for the bench and telemetry)."""
-
-    steps: int = 0  # backbone forwards run
-    rows: int = 0
-    length: int = 0  # backbone sequence length
-    loop_s: float = 0.0
-    step_s: list[float] = field(default_factory=list)
-
-
 class FastSampler:
     """``OmniVoice._generate_iterative`` with the techniques of :class:`SamplerOptions`."""
 
@@ -188,11 +178,11 @@ class FastSampler:
         """The static step's runner (replaying captured graphs on CUDA unless ``cuda_graphs`` is off)."""
         if self._runner is None:
             from omnistudio.engine import cuda_graphs
-            from omnistudio.engine.compiled_backbone import is_compiled
 
             graphs = None
+            compiled = "forward" in vars(self.model.llm)  # the persistent compiled backbone is installed
             if self.options.cuda_graphs and cuda_graphs.available(self.model.device) and not (
-                    self.options.compile_backbone or is_compiled(self.model)):
+                    self.options.compile_backbone or compiled):
                 graphs = cuda_graphs.StepGraphs(self.model.device)
             self._runner = StepRunner(self, graphs)
         return self._runner

@@ -17,6 +17,17 @@ import torch.nn.functional as F
 
 from omnistudio.engine.upstream import GenerationConfig
 
+@dataclass
+class SamplerStats:
+    """What the last call did (for the bench and telemetry)."""
+
+    steps: int = 0  # backbone forwards run
+    rows: int = 0
+    length: int = 0  # backbone sequence length
+    loop_s: float = 0.0
+    step_s: list[float] = field(default_factory=list)
+
+
 class Scoring(Protocol):
     """The generation settings that scoring and its noise read (a ``GenerationConfig`` has them)."""
 

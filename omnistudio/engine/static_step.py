@@ -35,12 +35,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from omnistudio.engine.sampler_ops import (
     Layout,
+    SamplerStats,
     bucket_ladder,
     bucket_length,
     build_layout,
@@ -56,12 +57,45 @@ from omnistudio.errors import Cancelled
 
 if TYPE_CHECKING:
     from omnistudio.engine.cuda_graphs import GraphStatus, StepGraphs
-    from omnistudio.engine.sampler import FastSampler, SamplerStats
+    from omnistudio.engine.upstream import OmniVoiceModel
 
 log = logging.getLogger(__name__)
 
 MAX_STEPS = 100  # rows of the schedule buffer: check_num_step's upper bound (so num_step is not in the shape)
 PLANS_KEPT = 64  # plans kept without graphs (CPU): least recently used dropped past this
+
+
+class StepOptions(Protocol):
+    """The sampler options the static step reads."""
+
+    @property
+    def trimmed_guidance(self) -> bool: ...
+
+    @property
+    def early_exit(self) -> bool: ...
+
+
+class StepSampler(Protocol):
+    """What the static step reads of its sampler (:class:`~omnistudio.engine.sampler.StepSampler`)."""
+
+    model: OmniVoiceModel
+    num_cb: int
+    vocab: int
+    mask_id: int
+    generators: Sequence[torch.Generator] | None
+    should_cancel: Callable[[], bool] | None
+    on_logits: Callable[[int, torch.Tensor, torch.Tensor | None], None] | None
+    _step: int
+
+    @property
+    def options(self) -> StepOptions: ...
+
+    def embed_inputs(self, layout: Layout, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def embed_targets(self, tokens: torch.Tensor) -> torch.Tensor: ...
+
+    def _logits(self, hidden: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor,
+                cb: tuple[int, int]) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +147,7 @@ def batch_bucket(items: int) -> int:
 class StepPlan:
     """The buffers of one :class:`StepShape` and the step that reads and writes only them."""
 
-    def __init__(self, sampler: FastSampler, shape: StepShape) -> None:
+    def __init__(self, sampler: StepSampler, shape: StepShape) -> None:
         model = sampler.model
         self.sampler, self.shape = sampler, shape
         device = model.device
@@ -261,7 +295,7 @@ class StepRunner:
     """Runs a batch's steps on the plan of its shape: replayed from a captured graph where the device
     has them (:class:`~omnistudio.engine.cuda_graphs.StepGraphs`), else eagerly."""
 
-    def __init__(self, sampler: FastSampler, graphs: StepGraphs | None = None, pad_batches: bool | None = None) -> None:
+    def __init__(self, sampler: StepSampler, graphs: StepGraphs | None = None, pad_batches: bool | None = None) -> None:
         self.sampler = sampler
         self.graphs = graphs
         # Batches padded to a power of two (fewer shapes to capture), by default on CUDA, graphs or not, so

@@ -59,8 +59,6 @@ class LocalBackend:
         return self._one_at_a_time()
 
     def forget(self, anchor: str) -> None:
-        from omnistudio.voices.blend import forget_voice
-
         if self._link is not None:
-            with self._rendering:
-                forget_voice(self._link.engine, anchor)
+            with self._rendering:  # between takes
+                self._link.forget_voice(anchor)

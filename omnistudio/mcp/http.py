@@ -67,13 +67,7 @@ class ServerBackend:
         return self._admission(cancel)
 
     def forget(self, anchor: str) -> None:
-        from omnistudio.voices.blend import forget_voice
-
-        link = self.state.link
-        engine = getattr(getattr(link, "inner", None), "engine", None)
-        if link is not None and engine is not None:
-            link.call(lambda: forget_voice(engine, anchor))  # on the engine thread, between passes
-        self.state.cache.clear()  # the server's cached takes of the old recording must not answer for the new one
+        self.state.forget_voice(anchor)  # the server's one forget: the engine's prompts and blends, cached takes
 
 
 class LazySessions:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -26,6 +26,9 @@ from omnistudio.server.admission import Admission
 from omnistudio.server.scheduler import BatchingLink
 from omnistudio.server.serving import Failed, TakeRun
 
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
+
 
 @dataclass
 class ServerState:
@@ -38,11 +41,20 @@ class ServerState:
     status: str = "loading"  # loading -> warming -> ready (or failed)
     detail: str = ""
     link: BatchingLink | None = None
+    engine: Engine | None = None  # the engine this server opened (None: it renders elsewhere, or not yet)
     metrics: Metrics = field(default_factory=Metrics)
     cache: TakeCache = field(default_factory=lambda: TakeCache(0))  # shared by every request (serve --cache-mb)
 
     def __post_init__(self) -> None:
         self.admission = Admission(self.max_queue)
+
+    def forget_voice(self, anchor: str) -> None:
+        """The voice ``anchor`` changed (replaced or removed): the engine forgets its prompts and blends, and
+        every cached take goes (a take of the old voice must not answer for the new one). The one forget of
+        the server and its /mcp tools."""
+        if self.link is not None:
+            self.link.forget_voice(anchor)
+        self.cache.clear()
 
 
 CLIENT_CLOSED = 499  # nginx's status for a client that went away before its answer (counted, never sent)

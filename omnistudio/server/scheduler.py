@@ -125,6 +125,14 @@ class BatchingLink(WholeGroupLink):
     def voices(self) -> Any:
         return self.call(self.inner.voices)
 
+    def build_voice(self, ref: Any, lang: str) -> None:
+        """On the engine thread, between diffusion passes."""
+        self.call(lambda: self.inner.build_voice(ref, lang))
+
+    def forget_voice(self, anchor: str) -> None:
+        """On the engine thread, between diffusion passes."""
+        self.call(lambda: self.inner.forget_voice(anchor))
+
     def render(self, items: list[RenderItem], options: TakeOptions,
                cancel: CancelFlag | None = None) -> list[Rendered]:
         cancel = cancel if cancel is not None else threading.Event()

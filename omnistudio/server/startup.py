@@ -27,6 +27,7 @@ def start_engine(config: ServerConfig, state: Any, server: Any) -> None:
             # the default voice first, so the warm-up always has a prompt to warm with
             warm_engine(engine, update, voices=[(parse_voice(DEFAULT_VOICE)[0], "en")], warm=config.warm_up,
                         compile_backbone=config.compile, batches=range(1, config.max_batch + 1))
+        state.engine = engine
         state.link = BatchingLink(LocalEngine(engine), config.max_batch,
                                   on_pass=lambda size, _s: state.metrics.batch_size.observe(size))
         state.status = "ready"

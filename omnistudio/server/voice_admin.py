@@ -37,26 +37,17 @@ def refusal(exc: UserError) -> HTTPError:
 
 
 def engine_of(state: ServerState) -> Any:
-    """The engine behind the server's link (voices are built on it), or a 501 where it is not in this process."""
-    engine = getattr(getattr(current_link(state), "inner", None), "engine", None)
-    if engine is None:
+    """The engine this server opened (voices are designed on it), or a 501 where it is not in this process."""
+    current_link(state)  # 503 while loading
+    if state.engine is None:
         raise HTTPError(501, "this server's engine runs elsewhere: it cannot build voice prompts")
-    return engine
+    return state.engine
 
 
 async def on_engine(state: ServerState, fn: Any) -> Any:
     """``fn(engine)`` on the engine thread (between diffusion passes), awaited."""
     link, engine = current_link(state), engine_of(state)
     return await asyncio.to_thread(link.call, lambda: fn(engine))
-
-
-def forget(state: ServerState, engine: Any, anchor_id: str) -> None:
-    """The engine drops what it kept of ``anchor_id`` (call on the engine thread): its prompts, its blends,
-    and every cached take (a take of the old voice must not answer for the new one)."""
-    from omnistudio.voices.blend import forget_voice
-
-    forget_voice(engine, anchor_id)
-    state.cache.clear()
 
 
 # -------------------------------------------------------------------- reading
@@ -137,7 +128,7 @@ async def add(state: ServerState, request: Request) -> wire.VoiceAdded:
         raise refusal(exc) from None
     lang = added.lang or (form.language or "en")
     try:
-        await on_engine(state, lambda engine: _build(state, engine, added.id, lang))
+        await asyncio.to_thread(_build, state, added.id, lang)
     except Exception as exc:
         if added.created:  # a voice whose prompt cannot be made is not kept
             await asyncio.to_thread(manage.remove_voice, added.id)
@@ -186,12 +177,12 @@ class _NoLock:
 _NO_LOCK = _NoLock()
 
 
-def _build(state: ServerState, engine: Any, anchor_id: str, lang: str) -> None:
-    """On the engine thread: forget the old voice, build (and keep) the new prompt."""
-    from omnistudio.voices.resolve import VoiceRef, resolve_voice
+def _build(state: ServerState, anchor_id: str, lang: str) -> None:
+    """Forget the old voice (the engine's prompts and blends, the cached takes), build and keep the new prompt."""
+    from omnistudio.voices.resolve import VoiceRef
 
-    forget(state, engine, anchor_id)
-    resolve_voice(engine, VoiceRef(anchor=anchor_id), lang)
+    state.forget_voice(anchor_id)
+    current_link(state).build_voice(VoiceRef(anchor=anchor_id), lang)
 
 
 async def detail_of(state: ServerState, anchor_id: str) -> wire.VoiceDetail:
@@ -211,8 +202,7 @@ async def delete(state: ServerState, anchor_id: str) -> wire.VoiceDeleted:
         removed = await asyncio.to_thread(manage.remove_voice, anchor_id)
     except UserError as exc:
         raise refusal(exc) from None
-    if state.link is not None and getattr(getattr(state.link, "inner", None), "engine", None) is not None:
-        await on_engine(state, lambda engine: forget(state, engine, removed.id))
+    await asyncio.to_thread(state.forget_voice, removed.id)
     return wire.VoiceDeleted(id=removed.id, prompts_removed=removed.prompts_removed,
                              recordings_removed=removed.recordings_removed)
 

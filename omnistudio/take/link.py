@@ -151,6 +151,13 @@ class EngineLink(Protocol):
 
     def voices(self) -> VoiceList: ...
 
+    def build_voice(self, ref: VoiceRef, lang: str) -> None:
+        """Make ``ref``'s prompt in ``lang`` anew where the engine keeps it (what it kept of the voice is
+        forgotten first): after its recording changed."""
+
+    def forget_voice(self, anchor: str) -> None:
+        """The engine forgets every prompt and blend of ``anchor`` (its recording was replaced or removed)."""
+
     def close(self) -> None: ...
 
 
@@ -190,6 +197,16 @@ class WholeGroupLink:
 
     def decode_stream(self) -> torch.cuda.Stream | None:
         return None
+
+    def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
+                cancel: CancelFlag | None = None) -> None:
+        """Nothing to prepare by default (a link that renders elsewhere prepares there)."""
+
+    def build_voice(self, ref: VoiceRef, lang: str) -> None:
+        self.prepare([(ref, lang)])
+
+    def forget_voice(self, anchor: str) -> None:
+        """Nothing kept here: the engine that renders keeps (and forgets) its own voices."""
 
 
 class LocalEngine:
@@ -255,6 +272,17 @@ class LocalEngine:
                         handle.remove()
             if progress is not None:
                 progress(PrepareEvent(number, len(todo), label, lang, "done"))
+
+    def build_voice(self, ref: VoiceRef, lang: str) -> None:
+        """Forget what the engine kept of the voice, then make its prompt (built or loaded) again."""
+        if ref.anchor is not None:
+            self.forget_voice(ref.anchor)
+        resolve_voice(self.engine, ref, lang)
+
+    def forget_voice(self, anchor: str) -> None:
+        from omnistudio.voices.blend import forget_voice
+
+        forget_voice(self.engine, anchor)
 
     def _prompt(self, item: RenderItem) -> Any:
         if self.voice_for is not None:

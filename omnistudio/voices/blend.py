@@ -6,7 +6,6 @@ The blend itself (embedding arithmetic and the override of reference frames) is
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -22,10 +21,10 @@ BlendKey = tuple[str, str, str, float]
 
 
 class BlendCache:
-    """Blends kept on the device, keyed by (A, B, lang, alpha rounded to 0.01)."""
+    """Blends kept on the device, keyed by (A, B, lang, alpha rounded to 0.01) (an engine's: its VoiceState's)."""
 
-    def __init__(self) -> None:
-        self._items: dict[BlendKey, BlendedPrompt] = {}
+    def __init__(self, items: dict[BlendKey, BlendedPrompt] | None = None) -> None:
+        self._items: dict[BlendKey, BlendedPrompt] = {} if items is None else items
 
     def __len__(self) -> int:
         return len(self._items)
@@ -45,14 +44,11 @@ class BlendCache:
             del self._items[key]
 
 
-_BLEND_CACHES: weakref.WeakKeyDictionary[Engine, BlendCache] = weakref.WeakKeyDictionary()
-
-
 def blend_cache_for(engine: Engine) -> BlendCache:
-    """The blend cache that belongs to ``engine`` (made on first use)."""
-    if engine not in _BLEND_CACHES:
-        _BLEND_CACHES[engine] = BlendCache()
-    return _BLEND_CACHES[engine]
+    """The blend cache that belongs to ``engine`` (its :class:`~omnistudio.voices.state.VoiceState`'s)."""
+    from omnistudio.voices.state import voice_state
+
+    return BlendCache(voice_state(engine).blends)
 
 
 def blend_key(a: str, b: str, lang: str, alpha: float) -> BlendKey:
@@ -103,8 +99,7 @@ def warm_duos(engine: Engine, roster: Roster, progress: Callable[[str], None] | 
 
 def forget_voice(engine: Engine, anchor: str) -> None:
     """``engine`` forgets every prompt and blend it kept of ``anchor`` (its recording was replaced or
-    removed; they are built again on next use). Call on the engine thread."""
-    from omnistudio.voices.prompts import cache_for
+    removed; they are built again on next use). Call on the engine thread (a link's ``forget_voice``)."""
+    from omnistudio.voices.state import voice_state
 
-    cache_for(engine).drop(anchor)
-    blend_cache_for(engine).drop(anchor)
+    voice_state(engine).forget(anchor)

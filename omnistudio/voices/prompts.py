@@ -15,7 +15,6 @@ import hashlib
 import json
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,10 +291,10 @@ class LoadReport:
 
 
 class PromptCache:
-    """Prompts on the model's device, looked up by (anchor, lang) in a dict."""
+    """Prompts on the model's device, looked up by (anchor, lang) in a dict (an engine's: its VoiceState's)."""
 
-    def __init__(self) -> None:
-        self._items: dict[tuple[str, str], AnchorPrompt] = {}
+    def __init__(self, items: dict[tuple[str, str], AnchorPrompt] | None = None) -> None:
+        self._items: dict[tuple[str, str], AnchorPrompt] = {} if items is None else items
 
     def __len__(self) -> int:
         return len(self._items)
@@ -339,14 +338,11 @@ class PromptCache:
         return report
 
 
-_CACHES: weakref.WeakKeyDictionary[Engine, PromptCache] = weakref.WeakKeyDictionary()
-
-
 def cache_for(engine: Engine) -> PromptCache:
-    """The prompt cache that belongs to ``engine`` (made on first use)."""
-    if engine not in _CACHES:
-        _CACHES[engine] = PromptCache()
-    return _CACHES[engine]
+    """The prompt cache that belongs to ``engine`` (its :class:`~omnistudio.voices.state.VoiceState`'s)."""
+    from omnistudio.voices.state import voice_state
+
+    return PromptCache(voice_state(engine).prompts)
 
 
 def anchor_prompt(engine: Engine, anchor_id: str, lang: str, progress: Progress | None = None) -> AnchorPrompt:

@@ -10,7 +10,6 @@ Every client (studio, ``render``, ``say``, the server) resolves voices here and 
 from __future__ import annotations
 
 import hashlib
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,6 @@ from omnistudio.script import SPEAKER_RE, Blend
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.upstream import VoicePrompt
-    from omnistudio.voices.prompts import AnchorPrompt
 
 Progress = Callable[[str], None]
 
@@ -153,9 +151,6 @@ def parse_voice(text: str) -> tuple[VoiceRef, str | None]:
 
 
 # ----------------------------------------------------------------- resolving
-_PROMPT_FILES: weakref.WeakKeyDictionary[Engine, dict[str, AnchorPrompt]] = weakref.WeakKeyDictionary()
-
-
 def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
     """What :func:`resolve_voice` will do: ``ready`` (on the device), ``load`` (a saved prompt or a
     file), ``build`` (render/encode a missing or stale prompt), ``blend`` (mix two prompts)."""
@@ -164,7 +159,9 @@ def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
     if ref.recording is not None:
         return "ready" if _reference_memoized(engine, ref) else "build"
     if ref.prompt is not None:
-        return "ready" if ref.digest in _PROMPT_FILES.get(engine, {}) else "load"
+        from omnistudio.voices.state import voice_state
+
+        return "ready" if ref.digest in voice_state(engine).prompt_files else "load"
     if ref.blend is not None:
         from omnistudio.voices.blend import blend_cache_for, blend_key
 
@@ -185,9 +182,9 @@ def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
 
 
 def _reference_memoized(engine: Engine, ref: VoiceRef) -> bool:
-    memo = getattr(engine, "_prompt_memo", {})
-    path = Path(ref.recording or "")
-    return any(k[0] == str(path.resolve()) and k[2] == ref.transcript for k in memo)
+    from omnistudio.engine.reference import Reference
+
+    return engine.holds_prompt_for(Reference(Path(ref.recording or ""), ref.transcript or ""))
 
 
 def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress | None = None) -> VoicePrompt:
@@ -206,7 +203,9 @@ def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress |
         from omnistudio.engine.reference import Reference
 
         return engine.prompt_for(Reference(Path(ref.recording), ref.transcript or ""))
-    loaded = _PROMPT_FILES.setdefault(engine, {})
+    from omnistudio.voices.state import voice_state
+
+    loaded = voice_state(engine).prompt_files
     if ref.digest not in loaded:
         from omnistudio.voices.prompts import load_prompt
 
@@ -214,4 +213,5 @@ def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress |
         if not path.is_file():
             raise UserError(f"voice prompt {path} does not exist")
         loaded[ref.digest] = load_prompt(path, device=engine.loaded.device)
-    return loaded[ref.digest]
+    prompt: VoicePrompt = loaded[ref.digest]
+    return prompt

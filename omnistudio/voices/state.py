@@ -1,0 +1,41 @@
+"""What one loaded engine keeps of voices, owned by that engine: no module-level cache keyed on an engine.
+
+:class:`VoiceState` holds an engine's anchor prompts on its device (by anchor and language), the prompt
+files it loaded (by content digest) and its blends (by anchors, language and alpha). It lives on the
+:class:`~omnistudio.engine.engine.Engine` it belongs to (``engine.voice_state``: the core keeps the slot, this
+layer fills it), so it goes when the engine goes. :meth:`VoiceState.forget` is the one "forget a voice":
+its prompts and every blend it is part of, rebuilt on next use. Call on the engine's thread (a link's
+``forget_voice`` does)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
+
+BlendKey = tuple[str, str, str, float]
+
+
+class VoiceState:
+    """An engine's voices: anchor prompts, loaded prompt files, blends."""
+
+    def __init__(self) -> None:
+        self.prompts: dict[tuple[str, str], Any] = {}  # (anchor, lang) -> AnchorPrompt on the device
+        self.prompt_files: dict[str, Any] = {}  # a prompt file's sha256 -> its AnchorPrompt
+        self.blends: dict[BlendKey, Any] = {}  # (a, b, lang, alpha) -> BlendedPrompt
+
+    def forget(self, anchor: str) -> None:
+        """Drop every prompt of ``anchor`` and every blend with it (its recording was replaced or removed)."""
+        for key in [k for k in self.prompts if k[0] == anchor]:
+            del self.prompts[key]
+        for blend in [k for k in self.blends if anchor in k[:2]]:
+            del self.blends[blend]
+
+
+def voice_state(engine: Engine) -> VoiceState:
+    """``engine``'s voice state (made on first use)."""
+    state = engine.voice_state
+    if not isinstance(state, VoiceState):
+        state = engine.voice_state = VoiceState()
+    return state
