@@ -202,7 +202,7 @@ MUTATIONS = [
              "omnistudio/voices/state.py",
              "        for blend in [k for k in self.blends if anchor in k[:2]]:\n            del self.blends[blend]\n",
              "",
-             ("tests/test_voice_state.py::test_forgetting_a_voice_through_a_link_drops_exactly_its_prompts_and_blends",)),
+             ("tests/test_engine_session.py::test_forgetting_a_voice_through_a_link_drops_exactly_its_prompts_and_blends",)),
 ]
 
 

@@ -14,6 +14,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from omnistudio.cli import main  # noqa: E402
+from omnistudio.engine.settings import EngineConfig  # noqa: E402
 from support.audio import REF_TEXT  # noqa: E402
 
 LINES = ["Good evening. Here is the news.", "Markets rose today.", "The weather stays dry.\n[:es] Buenas noches.",
@@ -160,7 +161,7 @@ def test_a_failed_script_is_named_and_the_others_finish(tmp_path: Path, ref_wav:
         scripts.append(tmp_path / f"{name}.txt")
         scripts[-1].write_text(f"This is {name}.\n", encoding="utf-8")
     options = TakeOptions(num_step=2, voice=VoiceRef.recording_of(ref_wav, REF_TEXT)).validated()
-    spec = RenderSpec(model="tiny", device="cpu", dtype=None, sampler="fast", options=options,
+    spec = RenderSpec(engine=EngineConfig("tiny", "cpu", threads=1), options=options,
                       ref_bytes=ref_wav.read_bytes())
     out = tmp_path / "out"
     out.mkdir()

@@ -36,9 +36,10 @@ BOUND = {torch.float32: 1e-4}
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A tiny engine of its own (its backbone is switched) with the fast sampler, compiled once into a
     cache slot under a fresh root."""
+    from omnistudio.engine.settings import EngineConfig
     from omnistudio.voices.session import open_engine
 
-    engine = open_engine("tiny", "cpu", None, "fast")
+    engine = open_engine(EngineConfig("tiny", "cpu"))
     root = tmp_path_factory.mktemp("compile")
     with restored_environ():  # the start points TORCHINDUCTOR_CACHE_DIR under root: this module's only
         backbone = CompiledBackbone(engine, root).start(background=False)

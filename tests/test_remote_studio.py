@@ -40,12 +40,13 @@ SEED = 11
 def _studio_app(link, autosave: Path, **studio_kwargs):  # noqa: ANN001, ANN202
     from omnistudio.app import StudioApp
     from omnistudio.studio.autosave import Autosave
+    from omnistudio.engine.settings import EngineConfig
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import StudioSettings
 
     settings = StudioSettings(anchor="ruby", seed=SEED)
     studio = Studio(link=link, settings=settings, audio="virtual", virtual_rate=2.0, warm=False, **studio_kwargs) \
-        if link is not None else Studio("tiny", "cpu", settings=settings, audio="virtual", virtual_rate=2.0,
+        if link is not None else Studio(EngineConfig("tiny", "cpu"), settings=settings, audio="virtual", virtual_rate=2.0,
                                         warm=False)
     return StudioApp(studio, autosave=Autosave(autosave, interval=0.0), welcome=False)
 

@@ -67,12 +67,16 @@ def test_every_serve_option_reaches_a_ray_replica(tmp_path: Path, monkeypatch: p
     defaults = ServerConfig()
     assert [f.name for f in dataclasses.fields(ServerConfig) if getattr(config, f.name) == getattr(defaults, f.name)] \
         == [], "every serve option given on the command line reaches the replica's config"
-    assert (config.cache_mb, config.keys, config.threads, config.compile) == (64, (b"a-secret-of-24-chars-xyz",), 2, True)
+    engine = config.engine  # one engine settings value, every field of it from the command line
+    assert [f.name for f in dataclasses.fields(engine) if getattr(engine, f.name) == getattr(defaults.engine, f.name)] \
+        == ["sampler"]  # serve has no --sampler: the fast one
+    assert (engine.model, engine.device, engine.dtype, engine.quantize) == ("tiny", "cpu", "fp32", "int8")
+    assert (config.cache_mb, config.keys, engine.threads, engine.compile) == (64, (b"a-secret-of-24-chars-xyz",), 2, True)
     import torch  # without --threads-per-replica a replica runs this machine's count (a local render's)
 
     torch.set_num_threads(3)
     args.threads_per_replica = None
-    assert serve_command.server_config_from_args(args).threads == 3
+    assert serve_command.server_config_from_args(args).engine.threads == 3
     assert shipped["scale"].deployment_options(config)["max_ongoing_requests"] == 5
 
     def ready(cfg: Any, state: Any, _server: Any) -> None:

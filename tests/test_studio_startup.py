@@ -45,6 +45,7 @@ def test_studio_is_interactive_before_the_engine_is_ready(tiny_engine, tmp_path:
     from omnistudio.app import StudioApp
     from omnistudio.engine.engine import Engine
     from omnistudio.studio.autosave import Autosave
+    from omnistudio.engine.settings import EngineConfig
     from omnistudio.studio.controller import Studio
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.telemetry import Telemetry
@@ -63,7 +64,7 @@ def test_studio_is_interactive_before_the_engine_is_ready(tiny_engine, tmp_path:
 
     async def run() -> None:
         ui_thread.append(threading.get_ident())  # the app's event loop runs here
-        studio = Studio("tiny", "cpu", audio="virtual")
+        studio = Studio(EngineConfig("tiny", "cpu"), audio="virtual")
         app = StudioApp(studio, autosave=Autosave(tmp_path / "autosave.script", interval=0.0))
         async with app.run_test(size=(120, 34)) as pilot:
             await wait_for(pilot, lambda: app.main_screen.is_mounted, timeout=HANG_S, what="the main screen")

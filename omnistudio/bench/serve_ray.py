@@ -70,6 +70,7 @@ def _speech(url: str, num_step: int, seed: int) -> tuple[float, str]:
 def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, Any]:
     from omnistudio.cluster import serve as cluster_serve
     from omnistudio.cluster.connect import Cluster, Need
+    from omnistudio.engine.settings import EngineConfig
     from omnistudio.server.factory import ServerConfig
 
     progress = progress or (lambda done, total, label: None)
@@ -83,8 +84,8 @@ def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, An
             cluster.check_fits(Need(n, cpus, gpus))
         # one port for every run (Serve's proxy stays up between them), held until the bench ends
         port = stack.enter_context(cluster_serve.reserved_port("127.0.0.1", 0))
-        config = ServerConfig(model=bench.model, device=bench.device, warm_up=True,
-                              max_queue=max(16, bench.concurrency), threads=max(1, int(cpus)), port=port)
+        config = ServerConfig(engine=EngineConfig(bench.model, bench.device, threads=max(1, int(cpus))),
+                              warm_up=True, max_queue=max(16, bench.concurrency), port=port)
         runs: list[dict[str, Any]] = []
         for i, n in enumerate(bench.replicas):
             progress(i, len(bench.replicas), f"starting {n} replicas")

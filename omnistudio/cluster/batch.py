@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from omnistudio.audio.export import sidecar_path
 from omnistudio.audio.finishing import FinishingOptions
+from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import UserError, describe, first_line
 from omnistudio.take.options import TakeOptions
 
@@ -42,13 +43,14 @@ if TYPE_CHECKING:
 class RenderSpec:
     """Everything that shapes the audio of every script in a batch (plain values: it travels to the actors)."""
 
-    model: str
-    device: str | None
-    dtype: str | None
-    sampler: str
+    engine: EngineConfig  # model, device, dtype, sampler, --quantize; ``threads``: each actor's torch threads
     options: TakeOptions  # the render command's take options, default voice included
     ref_bytes: bytes | None = field(default=None, repr=False)  # the default voice's recording, if it is one
-    threads: int = 1  # torch threads of each actor (the caller passes its own count unless told otherwise)
+
+    @property
+    def threads(self) -> int:
+        """Torch threads of each actor (the caller passes its own count unless told otherwise)."""
+        return max(1, self.engine.threads or 1)
 
     def voice_key(self) -> str:
         return self.options.voice.key() if self.options.voice is not None else "tagged"
@@ -61,9 +63,10 @@ class RenderSpec:
         the script does not hold leaves the script done)."""
         options = {k: v for k, v in asdict(self.options).items() if k not in ("voice", "finishing", "lexicon")}
         finishing = {k: v for k, v in asdict(self.options.finishing).items() if k != "shm_name"}
-        return {"script_sha256": script_sha256, "spoken_sha256": spoken_sha256, "voice": self.voice_key(), "model": self.model,
-                "device": self.device, "dtype": self.dtype, "threads": self.threads, "sampler": self.sampler,
-                "quantisation": "none", **options, "finishing": finishing}
+        engine = self.engine
+        return {"script_sha256": script_sha256, "spoken_sha256": spoken_sha256, "voice": self.voice_key(),
+                "model": engine.model, "device": engine.device, "dtype": engine.dtype, "threads": self.threads,
+                "sampler": engine.sampler, "quantisation": engine.quantize, **options, "finishing": finishing}
 
     def worker_options(self, folder: Path) -> TakeOptions:
         """The options on a worker: a recording voice points at a copy written into ``folder``
@@ -159,7 +162,7 @@ class Renderer:
         torch.set_num_threads(max(1, spec.threads))  # before anything runs: Ray set OMP_NUM_THREADS to its CPUs
         self._folder = tempfile.TemporaryDirectory(prefix="omnistudio-ref-")
         self.options = spec.worker_options(Path(self._folder.name))
-        self.link = LocalEngine(open_engine(spec.model, spec.device, spec.dtype, spec.sampler))
+        self.link = LocalEngine(open_engine(spec.engine))
 
     def render(self, script: Any, name: str) -> ScriptAudio:
         """``script`` through the take pipeline (the function every client builds takes with), no sinks."""

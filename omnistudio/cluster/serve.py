@@ -84,7 +84,7 @@ class SpeechReplica:
         from omnistudio.server.factory import build_server
         from omnistudio.server.startup import start_engine
 
-        torch.set_num_threads(max(1, config.threads or 1))  # serve --ray passes the caller's count
+        torch.set_num_threads(max(1, config.engine.threads or 1))  # serve --ray passes the caller's count
         self.replica = _replica_id()
         self.server_config = config
         # not ``app``: Serve's wrapper has a property of that name. No MCP tools on a replica, whoever built

@@ -27,8 +27,13 @@ def run(args: argparse.Namespace) -> int:
     folder = folder_from(args.output_dir)
     if folder.root.exists() and not folder.root.is_dir():
         raise UserError(f"--output-dir {folder.root} is a file, not a folder")
-    if (getattr(args, "quantize", None) or "none") != "none":
-        raise UserError("omnistudio mcp loads the model unquantized: --quantize int8 is for say, render, serve, "
-                        "bench and the studio")
-    serve_stdio(LocalBackend(args.model, args.device, args.dtype, args.asr_model), folder)
+    from omnistudio.flags.engine import engine_config
+
+    config = engine_config(args)
+    if config.quantize != "none":  # refused (one line) where int8 would not run, before any load
+        from omnistudio.engine.model import pick_device
+        from omnistudio.engine.quantize import check_quantize
+
+        check_quantize(config.quantize, pick_device(config.device))
+    serve_stdio(LocalBackend(config, args.asr_model), folder)
     return 0

@@ -24,13 +24,18 @@ def _batch_spec(args: argparse.Namespace) -> Any:
         raise UserError("--ray renders files only: --play works without --ray")
     if getattr(args, "shm", None):
         raise UserError("--shm hands one take to one reader: it does not combine with --ray")
-    if (getattr(args, "quantize", None) or "none") != "none":
-        raise UserError("--quantize int8 does not combine with --ray yet: the workers load the model unquantized")
+    from omnistudio.flags.engine import engine_config
+
+    engine = engine_config(args, model=args.model or default_model(),
+                           threads=actor_threads(args.threads_per_worker, "--threads-per-worker"))
+    if engine.quantize != "none":  # refused (one line) where int8 would not run, before Ray starts
+        from omnistudio.engine.model import pick_device
+        from omnistudio.engine.quantize import check_quantize
+
+        check_quantize(engine.quantize, pick_device(engine.device))
     options = take_options(args)
     ref_bytes = args.ref_audio.read_bytes() if args.ref_audio is not None and args.ref_audio.is_file() else None
-    return RenderSpec(model=args.model or default_model(), device=args.device, dtype=args.dtype,
-                      sampler=args.sampler, options=options, ref_bytes=ref_bytes,
-                      threads=actor_threads(args.threads_per_worker, "--threads-per-worker"))
+    return RenderSpec(engine=engine, options=options, ref_bytes=ref_bytes)
 
 
 def spoken_digest(script: Any, options: Any) -> str:

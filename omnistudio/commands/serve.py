@@ -94,12 +94,14 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         quantize = check_quantize(args.quantize, pick_device(args.device))
     from omnistudio.config import compile_choice
 
-    return ServerConfig(model=args.model, device=args.device, dtype=args.dtype, quantize=quantize,
-                        compile=compile_choice(),  # the environment of this command, carried to every replica
-                        max_batch=args.max_batch,
+    from omnistudio.flags.engine import engine_config
+
+    engine = engine_config(args, quantize=quantize, compile=compile_choice(),  # this command's environment,
+                           threads=threads)  # carried to every replica
+    return ServerConfig(engine=engine, max_batch=args.max_batch,
                         max_queue=args.max_queue, time_limit_s=args.time_limit, cache_mb=args.cache_mb, keys=keys,
                         max_voices=args.max_voices,
-                        warm_up=args.warm_up, threads=threads, host=args.host, port=args.port,
+                        warm_up=args.warm_up, host=args.host, port=args.port,
                         mcp=not getattr(args, "ray", False),
                         mcp_output_dir=str(args.mcp_output_dir) if getattr(args, "mcp_output_dir", None) else None)
 

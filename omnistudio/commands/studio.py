@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.app import StudioApp
     from omnistudio.engine.model import check_model_dir, resolve_model
     from omnistudio.flags.engine import check_link_args, remote_link
+    from omnistudio.engine.settings import EngineConfig
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import load_settings
     from omnistudio.studio.welcome import studio_model
@@ -49,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
             from omnistudio.engine.quantize import check_quantize
 
             quantize = check_quantize(quantize, pick_device(getattr(args, "device", None)))
-        studio = Studio(model, getattr(args, "device", None), dtype, quantize=quantize, settings=settings,
-                        audio=getattr(args, "audio", "auto"))
+        studio = Studio(EngineConfig(model, getattr(args, "device", None), dtype, quantize=quantize),
+                        settings=settings, audio=getattr(args, "audio", "auto"))
         app_args = {"subtitle": f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
                     "banner": banner}
     if getattr(args, "project", None) is not None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import UserError
 
 
@@ -35,12 +36,20 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
                         "(sent as Authorization: Bearer)")
 
 
+def engine_config(args: argparse.Namespace, **given: Any) -> EngineConfig:
+    """``--model/--device/--dtype/--quantize/--sampler`` as the one engine settings value (``given``: settings
+    the command decides itself, e.g. the sampler of a bench row); checked by name, nothing loaded."""
+    values = {"model": getattr(args, "model", None), "device": getattr(args, "device", None),
+              "dtype": getattr(args, "dtype", None), "quantize": getattr(args, "quantize", None) or "none",
+              "sampler": getattr(args, "sampler", None) or "fast", **given}
+    return EngineConfig(**values).checked()
+
+
 def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> Any:
-    """``--model/--device/--dtype/--sampler`` -> an Engine (through the core's plain-value open_engine)."""
+    """The flags' engine, loaded (through the core's open_engine)."""
     from omnistudio.voices.session import open_engine
 
-    return open_engine(getattr(args, "model", None), getattr(args, "device", None), getattr(args, "dtype", None),
-                       getattr(args, "sampler", "fast"), progress=progress, quantize=getattr(args, "quantize", None))
+    return open_engine(engine_config(args), progress=progress)
 
 
 def remote_link(server: str | None, api_key_file: Any = None) -> Any:

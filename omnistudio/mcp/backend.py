@@ -13,6 +13,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+from omnistudio.engine.settings import EngineConfig
+
 
 class Backend(Protocol):
     """What the tools render through."""
@@ -33,9 +35,8 @@ class Backend(Protocol):
 class LocalBackend:
     """The model in this process (``--model/--device/--dtype``), loaded once on first use."""
 
-    def __init__(self, model: str | None = None, device: str | None = None, dtype: str | None = None,
-                 asr_model: Path | None = None) -> None:
-        self.model, self.device, self.dtype = model, device, dtype
+    def __init__(self, config: EngineConfig | None = None, asr_model: Path | None = None) -> None:
+        self.config = config or EngineConfig()
         self.asr_model = asr_model
         self._link: Any = None
         self._loading = threading.Lock()
@@ -47,7 +48,7 @@ class LocalBackend:
                 from omnistudio.take.link import LocalEngine
                 from omnistudio.voices.session import open_engine
 
-                self._link = LocalEngine(open_engine(self.model, self.device, self.dtype, "fast", progress=progress))
+                self._link = LocalEngine(open_engine(self.config, progress=progress))
             return self._link
 
     @contextmanager

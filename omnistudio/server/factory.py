@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from omnistudio.engine.settings import EngineConfig
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
@@ -20,11 +22,8 @@ if TYPE_CHECKING:
 class ServerConfig:
     """Every option of ``omnistudio serve`` a server (or a replica) is built from."""
 
-    model: str | None = None
-    device: str | None = None
-    dtype: str | None = None
-    quantize: str = "none"  # none | int8: the backbone's linear layers (--quantize; CPU only)
-    compile: bool | None = None  # the persistent compiled backbone (OMNISTUDIO_COMPILE); None: the device's default
+    engine: EngineConfig = EngineConfig()  # model, device, dtype, --quantize, the compiled backbone
+    # (OMNISTUDIO_COMPILE where the command runs), a Ray replica's torch threads (None: torch's default)
     max_batch: int = 8
     max_queue: int = 16
     time_limit_s: float = 300.0
@@ -32,7 +31,6 @@ class ServerConfig:
     cache_mb: int = 0
     keys: tuple[bytes, ...] = ()  # read from --api-key-file (empty: no key asked for)
     warm_up: bool = True
-    threads: int | None = None  # torch threads of a Ray replica (None: torch's default, the single-process server)
     host: str = "127.0.0.1"
     port: int = 8005  # the port bound (named in the 'serving on' line)
     mcp: bool = True  # the MCP tools at /mcp (single-process serve); off (serve --ray): /mcp answers 404 saying why

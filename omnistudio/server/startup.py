@@ -21,12 +21,11 @@ def start_engine(config: ServerConfig, state: Any, server: Any) -> None:
 
     try:
         with status("loading model") as update:
-            engine = open_engine(config.model, config.device, config.dtype, "fast", progress=update,
-                                 quantize=config.quantize)
+            engine = open_engine(config.engine, progress=update)
             state.status = "warming"
             # the default voice first, so the warm-up always has a prompt to warm with
             warm_engine(engine, update, voices=[(parse_voice(DEFAULT_VOICE)[0], "en")], warm=config.warm_up,
-                        compile_backbone=config.compile, batches=range(1, config.max_batch + 1))
+                        compile_backbone=config.engine.compile, batches=range(1, config.max_batch + 1))
         state.engine = engine
         state.link = BatchingLink(LocalEngine(engine), config.max_batch,
                                   on_pass=lambda size, _s: state.metrics.batch_size.observe(size))

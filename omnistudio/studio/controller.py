@@ -40,6 +40,7 @@ from omnistudio.audio.player import Player
 from omnistudio.captions.formats import CaptionOptions
 from omnistudio.captions.timing import WordTime
 from omnistudio.config import SAMPLE_RATE
+from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
 from omnistudio.script import Blend
 from omnistudio.studio import adapters
@@ -93,14 +94,13 @@ class Retry:
 class Studio:
     """Headless studio: everything the Textual app shows comes from here."""
 
-    def __init__(self, model: str | None = None, device: str | None = None, dtype: str | None = None, *,
-                 quantize: str = "none", engine: Any = None, link: Any = None, settings: StudioSettings | None = None,
+    def __init__(self, config: EngineConfig | None = None, *, engine: Any = None, link: Any = None, settings: StudioSettings | None = None,
                  report: Callable[[object], None] | None = None, audio: str = "auto", virtual_rate: float = 1.0,
                  voice_resolver: VoiceFor | None = None, warm: bool = True,
                  cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         if audio not in ("auto", "device", "virtual"):
             raise UserError(f"audio mode '{audio}': use auto, device or virtual")
-        self.model_spec = (model, device, dtype, quantize)
+        self.config = config or EngineConfig()  # the engine to load (unless ``engine`` or ``link`` is given)
         self.engine = engine
         self.link = link  # an EngineLink; made over ``engine`` once it is loaded (LocalEngine)
         self.settings = (settings or StudioSettings()).validated()
@@ -367,10 +367,8 @@ class Studio:
             if self.engine is None:
                 from omnistudio.voices.session import open_engine
 
-                model, device, dtype, quantize = self.model_spec
-                self._set_state("loading", str(model or "default model"))
-                self.engine = open_engine(model, device, dtype, "fast", quantize=quantize,
-                                          progress=lambda text: self._set_state("loading", text))
+                self._set_state("loading", str(self.config.model or "default model"))
+                self.engine = open_engine(self.config, progress=lambda text: self._set_state("loading", text))
             self.link = LocalEngine(self.engine, voice_for=self.voice_resolver)
         self._set_state("warming")
         if self.warm and self.engine is not None:

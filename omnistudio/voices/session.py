@@ -1,5 +1,5 @@
-"""Opening an engine from plain values (model, device, dtype, sampler) and warming it: what every client
-does first (the CLI, the studio, the server and each Ray Serve replica), one way."""
+"""Opening an engine from its settings (one :class:`~omnistudio.engine.settings.EngineConfig`) and warming
+it: what every client does first (the CLI, the studio, the server, MCP and each Ray worker), one way."""
 
 from __future__ import annotations
 
@@ -7,23 +7,24 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from omnistudio.engine.engine import Engine
-from omnistudio.errors import UserError
+from omnistudio.engine.settings import EngineConfig
 
 if TYPE_CHECKING:
     from omnistudio.voices.resolve import VoiceRef
 
-SAMPLERS = ("fast", "stock")
 
+def open_engine(config: EngineConfig, progress: Callable[[str], None] | None = None) -> Engine:
+    """Load ``config.model`` (hub id, checkpoint directory, tiny/mid/full) as ``config`` says: device, dtype,
+    int8 backbone, torch threads, and the sampler installed. Compilation is the warm-up's
+    (:func:`warm_engine` takes ``config.compile``)."""
+    config = config.checked()
+    if config.threads is not None:
+        import torch
 
-def open_engine(model: str | None = None, device: str | None = None, dtype: str | None = None,
-                sampler: str = "fast", progress: Callable[[str], None] | None = None,
-                quantize: str | None = None) -> Engine:
-    """Load ``model`` (hub id, checkpoint directory, tiny/mid/full) and install ``sampler`` (``quantize``:
-    none or int8, the backbone's linear layers)."""
-    if sampler not in SAMPLERS:
-        raise UserError(f"sampler '{sampler}': use {' or '.join(SAMPLERS)}")
-    engine = Engine.load(model, device=device, dtype=dtype, progress=progress, quantize=quantize)
-    if sampler == "fast":
+        torch.set_num_threads(config.threads)
+    engine = Engine.load(config.model, device=config.device, dtype=config.dtype, progress=progress,
+                         quantize=config.quantize)
+    if config.sampler == "fast":
         try:
             from omnistudio.engine.sampler import FastSampler
         except ImportError:

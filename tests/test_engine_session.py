@@ -1,4 +1,5 @@
-"""One owner for an engine's voices (issue 40): the prompts, prompt files and blends an engine keeps live on
+"""One owner for an engine's state (issue 40): its settings are one value (EngineConfig) every client builds;
+the prompts, prompt files and blends an engine keeps live on
 the engine (its VoiceState), and every link kind forgets a voice through one operation, which drops exactly
 that voice's prompts and the blends it is part of."""
 
@@ -57,3 +58,30 @@ def test_an_engines_voices_go_with_it(voice_roster: Any, tiny_engine: Engine) ->
     del engine
     gc.collect()
     assert state() is None
+
+
+# ------------------------------------------------------------------------ one engine settings value
+def test_quantisation_reaches_mcp_and_ray_workers_like_every_engine_setting(tmp_path: Any) -> None:
+    """--quantize was refused by `omnistudio mcp` and `render --ray`; now both carry it in the one engine
+    settings value every client builds (EngineConfig), and the engine they open is int8."""
+    from omnistudio.cli import build_parser
+    from omnistudio.cluster.batch import Renderer
+    from omnistudio.commands.render_ray import _batch_spec
+    from omnistudio.engine.settings import EngineConfig
+    from omnistudio.mcp.backend import LocalBackend
+    from support.audio import REF_TEXT, make_reference
+
+    ref = make_reference(tmp_path / "ref.wav")
+    script = tmp_path / "s.txt"
+    script.write_text("Good evening.\n", encoding="utf-8")
+    args = build_parser("render").parse_args(["render", str(script), "--out-dir", str(tmp_path), "--ray", "--model",
+                                              "tiny", "--device", "cpu", "--quantize", "int8", "--ref-audio", str(ref),
+                                              "--ref-text", REF_TEXT])
+    spec = _batch_spec(args)
+    assert spec.engine.quantize == "int8" and spec.source("x")["quantisation"] == "int8"
+    worker = Renderer(spec)  # a Ray actor's body, here in process
+    assert worker.link.info.quantisation == "int8"
+    backend = LocalBackend(EngineConfig("tiny", "cpu", quantize="int8"))  # `omnistudio mcp --quantize int8`
+    assert backend.link().info.quantisation == "int8"
+    with pytest.raises(Exception, match="--quantize 'int4'"):
+        EngineConfig(quantize="int4").checked()
