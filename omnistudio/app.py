@@ -201,9 +201,9 @@ class StudioApp(App[None]):
         editor = screen.query_one(ScriptEditor)
         marks: dict[int, list[str]] = {}
         for sentence in self.studio.parse(editor.text):
-            if sentence.index < len(event.takes):
+            if sentence.id < len(event.takes):
                 row = editor.text.count("\n", 0, sentence.start)
-                mark = f"{len(event.takes[sentence.index])}" + ("✗" if event.failed[sentence.index] else "")
+                mark = f"{len(event.takes[sentence.id])}" + ("✗" if event.failed[sentence.id] else "")
                 marks.setdefault(row, []).append(mark)
         editor.set_take_marks({row: " ".join(parts) for row, parts in marks.items()})
         screen.show_takes()

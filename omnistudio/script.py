@@ -114,6 +114,8 @@ class Sentence:
     line: int  # 1-based line in the script source
     blend: Blend | None = None  # the typed blend when ``speaker`` is one (``a+b@0.70``)
     pause_s: float | None = None  # the silence after it a ``[pause]`` asked for (None: the layout's)
+    start: int = 0  # where it is written in the script text: [start, end) (spaces as typed)
+    end: int = 0
 
 
 @dataclass(frozen=True)
@@ -344,7 +346,10 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
     blend: Blend | None = None
     current = default_lang
     sentences: list[Sentence] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    line_start, cursor = 0, 0  # where the line starts in ``text``; where the last sentence ended
+    for number, raw in enumerate(text.splitlines(keepends=True), start=1):
+        at, line_start = line_start, line_start + len(raw)
+        raw = raw.splitlines()[0]  # without its line ending (any that splitlines knows)
         tag, body = split_tag(raw, number)
         check_line(raw, tag, PAUSE_RE.sub(" ", body).strip(), number)
         if tag is not None:
@@ -357,7 +362,10 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
             current = tag.lang or (current if tag.speaker is not None else default_lang)
         for piece, pause in split_pauses(body, number):
             for sentence in split_sentences(piece, current):
-                sentences.append(Sentence(len(sentences), sentence, speaker, current, number, blend))
+                start, end = _locate(text, sentence, max(cursor, at))
+                cursor = end
+                sentences.append(Sentence(len(sentences), sentence, speaker, current, number, blend,
+                                          start=start, end=end))
             if pause is not None:
                 if not sentences:
                     raise UserError(f"line {number}: a pause before the first sentence: put [pause] after some text")
@@ -366,6 +374,14 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
     if not sentences:
         raise UserError("the script has only speaker tags and no text to speak")
     return Script(tuple(sentences), default_lang)
+
+
+def _locate(text: str, sentence: str, begin: int) -> tuple[int, int]:
+    """Where ``sentence`` (whitespace collapsed, as the splitter gives it) is written in ``text`` from
+    ``begin``, spaces as typed (two spaces, a tab); (begin, begin) where it is not."""
+    words = sentence.split()
+    match = re.compile(r"\s+".join(map(re.escape, words))).search(text, begin) if words else None
+    return (match.start(), match.end()) if match else (begin, begin)
 
 
 def check_script_size(text: str, where: str = "the script", max_bytes: int = MAX_SCRIPT_BYTES) -> str:

@@ -188,3 +188,21 @@ def test_a_pause_tag_ends_the_sentence_and_sets_the_silence_after_it(tag: str, s
 def test_a_bad_pause_is_one_line(text: str, message: str) -> None:
     with pytest.raises(UserError, match=re.escape(message)):
         parse_script(text, "en")
+
+
+def test_each_sentence_carries_where_it_is_written() -> None:
+    """The parser keeps each sentence's span in the script text (spaces and tabs as typed, after a tag, around
+    a pause, across line endings), and the take's plan carries it on: the studio and captions read it there
+    instead of searching the text again."""
+    from omnistudio.take.options import TakeOptions
+    from omnistudio.take.pipeline import plan
+    from omnistudio.voices.resolve import VoiceRef
+
+    text = "[ruby] Good  evening. Here is\tthe news.\r\n\n[storm:es] Hola. [pause] Adiós.\u2028Good evening."
+    script = parse_script(text)
+    assert [text[s.start:s.end] for s in script.sentences] == [
+        "Good  evening.", "Here is\tthe news.", "Hola.", "Adiós.", "Good evening."]
+    assert [s.text for s in script.sentences][:2] == ["Good evening.", "Here is the news."]
+    assert script.sentences[-1].start > script.sentences[0].end  # a repeated sentence is found after the last
+    planned = plan(script, TakeOptions(voice=VoiceRef(anchor="ruby")))
+    assert [(p.start, p.end) for p in planned] == [(s.start, s.end) for s in script.sentences]

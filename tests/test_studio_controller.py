@@ -10,7 +10,7 @@ from support.wait import wait_until as wait
 
 from omnistudio.engine.engine import Engine
 from omnistudio.engine.sampler import FastSampler
-from omnistudio.studio.adapters import Sentence
+from omnistudio.script import Sentence
 from omnistudio.studio.controller import Studio
 from omnistudio.studio.events import EngineState, Notice, SentenceRendered
 from omnistudio.voices.resolve import Blend, VoiceRef
@@ -58,7 +58,7 @@ def test_stop_takes_effect_within_one_diffusion_step(studio) -> None:  # noqa: A
     try:
         studio.select("ruby", "en")
         long = "This is a long sentence about the evening news that takes several diffusion steps to render."
-        studio._start_play([Sentence(0, long, None, "en", 0, len(long))])
+        studio._start_play([Sentence(0, long, None, "en", 1, end=len(long))])
         wait(lambda: len(steps) >= 3, what="three steps")
         wait(lambda: studio.state == "ready" and not studio._rendering_play, what="back to ready")
     finally:

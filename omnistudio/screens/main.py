@@ -28,7 +28,7 @@ from omnistudio.screens.error import ErrorModal
 from omnistudio.screens.export import ExportChoice, PathDialog, export_dialog
 from omnistudio.screens.lexicon import LexiconDialog
 from omnistudio.screens.settings import SettingsScreen
-from omnistudio.studio.adapters import Sentence
+from omnistudio.script import Sentence
 from omnistudio.studio.lexicon import unresolved, word_at
 from omnistudio.studio.settings import StudioSettings, save_settings
 from omnistudio.widgets.anchor_picker import AnchorPicker
@@ -197,7 +197,7 @@ class MainScreen(Screen[None]):
     def _start(self, offset: int) -> None:
         sentences = self._try(self.studio.play, self.editor.text, offset)
         if sentences is not None:
-            self.app.sentences = {s.index: (s.start, s.end) for s in sentences}  # type: ignore[attr-defined]
+            self.app.sentences = {s.id: (s.start, s.end) for s in sentences}  # type: ignore[attr-defined]
 
     def action_pause(self) -> None:
         self.studio.toggle_pause()
@@ -329,7 +329,7 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------ takes (a project is open)
     def sentence_at_cursor(self) -> int | None:
         sentence = self.sentence_under_cursor()
-        return None if sentence is None else sentence.index
+        return None if sentence is None else sentence.id
 
     def _on_sentence(self, fn, *args) -> None:  # noqa: ANN001
         index = self.sentence_at_cursor()

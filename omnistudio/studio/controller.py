@@ -42,9 +42,8 @@ from omnistudio.captions.timing import WordTime
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
-from omnistudio.script import Blend
+from omnistudio.script import Blend, Sentence, parse_script
 from omnistudio.studio import adapters
-from omnistudio.studio.adapters import Sentence
 from omnistudio.studio.events import (
     EngineReady,
     EngineState,
@@ -215,7 +214,7 @@ class Studio:
     def audition(self, anchor: str, lang: str) -> None:
         """A short fixed sentence in ``anchor``'s voice (with the current blend when it is selected)."""
         text = AUDITION[lang]
-        self._start_play([Sentence(0, text, None, lang, 0, 0)], audition=True, voice=self.voice(anchor))
+        self._start_play([Sentence(0, text, None, lang, 1, end=len(text))], audition=True, voice=self.voice(anchor))
 
     def _start_play(self, sentences: list[Sentence], audition: bool = False, voice: VoiceRef | None = None) -> None:
         self.stop()
@@ -297,7 +296,7 @@ class Studio:
             self.reopen_audio()
 
     def parse(self, text: str) -> list[Sentence]:
-        return adapters.parse_script(text, self.settings.language)
+        return list(parse_script(text, self.settings.language).sentences)
 
     # ------------------------------------------------------ pulled state
     def poll(self) -> Snapshot:

@@ -82,7 +82,7 @@ def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: 
         seed = sentence_seed(base, spoken, voice.key(), sentence.lang)
         planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed,
                                        pause, sentence.line, sentence.speaker,
-                                       getattr(sentence, "start", 0), getattr(sentence, "end", 0), breath, spoken))
+                                       sentence.start, sentence.end, breath, spoken))
     if not planned:
         raise UserError("nothing to render")
     return planned
