@@ -48,8 +48,10 @@ def cluster(single: str) -> Iterator[str]:
         set_local_env()  # usage stats off, the proxy's replica-loss middleware
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
         try:
-            url = cluster_serve.start(Cluster(None), cluster_serve.ReplicaConfig(model="tiny", device="cpu",
-                                                                                 warm_up=False, threads=1),
+            from omnistudio.engine.settings import EngineConfig
+
+            config = cluster_serve.ReplicaConfig(engine=EngineConfig("tiny", "cpu", threads=1), warm_up=False)
+            url = cluster_serve.start(Cluster(None), config,
                                       cluster_serve.Scale(replicas=2, cpus=0.5, port=0))
             yield url
         finally:
