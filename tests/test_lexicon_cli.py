@@ -232,7 +232,7 @@ def test_a_sentence_that_expands_past_a_sentences_length_is_cut_like_one(
     script = desk / "s.txt"
     script.write_text("Zorp met Zorp today.\n", encoding="utf-8")
     out = desk / "out.wav"
-    assert main(["render", str(script), "-o", str(out), "--model", "tiny", "--device", "cpu", "--num-step", "2",
+    assert main(["render", str(script), "-o", str(out), "--model", "tiny", "--device", "cpu", "--num-step", "1",
                  "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT]) == 0
     assert len(texts) >= 2 and max(len(t) for t in texts) <= MAX_SENTENCE_CHARS, [len(t) for t in texts]
     assert sum(len(t) for t in texts) >= 2 * len(long_name)  # every part said, none dropped
