@@ -10,15 +10,15 @@ from __future__ import annotations
 import sys
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from textual import on
 from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
-from textual.message import Message
 from textual.screen import Screen
 
 from omnistudio.screens.error import ErrorModal
+from omnistudio.screens import messages as msg
 from omnistudio.screens.main import BINDINGS, MainScreen
 from omnistudio.studio import events as ev
 from omnistudio.studio.adapters import AnchorRow, duos, load_anchor_rows
@@ -35,13 +35,6 @@ from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
 
 POLL_HZ = 20
-
-
-@dataclass
-class StudioEvent(Message):
-    """One event from the controller (see omnistudio.studio.events)."""
-
-    event: object
 
 
 class StudioApp(App[None]):
@@ -61,7 +54,6 @@ class StudioApp(App[None]):
         self.sub_title = subtitle
         self.banner = banner  # shown above the editor (e.g. the demo model's notice)
         self.welcome = welcome  # first start: an anchor selected, the example script in an empty editor
-        self.partner: str | None = None
         self.sentences: dict[int, tuple[int, int]] = {}
         self.takes: ev.TakesChanged | None = None  # the project's takes, as last reported
         self._duo_index = -1
@@ -70,8 +62,8 @@ class StudioApp(App[None]):
         # The engine thread runs Python between torch ops; a short switch interval hands the GIL
         # back to the audio callback (and the UI) within a millisecond instead of five.
         sys.setswitchinterval(0.001)
-        await self.push_screen(MainScreen())
-        screen = self.screen
+        screen = MainScreen()
+        await self.push_screen(screen)
         picker = screen.query_one(AnchorPicker)
         picker.lang = self.studio.settings.language
         picker.set_rows(self.rows if self.rows is not None else self._roster_rows())
@@ -88,8 +80,8 @@ class StudioApp(App[None]):
             self.notify("restored the autosaved script", timeout=3)
         elif self.welcome:
             screen.query_one(ScriptEditor).load_text(EXAMPLE_SCRIPT)
-        screen.update_morph_label()  # type: ignore[attr-defined]
-        self.studio.report = lambda event: self.post_message(StudioEvent(event))
+        screen.update_morph_label()
+        self.studio.report = self._report
         try:
             self.studio.start()
         except Exception as exc:  # noqa: BLE001 - e.g. audio forced on a machine without one
@@ -160,41 +152,82 @@ class StudioApp(App[None]):
             screen.query_one(TakeStrip).show(view.shape, view.now(), view.history, self.studio.settings.target_lufs,
                                              self.studio.meter.sample_rate)
 
-    # --------------------------------------------------------- pushed events
-    def on_studio_event(self, message: StudioEvent) -> None:
-        event = message.event
+    # --------------------------------------------------------- pushed events (one message each)
+    def _report(self, event: object) -> None:
+        """The controller's report (any thread): its event posted as the message that carries it."""
+        message = msg.message_for(event)
+        if message is not None:
+            self.post_message(message)
+
+    def _telemetry(self) -> tuple[MainScreen, Telemetry] | None:
+        """The main screen and its telemetry, or None while starting or closing (an event from the engine
+        thread may arrive with no screen)."""
         screen = self.main_screen
         if screen is None or not screen.is_mounted or not screen.query(Telemetry):
-            return  # starting or closing: an event from the engine thread may arrive with no screen
-        telemetry = screen.query_one(Telemetry)
-        if isinstance(event, ev.EngineState):
-            telemetry.engine_state, telemetry.detail = event.state, event.detail
-        elif isinstance(event, ev.SentenceRendered):
-            telemetry.render_s, telemetry.rtf = event.render_s, event.rtf
-        elif isinstance(event, ev.PlaybackStarted):
-            telemetry.ttfa = event.ttfa_s
-        elif isinstance(event, ev.EngineReady):
-            telemetry.where = f"{event.model} on {event.device}"
-        elif isinstance(event, ev.VoicesListed):
-            if self.rows is None:  # the engine's roster: this machine's, or the server's
-                screen.query_one(AnchorPicker).set_rows(event.rows)
-            if self._listed_duos:
-                self.duo_list = list(event.duos)
-        elif isinstance(event, ev.Notice):
-            self.notify(event.message, severity=event.severity, timeout=5)  # type: ignore[arg-type]
-        elif isinstance(event, ev.Failure):
-            self.push_screen(ErrorModal(event.title, event.message))
-        elif isinstance(event, ev.TakesChanged):
-            self.takes = event
-            self._show_takes(screen, event)
-        elif isinstance(event, ev.LexiconChanged):
-            if event.added:
-                self.notify(f"lexicon: {event.added}", timeout=4)
-            screen.show_spoken()
-        elif isinstance(event, ev.Exported):
-            loud = event.report.get("integrated_lufs")
-            self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else "")
-                        + _captions_note(event.report), timeout=8)
+            return None
+        return screen, screen.query_one(Telemetry)
+
+    @on(msg.EngineStateChanged)
+    def _engine_state(self, message: msg.EngineStateChanged) -> None:
+        if (shown := self._telemetry()) is not None:
+            shown[1].engine_state, shown[1].detail = message.event.state, message.event.detail
+
+    @on(msg.SentenceRendered)
+    def _sentence_rendered(self, message: msg.SentenceRendered) -> None:
+        if (shown := self._telemetry()) is not None:
+            shown[1].render_s, shown[1].rtf = message.event.render_s, message.event.rtf
+
+    @on(msg.PlaybackStarted)
+    def _playback_started(self, message: msg.PlaybackStarted) -> None:
+        if (shown := self._telemetry()) is not None:
+            shown[1].ttfa = message.event.ttfa_s
+
+    @on(msg.EngineReady)
+    def _engine_ready(self, message: msg.EngineReady) -> None:
+        if (shown := self._telemetry()) is not None:
+            shown[1].where = f"{message.event.model} on {message.event.device}"
+
+    @on(msg.VoicesListed)
+    def _voices_listed(self, message: msg.VoicesListed) -> None:
+        if (shown := self._telemetry()) is None:
+            return
+        if self.rows is None:  # the engine's roster: this machine's, or the server's
+            shown[0].query_one(AnchorPicker).set_rows(message.event.rows)
+        if self._listed_duos:
+            self.duo_list = list(message.event.duos)
+
+    @on(msg.NoticeRaised)
+    def _notice(self, message: msg.NoticeRaised) -> None:
+        if self._telemetry() is not None:
+            self.notify(message.event.message, severity=message.event.severity, timeout=5)
+
+    @on(msg.FailureRaised)
+    def _failure(self, message: msg.FailureRaised) -> None:
+        if self._telemetry() is not None:
+            self.push_screen(ErrorModal(message.event.title, message.event.message))
+
+    @on(msg.TakesChanged)
+    def _takes_changed(self, message: msg.TakesChanged) -> None:
+        if (shown := self._telemetry()) is not None:
+            self.takes = message.event
+            self._show_takes(shown[0], message.event)
+
+    @on(msg.LexiconChanged)
+    def _lexicon_changed(self, message: msg.LexiconChanged) -> None:
+        if (shown := self._telemetry()) is None:
+            return
+        if message.event.added:
+            self.notify(f"lexicon: {message.event.added}", timeout=4)
+        shown[0].show_spoken()
+
+    @on(msg.Exported)
+    def _exported(self, message: msg.Exported) -> None:
+        if self._telemetry() is None:
+            return
+        event = message.event
+        loud = event.report.get("integrated_lufs")
+        self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else "")
+                    + _captions_note(event.report), timeout=8)
 
     def _show_takes(self, screen: MainScreen, event: ev.TakesChanged) -> None:
         """Gutter marks per script row (take count per sentence, ✗ on a failed check) and the take list."""

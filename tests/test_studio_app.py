@@ -26,10 +26,16 @@ async def _pick_type_play_stop_export(tiny_engine, voice_roster_file: Path, tmp_
     from omnistudio.widgets.telemetry import Telemetry
     from omnistudio.widgets.transport import Transport
 
+    from omnistudio.screens import messages as msg
+
     app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script")
-    async with app.run_test(size=(120, 36)) as pilot:
+    messages: list[object] = []
+    async with app.run_test(size=(120, 36), message_hook=messages.append) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: screen.query_one(Telemetry).engine_state == "ready", what="engine ready")
+        # the controller's events arrive as one message type each (no generic event message)
+        kinds = {type(m) for m in messages}
+        assert {msg.EngineStateChanged, msg.EngineReady, msg.VoicesListed} <= kinds
         # pick an anchor: filter by typing, enter picks the first match
         await pilot.click("#anchor-filter")
         await pilot.press(*"storm", "enter")
@@ -42,6 +48,7 @@ async def _pick_type_play_stop_export(tiny_engine, voice_roster_file: Path, tmp_
         assert editor.text == "Good evening. Here is the news.\n[ruby] And now the weather."
         # play: the highlight advances through the sentences and the meter moves
         await pilot.press("f5")
+        await wait_for(pilot, lambda: any(isinstance(m, msg.PlaybackStarted) for m in messages), what="started")
         heard: list[tuple[int, int]] = []
         meter = screen.query_one(LufsMeter)
 

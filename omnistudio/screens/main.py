@@ -14,6 +14,7 @@ keeps at least ``EDITOR_SHARE`` of the width either way.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -21,7 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, Label, Static
+from textual.widgets import Header, Label, OptionList, Static
 
 from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
@@ -41,6 +42,20 @@ from omnistudio.widgets.take_list import TakeList
 from omnistudio.widgets.take_strip import TakeStrip
 from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
+
+if TYPE_CHECKING:
+    from omnistudio.studio.autosave import Autosave
+    from omnistudio.studio.controller import Studio
+
+
+class StudioHost(Protocol):
+    """What the studio's screens read and set of their app (omnistudio.app.StudioApp)."""
+
+    studio: Studio
+    autosave: Autosave
+    sentences: dict[int, tuple[int, int]]  # the sentences last played: index -> span in the editor
+
+    def next_duo(self) -> tuple[str, str, float, tuple[str, ...]] | None: ...
 
 BINDINGS = [
     Binding("f5", "play", "Play", id="play", priority=True),
@@ -85,7 +100,7 @@ class MainScreen(Screen[None]):
     fitted = 0  # the terminal width the layout was last fitted to (fit)
 
     def compose(self) -> ComposeResult:
-        studio = self.app.studio  # type: ignore[attr-defined]
+        studio = self.host.studio
         yield Header()
         banner = getattr(self.app, "banner", None)
         if banner:
@@ -167,7 +182,12 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------ helpers
     @property
     def studio(self):  # noqa: ANN201
-        return self.app.studio  # type: ignore[attr-defined]
+        return self.host.studio
+
+    @property
+    def host(self) -> StudioHost:
+        """The app, as the studio's screens see it."""
+        return cast("StudioHost", self.app)
 
     @property
     def editor(self) -> ScriptEditor:
@@ -182,9 +202,8 @@ class MainScreen(Screen[None]):
             return None
 
     def update_morph_label(self) -> None:
-        app = self.app
         anchor = self.studio.anchor or "—"
-        partner = app.partner or "—"  # type: ignore[attr-defined]
+        partner = self.studio.partner or "—"
         self.query_one("#morph-label", Label).update(f"Morph  {anchor} ◀▶ {partner}")
 
     # ------------------------------------------------------------ actions
@@ -197,7 +216,7 @@ class MainScreen(Screen[None]):
     def _start(self, offset: int) -> None:
         sentences = self._try(self.studio.play, self.editor.text, offset)
         if sentences is not None:
-            self.app.sentences = {s.id: (s.start, s.end) for s in sentences}  # type: ignore[attr-defined]
+            self.host.sentences = {s.id: (s.start, s.end) for s in sentences}
 
     def action_pause(self) -> None:
         self.studio.toggle_pause()
@@ -221,15 +240,13 @@ class MainScreen(Screen[None]):
         self.show_spoken()
 
     def action_set_partner(self) -> None:
-        options = self.query_one("#anchor-list")
-        option = options.highlighted_option  # type: ignore[attr-defined]
+        option = self.query_one("#anchor-list", OptionList).highlighted_option
         if option is not None and option.id and option.id != self.studio.anchor:
-            self.app.partner = option.id  # type: ignore[attr-defined]
-            self.update_morph_label()
             self.studio.set_blend(option.id, self.query_one(MorphSlider).value)
+            self.update_morph_label()
 
     def action_next_duo(self) -> None:
-        duo = self.app.next_duo()  # type: ignore[attr-defined]
+        duo = self.host.next_duo()
         if duo is None:
             self.notify("the roster has no duos", severity="warning")
             return
@@ -237,7 +254,6 @@ class MainScreen(Screen[None]):
         picker = self.query_one(AnchorPicker)
         picker.lang = langs[0] if picker.lang not in langs else picker.lang
         picker.pick(a)
-        self.app.partner = b  # type: ignore[attr-defined]
         self.query_one(MorphSlider).value = ratio
         self.studio.set_blend(b, ratio)
         self.update_morph_label()
@@ -374,7 +390,7 @@ class MainScreen(Screen[None]):
     @on(TakeStrip.Picked)
     def _go_to_sentence(self, event: TakeStrip.Picked) -> None:
         """A sentence picked in the take strip: the editor's cursor to its start (as last played)."""
-        span = self.app.sentences.get(event.sentence)  # type: ignore[attr-defined]
+        span = self.host.sentences.get(event.sentence)
         if span is not None:
             self.editor.move_cursor(self.editor.document.get_location_from_index(min(span[0], len(self.editor.text))))
             self.editor.focus()
@@ -382,14 +398,12 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------ widget events
     @on(AnchorPicker.Picked)
     def _picked(self, event: AnchorPicker.Picked) -> None:
-        self.studio.select(event.anchor, event.picker.lang)
-        if self.app.partner == event.anchor:  # type: ignore[attr-defined]
-            self.app.partner = None  # type: ignore[attr-defined]
+        self.studio.select(event.anchor, event.picker.lang)  # (an anchor picked is no longer the partner)
         self.update_morph_label()
 
     @on(MorphSlider.Changed)
     def _morph(self, event: MorphSlider.Changed) -> None:
-        partner = self.app.partner  # type: ignore[attr-defined]
+        partner = self.studio.partner
         if partner is None:
             if event.value < 1.0:
                 self.notify("choose a partner: highlight an anchor and press ctrl+b, or ctrl+d for a duo",
@@ -403,6 +417,6 @@ class MainScreen(Screen[None]):
 
     @on(ScriptEditor.Changed)
     def _edited(self, event: ScriptEditor.Changed) -> None:
-        self.app.autosave.save(event.text_area.text)  # type: ignore[attr-defined]
+        self.host.autosave.save(event.text_area.text)
         self.studio.prebuild.script(event.text_area.text)  # the script's voices built in the background
         self.show_spoken()

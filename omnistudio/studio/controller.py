@@ -112,7 +112,8 @@ class Studio:
         self.warm = warm  # load saved prompts and warm up the engine before reporting ready
         self.state = "loading"
         self.anchor: str | None = self.settings.anchor or None
-        self.blend: Blend | None = None  # the morph slider's blend of the selected anchor
+        self.partner: str | None = None  # the morph slider's other anchor (held here only; the UI reads it)
+        self.blend: Blend | None = None  # the blend of the selected anchor with the partner (None at 1.0)
         self.player: Player | None = None
         self.output: VirtualOutput | None = None
         self.silent = False
@@ -272,11 +273,14 @@ class Studio:
 
     def select(self, anchor: str | None, lang: str | None = None) -> None:
         self.anchor = anchor
+        if anchor is not None and anchor == self.partner:  # an anchor is not its own partner
+            self.partner = self.blend = None
         if lang:
             self.settings = replace(self.settings, language=lang)
 
     def set_blend(self, partner: str | None, alpha: float) -> bool:
         """Blend the selected anchor with ``partner`` at ``alpha`` (1.0: the anchor alone). False if unavailable."""
+        self.partner = partner
         if partner is None or alpha >= 1.0:
             self.blend = None
             return True

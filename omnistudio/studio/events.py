@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ENGINE_STATES = ("loading", "warming", "ready", "rendering", "offline", "error")  # offline: server gone
 
@@ -79,7 +79,7 @@ class Exported:
 @dataclass(frozen=True)
 class Notice:
     message: str
-    severity: str = "information"  # information | warning | error
+    severity: Literal["information", "warning", "error"] = "information"
 
 
 @dataclass(frozen=True)
