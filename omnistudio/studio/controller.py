@@ -38,7 +38,6 @@ import numpy as np
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.audio.player import Player
 from omnistudio.captions.formats import CaptionOptions
-from omnistudio.captions.timing import WordTime
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
@@ -63,15 +62,15 @@ from omnistudio.studio.events import (
     WordHeard,
 )
 from omnistudio.studio.lexicon import StudioLexicon
-from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, estimated_marks, word_marks
+from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput
 from omnistudio.studio.prebuild import Prebuild
 from omnistudio.studio.settings import StudioSettings
-from omnistudio.studio.words import MeasuringHearer, measured_words
+from omnistudio.studio.words import HeardWords, MeasuringHearer
 from omnistudio.studio.takes import ProjectTakes
 from omnistudio.studio.take_view import TakeView
-from omnistudio.take.link import LocalEngine, PrepareEvent
+from omnistudio.take.link import EngineLink, LocalEngine, PrepareEvent
 from omnistudio.take.options import TakeOptions
-from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take, cache_key
+from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take
 from omnistudio.take.sinks import FileSink, PlayerSink
 from omnistudio.voices.resolve import VoiceRef
 
@@ -103,7 +102,7 @@ class Studio:
             raise UserError(f"audio mode '{audio}': use auto, device or virtual")
         self.config = config or EngineConfig()  # the engine to load (unless ``engine`` or ``link`` is given)
         self.engine = engine
-        self.link = link  # an EngineLink; made over ``engine`` once it is loaded (LocalEngine)
+        self.link: EngineLink | None = link  # made over ``engine`` once it is loaded (LocalEngine)
         self.settings = (settings or StudioSettings()).validated()
         self.report: Callable[[object], None] = report or (lambda event: None)
         self.audio_mode = audio
@@ -133,7 +132,7 @@ class Studio:
         self._hearer: Any = None  # the speech model that measures caption words (loaded on first use)
         # words an export measured, by the rendering they were measured on (its take-cache key): the
         # highlight uses them when that rendering plays again; in seconds from the sentence's start
-        self.measured: dict[Any, tuple[WordTime, ...]] = {}
+        self.words = HeardWords(lambda: self.link)
         self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
         self.lexicon = StudioLexicon(self)  # the global lexicon with the project's over it
         self.prebuild = Prebuild(self)  # voices built in the background while idle (pre-empted by any command)
@@ -222,9 +221,10 @@ class Studio:
     def _start_play(self, sentences: list[Sentence], audition: bool = False, voice: VoiceRef | None = None) -> None:
         self.stop()
         self.meter = LoudnessMeter(SAMPLE_RATE)
-        self.player.tap.skip()  # type: ignore[union-attr]
-        if self.player is not None and self.player.paused:
-            self.player.resume()
+        if self.player is not None:
+            self.player.tap.skip()
+            if self.player.paused:
+                self.player.resume()
         self.commands.put(cmd.Play(self._cancel, tuple(sentences), time.perf_counter(), audition,
                                    self.take_options(voice)))
 
@@ -357,7 +357,7 @@ class Studio:
             case cmd.Prebuild():
                 self.prebuild.run()
             case cmd.Prepare(voices):
-                self.link.prepare(list(voices), self._preparing)  # type: ignore[union-attr]
+                self.loaded_link().prepare(list(voices), self._preparing)
                 self._set_state("ready")
             case cmd.Play():
                 self._do_play(command)
@@ -366,6 +366,12 @@ class Studio:
             case _:  # the open project's actions, with the lexicon as its files hold it now
                 options = getattr(command, "options", None)
                 self.takes.run(command if options is None else replace(command, options=self.lexicon.refreshed(options)))
+
+    def loaded_link(self) -> EngineLink:
+        """The engine link (the engine thread's, once the engine is up)."""
+        if self.link is None:
+            raise Unavailable("the engine is not up yet")
+        return self.link
 
     def _offline(self, exc: Unavailable, quiet: bool) -> None:
         """The engine cannot be reached: say so (once per fault), keep everything, retry with backoff."""
@@ -418,7 +424,7 @@ class Studio:
 
     def _list_voices(self) -> None:
         """The engine's roster (this machine's, or the server's) for the picker and the duo key."""
-        voices = self.link.voices()  # type: ignore[union-attr]
+        voices = self.loaded_link().voices()
         self.report(VoicesListed(tuple(voices.anchors), tuple(voices.duos)))
 
     def _preparing(self, event: PrepareEvent) -> None:
@@ -442,14 +448,14 @@ class Studio:
         started, finished = [False], False
 
         def on_piece(start: int, end: int, chunk: Any) -> None:
-            words = SentenceWords("") if audition else self._played_words(chunk, start, options)
+            words = SentenceWords("") if audition else self.words.played(chunk, start, options)
             self.schedule.add(start, end, -1 if audition else chunk.sentence.id, words)
             if not started[0]:
                 started[0] = True
                 self.report(PlaybackStarted(time.perf_counter() - asked_at, self.silent))
 
         try:
-            take = build_take(self.link, sentences, options, self.cache)  # type: ignore[arg-type]
+            take = build_take(self.loaded_link(), sentences, options, self.cache)
             if not audition:
                 take = self.takes.with_chosen(take)
             self.last_take = take
@@ -466,21 +472,6 @@ class Studio:
             self._set_state("ready")
             self.report(PlaybackFinished(cancelled=not finished))
 
-    def _played_words(self, chunk: Any, start: int, options: TakeOptions) -> SentenceWords:
-        """The written words of a sentence being queued at player frame ``start`` (its audio starts
-        there, to within the stitcher's seam trim and a short pause's crossfade): measured ones an
-        export recorded for this rendering, else estimated by syllables over its audio."""
-        sentence = chunk.sentence
-        try:
-            measured = self.measured.get(self._rendering(sentence, options))
-            if measured is not None:
-                return SentenceWords(sentence.text, word_marks(measured, start, 0.0, SAMPLE_RATE))
-            return SentenceWords(sentence.text, estimated_marks(sentence.text, sentence.spoken, sentence.lang, start,
-                                                                len(chunk.pcm), SAMPLE_RATE, options.lexicon))
-        except Exception:  # noqa: BLE001 - a word highlight never stops a take: the sentence is still marked
-            log.exception("words of sentence %s not timed", getattr(sentence, "id", "?"))
-            return SentenceWords(sentence.text)
-
     def _do_export(self, command: cmd.Export) -> None:
         sentences, path, captions, hearer = list(command.sentences), command.path, command.captions, command.hearer
         self._set_state("rendering", f"exporting {path.name}")
@@ -488,7 +479,7 @@ class Studio:
         try:
             # With the seed unlocked, export the take that was heard (its base seed), not a new one.
             base = None if options.seed_locked else self._played_seed
-            take = build_take(self.link, sentences, options, self.cache, base_seed=base)  # type: ignore[arg-type]
+            take = build_take(self.loaded_link(), sentences, options, self.cache, base_seed=base)
             take = self.takes.with_chosen(take)
             measuring = None if hearer is None else MeasuringHearer(hearer, len(take.sentences), self._set_state)
             sink = FileSink(path, captions=captions, hearer=measuring)
@@ -498,19 +489,10 @@ class Studio:
         finished = sink.finished
         rows = list(finished.sidecar.get("sentences", []))
         words = [w for row in rows for w in row.get("words", [])]
-        self._keep_measured(take, options, rows)
+        if self.takes.project is None:  # with a project open its chosen takes play, not this rendering
+            self.words.keep(take.sentences, options, rows)
         self.report(Exported(path, finished.sidecar_path, {
             **dict(finished.sidecar.get("loudness", {})), "rendered": result.rendered, "reused": result.reused,
             "captions": list(finished.sidecar.get("captions", {}).get("files", {}).values()),
             "words": len(words), "words_estimated": sum(1 for w in words if w.get("estimated")),
             "measured": hearer is not None}))
-
-    def _rendering(self, sentence: Any, options: TakeOptions) -> tuple[Any, ...]:
-        return cache_key(self.link, sentence, options), sentence.text
-
-    def _keep_measured(self, take: Take, options: TakeOptions, rows: list[dict[str, Any]]) -> None:
-        """Words the export measured, by rendering, for the highlight when the same rendering plays (not
-        with a project open: a sentence's chosen take, not its rendering, is what plays there)."""
-        if self.takes.project is None:
-            for sentence, words in measured_words(take.sentences, rows):
-                self.measured[self._rendering(sentence, options)] = words

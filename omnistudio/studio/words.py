@@ -3,11 +3,19 @@ export measured, kept for the highlight when the same rendering plays again."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from omnistudio.captions.timing import WordTime
+from omnistudio.config import SAMPLE_RATE
+from omnistudio.studio.playback import SentenceWords, estimated_marks, word_marks
 from omnistudio.take.captions import words_in_sentence
+from omnistudio.take.link import EngineLink
+from omnistudio.take.options import TakeOptions
+from omnistudio.take.pipeline import cache_key
+
+log = logging.getLogger(__name__)
 
 
 def measured_words(sentences: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> Iterator[tuple[Any, tuple[WordTime, ...]]]:
@@ -33,3 +41,35 @@ class MeasuringHearer:
 
     def heard_words(self, wave: Any, sample_rate: int, lang: str) -> Any:
         return self.hearer.heard_words(wave, sample_rate, lang)
+
+
+class HeardWords:
+    """The words of what is being heard: those an export measured for a rendering (kept here, by the
+    rendering's take-cache key), else estimated by syllables over the sentence's audio."""
+
+    def __init__(self, link: Callable[[], EngineLink | None]) -> None:
+        self._link = link
+        self.measured: dict[Any, tuple[WordTime, ...]] = {}
+
+    def rendering(self, sentence: Any, options: TakeOptions) -> tuple[Any, ...]:
+        """What identifies a sentence's rendering (the take cache's key, and its written text)."""
+        return cache_key(self._link(), sentence, options), sentence.text
+
+    def keep(self, sentences: Sequence[Any], options: TakeOptions, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The words an export measured, for the highlight when the same rendering plays again."""
+        for sentence, words in measured_words(sentences, rows):
+            self.measured[self.rendering(sentence, options)] = words
+
+    def played(self, chunk: Any, start: int, options: TakeOptions) -> SentenceWords:
+        """The written words of a sentence queued at player frame ``start`` (its audio starts there, to within
+        the stitcher's seam trim and a short pause's crossfade)."""
+        sentence = chunk.sentence
+        try:
+            measured = self.measured.get(self.rendering(sentence, options))
+            if measured is not None:
+                return SentenceWords(sentence.text, word_marks(measured, start, 0.0, SAMPLE_RATE))
+            return SentenceWords(sentence.text, estimated_marks(sentence.text, sentence.spoken, sentence.lang, start,
+                                                                len(chunk.pcm), SAMPLE_RATE, options.lexicon))
+        except Exception:  # noqa: BLE001 - a word highlight never stops a take: the sentence is still marked
+            log.exception("words of sentence %s not timed", getattr(sentence, "id", "?"))
+            return SentenceWords(sentence.text)

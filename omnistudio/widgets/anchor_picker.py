@@ -7,6 +7,8 @@ the controller by the app). The highlighted anchor is announced (``Highlighted``
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -61,8 +63,8 @@ class AnchorPicker(Vertical):
         def control(self) -> AnchorPicker:
             return self.picker
 
-    def __init__(self, rows: Sequence[AnchorRow] = (), **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, rows: Sequence[AnchorRow] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.rows = list(rows)
         self.marks: dict[tuple[str, str], str] = {}  # (anchor, lang) -> the background builds' state
         self._marks_version = -1

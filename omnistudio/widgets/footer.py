@@ -7,6 +7,8 @@ cut off at the edge. Hidden keys still work, and the command palette (ctrl+p) li
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Iterable
 
 from textual.app import ComposeResult
@@ -14,8 +16,8 @@ from textual.widgets import Footer
 
 
 class StudioFooter(Footer):
-    def __init__(self, few: Iterable[str], **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, few: Iterable[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.few = frozenset(few)
 
     def compose(self) -> ComposeResult:

@@ -7,6 +7,8 @@ true peak above the ceiling); ``│`` marks the target on each bar.
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from rich.segment import Segment
@@ -37,8 +39,8 @@ class LufsMeter(Widget):
     target: reactive[float] = reactive(-23.0)
     """Target loudness in LUFS, marked on both bars."""
 
-    def __init__(self, target: float = -23.0, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, target: float = -23.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.set_reactive(LufsMeter.target, target)
         self.momentary = self.short_term = self.integrated = self.true_peak = -math.inf
 

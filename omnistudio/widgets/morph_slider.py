@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -42,8 +44,8 @@ class MorphSlider(Widget, can_focus=True):
         def control(self) -> MorphSlider:
             return self.slider
 
-    def __init__(self, value: float = 1.0, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, value: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.set_reactive(MorphSlider.value, self._clamp(value))
         self._dragging = False
 

@@ -3,6 +3,8 @@ inside it, the word being heard."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
@@ -34,8 +36,8 @@ class ScriptEditor(TextArea):
     _word: tuple[int, int] | None = None
     _marks: dict[int, str] = {}  # script row -> take marks (a project is open)
 
-    def __init__(self, text: str = "", **kwargs: object) -> None:
-        super().__init__(text, soft_wrap=True, show_line_numbers=True, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, text: str = "", **kwargs: Any) -> None:
+        super().__init__(text, soft_wrap=True, show_line_numbers=True, tab_behavior="focus", **kwargs)
 
     # -------------------------------------------------------------- styling
     def _set_theme(self, theme: str) -> None:

@@ -15,6 +15,8 @@ the editor's cursor to that sentence's start.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,7 +45,7 @@ class SentenceMarks(Widget):
     DEFAULT_CSS = "SentenceMarks { height: 1; }"
 
     def render_line(self, y: int) -> Strip:
-        strip: TakeStrip = self.parent  # type: ignore[assignment]
+        strip = cast("TakeStrip", self.parent)
         width, shape = self.size.width, strip.shape
         if y or not shape.frames or width <= 0:
             return Strip.blank(width)
@@ -68,8 +70,8 @@ class LoudnessHistory(PlotextPlot):
 
     DEFAULT_CSS = "LoudnessHistory { height: 3; }"
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.points: Sequence[LoudPoint] = ()
         self.frames, self.target, self.rate = 0, -23.0, 24_000
         self._drawn: tuple[object, ...] = ()
@@ -134,8 +136,8 @@ class TakeStrip(Vertical, can_focus=True):
 
         sentence: int
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.shape: Shape = EMPTY
         self.position = 0  # the take's frame being heard
         self.picked: int | None = None  # the sentence picked with ←/→ (its index), None: the one heard

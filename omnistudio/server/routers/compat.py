@@ -17,13 +17,15 @@ from omnistudio.server.timestamps import sentence_time
 router = APIRouter()
 
 
-async def _whole_take(request: Request, req: wire.GenerateRequest) -> TakeRun:
+async def _whole_take(request: Request, req: wire.GenerateRequest) -> tuple[TakeRun, Done]:
+    """The request's take rendered whole: its run and its end (the samples, the figures, the sentences)."""
     state = server_state(request)
     run = await start_take(state, request, jobs.generate_job(req))
     seen, _ = await first_events(state, request, run, (Done,))
     finish(state, run)
-    run.done = seen[-1]  # type: ignore[attr-defined]
-    return run
+    done = seen[-1]
+    assert isinstance(done, Done)  # first_events stops at the first Done (a failure raised before it)
+    return run, done
 
 
 @router.post("/tts/generate")
@@ -34,14 +36,14 @@ async def generate(request: Request) -> Response:
     if req.timestamps is not None:
         raise UserError("timestamps: /tts/generate answers a WAV alone; ask /tts/generate-shm or /v1/audio/speech "
                         "for the sentence and word times")
-    run = await _whole_take(request, req)
-    body = encode.encode(run.done.pcm, run.link.sample_rate, "wav")  # type: ignore[attr-defined]
+    run, done = await _whole_take(request, req)
+    body = encode.encode(done.pcm, run.link.sample_rate, "wav")
     report = measure(*encode.decode_wav(body))  # figures of the samples sent, not of the floats before
     headers = {"X-TTS-Loudness-LUFS": _header(report.integrated_lufs),
                "X-TTS-True-Peak-dB": _header(report.true_peak_dbtp),
                "X-TTS-Crest-Factor-dB": _header(report.crest_factor_db),
-               "X-TTS-RTF": _header(run.done.summary["rtf"] or 0.0),  # type: ignore[attr-defined]
-               "X-TTS-TTFA-s": _header(run.done.summary["ttfa_s"])}  # type: ignore[attr-defined]
+               "X-TTS-RTF": _header(done.summary["rtf"] or 0.0),
+               "X-TTS-TTFA-s": _header(done.summary["ttfa_s"])}
     return Response(body, media_type="audio/wav", headers=headers)
 
 
@@ -52,8 +54,7 @@ async def generate_shm(request: Request) -> JSONResponse:
     req = await read_json(request, wire.GenerateRequest)
     name = check_shm_name(req.name)
     check_shm_target(name)  # before anything renders: no /dev/shm, a symlink or another user's file there
-    run = await _whole_take(request, req)
-    done: Done = run.done  # type: ignore[attr-defined]
+    run, done = await _whole_take(request, req)
     path = write_shm(name, done.pcm, run.link.sample_rate)
     mode = req.timestamps
     times = [sentence_time(t, mode) for t in done.sentences] if mode is not None else None
