@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from typing import TYPE_CHECKING, Any
@@ -37,7 +37,7 @@ def setup_logging(verbose: bool = False) -> None:
 
 
 @contextmanager
-def status(message: str) -> Iterator[callable]:  # type: ignore[valid-type]
+def status(message: str) -> Iterator[Callable[[str], None]]:
     """A spinner on stderr; yields a function that updates its text."""
     with err_console.status(message) as live:
         yield lambda text: live.update(text)

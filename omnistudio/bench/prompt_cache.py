@@ -49,7 +49,9 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
     lookup_s = min(timeit.repeat(lambda: cache.get("ruby", "en"), number=n, repeat=5)) / n
     engine_cache = cache_for(engine)
     for key in keys:
-        engine_cache.put(cache.get(*key))  # type: ignore[arg-type]
+        prompt = cache.get(*key)
+        if prompt is not None:
+            engine_cache.put(prompt)
     warm = warm_up(engine)
     return {"model": model, "device": engine.loaded.device, "torch_threads": torch.get_num_threads(),
             "prompts_loaded": report.loaded, "not_ready": len(report.not_ready), "errors": len(report.errors),

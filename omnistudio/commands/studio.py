@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 from pathlib import Path
 
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     link = remote_link(server, key_file) if server else None
     if link is not None:
         studio = Studio(link=link, settings=settings, audio=getattr(args, "audio", "auto"))
-        app_args: dict[str, object] = {"subtitle": f"server {link.address}"}
+        app_args: dict[str, Any] = {"subtitle": f"server {link.address}"}
     else:
         model, banner = studio_model(getattr(args, "model", None))  # tiny + a demo banner when offline
         spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.studio.welcome import EXAMPLE_SCRIPT
 
         studio.takes.open(path, None if exists else EXAMPLE_SCRIPT)
-    app = StudioApp(studio, **app_args)  # type: ignore[arg-type]
+    app = StudioApp(studio, **app_args)
     if warning:
         app.call_later(app.notify, warning, severity="warning")
     app.run()

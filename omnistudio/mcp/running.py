@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import anyio
 
@@ -103,4 +103,4 @@ async def run_work(ctx: Any, work: Callable[[threading.Event, Report, Steps], T]
         raise
     if outcome.error is not None:
         raise outcome.error
-    return outcome.value  # type: ignore[return-value]
+    return cast(T, outcome.value)  # set when the work returned (no error)

@@ -8,7 +8,9 @@ the app does not handle has no message and is not posted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from textual.message import Message
 
@@ -65,7 +67,7 @@ class Exported(Message):
     event: ev.Exported
 
 
-MESSAGES: dict[type, type[Message]] = {
+MESSAGES: dict[type, Callable[[Any], Message]] = {
     ev.EngineState: EngineStateChanged, ev.EngineReady: EngineReady, ev.VoicesListed: VoicesListed,
     ev.SentenceRendered: SentenceRendered, ev.PlaybackStarted: PlaybackStarted, ev.Notice: NoticeRaised,
     ev.Failure: FailureRaised, ev.TakesChanged: TakesChanged, ev.LexiconChanged: LexiconChanged,
@@ -75,4 +77,4 @@ MESSAGES: dict[type, type[Message]] = {
 def message_for(event: object) -> Message | None:
     """The message that carries ``event`` to the app (None: the app handles no such event)."""
     kind = MESSAGES.get(type(event))
-    return None if kind is None else kind(event)  # type: ignore[call-arg]
+    return None if kind is None else kind(event)

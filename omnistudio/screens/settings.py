@@ -4,6 +4,8 @@ One line a setting (compact fields, check boxes), so the whole dialog fits an 80
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import replace
 
 from textual import on
@@ -53,10 +55,10 @@ class SettingsScreen(ModalScreen[StudioSettings | None]):
                 yield Button("Cancel", id="cancel")
 
     def collect(self) -> StudioSettings:
-        values: dict[str, object] = {name: self.query_one(f"#set-{name}", Input).value for name, _ in FIELDS}
+        values: dict[str, Any] = {name: self.query_one(f"#set-{name}", Input).value for name, _ in FIELDS}
         values.update({name: self.query_one(f"#set-{name}", Checkbox).value for name, _ in SWITCHES})
         values["target_lufs"] = self.query_one("#set-target_lufs", Select).value
-        return replace(self.settings, **values).validated()  # type: ignore[arg-type]
+        return replace(self.settings, **values).validated()
 
     @on(Button.Pressed, "#save")
     def _save(self) -> None:

@@ -102,7 +102,8 @@ async def read_json(request: Request, model: type[BaseModel]) -> Any:
 
 def server_state(conn: HTTPConnection) -> ServerState:
     """The state of the app serving ``conn`` (set by :func:`omnistudio.server.factory.build_server`)."""
-    return conn.app.state.server  # type: ignore[no-any-return]
+    state: ServerState = conn.app.state.server
+    return state
 
 
 def current_link(state: ServerState) -> BatchingLink:

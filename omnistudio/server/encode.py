@@ -104,14 +104,16 @@ class StreamEncoder:
             return pcm16(pcm)
         self._file.write(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0))
         self._file.flush()
-        return self._pages.take()  # type: ignore[union-attr]
+        assert self._pages is not None  # made with the file
+        return self._pages.take()
 
     def end(self) -> bytes:
         if self._file is None:
             return b""
         self._file.close()
         self._file = None
-        return self._pages.take()  # type: ignore[union-attr]
+        assert self._pages is not None  # made with the file
+        return self._pages.take()
 
 
 def decode_wav(body: bytes) -> tuple[np.ndarray, int]:

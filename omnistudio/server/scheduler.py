@@ -19,13 +19,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.server.pipeline import CancelFlag, RenderItem, Rendered, TakeOptions, WholeGroupLink
+from omnistudio.take.link import PrepareProgress
+from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +54,8 @@ class Stats:
 class _Ticket:
     item: RenderItem
     options: TakeOptions
-    cancel: threading.Event
-    future: Future = field(default_factory=Future)
+    cancel: CancelFlag
+    future: Future[Rendered] = field(default_factory=Future)
     solo: bool = False  # rendered alone (after a batch it was in failed)
 
     @property
@@ -99,7 +101,7 @@ class BatchingLink(WholeGroupLink):
         self.stats = Stats()
         self._on_pass = on_pass
         self._waiting: list[_Ticket] = []
-        self._calls: list[tuple[Callable[[], Any], Future]] = []  # prepare etc., run on the worker
+        self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []  # prepare etc., run on the worker
         self._cond = threading.Condition()
         self._closed = False
         self._held = False
@@ -113,14 +115,15 @@ class BatchingLink(WholeGroupLink):
 
     def call(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on the engine thread (voice preparation, listings) and return its result."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         with self._cond:
             self._calls.append((fn, future))
             self._cond.notify()
         return future.result()
 
-    def prepare(self, voices: list[Any], progress: Any = None, cancel: Any = None) -> Any:
-        return self.call(lambda: self.inner.prepare(voices, progress, cancel))
+    def prepare(self, voices: Sequence[tuple[VoiceRef, str]], progress: PrepareProgress | None = None,
+                cancel: CancelFlag | None = None) -> None:
+        self.call(lambda: self.inner.prepare(voices, progress, cancel))
 
     def voices(self) -> Any:
         return self.call(self.inner.voices)
@@ -133,7 +136,7 @@ class BatchingLink(WholeGroupLink):
         """On the engine thread, between diffusion passes."""
         self.call(lambda: self.inner.forget_voice(anchor))
 
-    def render(self, items: list[RenderItem], options: TakeOptions,
+    def render(self, items: Sequence[RenderItem], options: TakeOptions,
                cancel: CancelFlag | None = None) -> list[Rendered]:
         cancel = cancel if cancel is not None else threading.Event()
         tickets = [_Ticket(item, options, cancel) for item in items]

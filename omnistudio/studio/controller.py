@@ -487,6 +487,8 @@ class Studio:
         finally:
             self._set_state("ready")
         finished = sink.finished
+        if finished is None:
+            raise UserError(f"the export of {path.name} ended without a file")
         rows = list(finished.sidecar.get("sentences", []))
         words = [w for row in rows for w in row.get("words", [])]
         if self.takes.project is None:  # with a project open its chosen takes play, not this rendering

@@ -185,7 +185,7 @@ class Prebuild:
         engine = getattr(link, "engine", None)
         self.building = want
         self._mark(voice, lang, "building")
-        handle = engine.on_each_step(preempted.is_set, self._stepped) if hasattr(engine, "on_each_step") else None
+        handle = engine.on_each_step(preempted.is_set, self._stepped) if engine is not None else None
         ok = False
         try:
             link.prepare([want], None, preempted)

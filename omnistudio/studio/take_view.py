@@ -61,7 +61,8 @@ def column_edges(frames: int, columns: int, size: int = PEAK_FRAMES) -> NDArray[
     a column (a take shorter than the strip leaves columns past its end empty)."""
     steps = math.ceil(frames / size)
     edges = np.minimum(np.floor(np.arange(columns + 1) * max(steps, columns) / columns).astype(np.int64), steps)
-    return np.minimum(edges * size, frames)
+    bounded: NDArray[np.int64] = np.minimum(edges * size, frames)
+    return bounded
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: a new take, or its finished samples, is a new Shape

@@ -53,7 +53,10 @@ class HeardWords:
 
     def rendering(self, sentence: Any, options: TakeOptions) -> tuple[Any, ...]:
         """What identifies a sentence's rendering (the take cache's key, and its written text)."""
-        return cache_key(self._link(), sentence, options), sentence.text
+        link = self._link()
+        if link is None:
+            raise ValueError("no engine link: nothing has rendered yet")
+        return cache_key(link, sentence, options), sentence.text
 
     def keep(self, sentences: Sequence[Any], options: TakeOptions, rows: Sequence[Mapping[str, Any]]) -> None:
         """The words an export measured, for the highlight when the same rendering plays again."""
