@@ -19,7 +19,8 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, cast
 
 import numpy as np
 
@@ -27,9 +28,12 @@ from omnistudio.audio.loudness import measure
 from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import Cancelled, UserError, describe, ran_past
 from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
+from omnistudio.take.sinks import TakeView
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.scheduler import CancelEvent
 from omnistudio.server.timestamps import SentenceTimer, server_hearer
+from omnistudio.take.link import EngineLink
+from omnistudio.take.stream import Chunk
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ def loudness_figures(pcm: np.ndarray, sample_rate: int) -> dict[str, float | Non
             "crest_factor_db": _figure(report.crest_factor_db)}
 
 
+RunEvent = SentenceStart | Audio | SentenceEnd | Done | Failed  # what a take's run hands the event loop
+
+
 class NetworkSink(Sink):
     """The take's sink for a network client: every piece and figure becomes an event."""
 
@@ -83,14 +90,14 @@ class NetworkSink(Sink):
         self.run = run
         self.timer: SentenceTimer | None = None
 
-    def begin(self, take: Any) -> None:
+    def begin(self, take: TakeView) -> None:
         mode = self.run.job.timestamps
         if mode is not None:
             hearer = server_hearer() if mode == "word" else None
             self.timer = SentenceTimer(mode, take.link.sample_rate, take.finishing, take.options.lexicon, hearer)
 
-    def chunk(self, chunk: Any, piece: np.ndarray) -> None:
-        run, sentence = self.run, chunk.sentence
+    def chunk(self, chunk: Chunk, piece: np.ndarray) -> None:
+        run, sentence = self.run, cast(PlannedSentence, chunk.sentence)  # a server's take is planned
         run.put(SentenceStart(sentence))
         if run.ttfa_s is None:
             run.ttfa_s = time.perf_counter() - run.started
@@ -115,7 +122,7 @@ class NetworkSink(Sink):
 class TakeRun:
     """One request's take on a thread; iterate ``events()`` from the event loop."""
 
-    link: Any
+    link: EngineLink  # the server's shared (batching) link
     job: SpeechJob
     time_limit_s: float = 300.0
     cancel: CancelEvent = field(default_factory=CancelEvent)
@@ -129,7 +136,7 @@ class TakeRun:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> TakeRun:
         self._loop = loop
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue: asyncio.Queue[RunEvent] = asyncio.Queue()
         self.started = time.perf_counter()
         self._timer = threading.Timer(self.time_limit_s, self._time_up)
         self._timer.daemon = True
@@ -141,10 +148,10 @@ class TakeRun:
         self.timed_out = True
         self.cancel.set()
 
-    def put(self, event: Any) -> None:
+    def put(self, event: RunEvent) -> None:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
 
-    async def events(self) -> Any:
+    async def events(self) -> AsyncIterator[RunEvent]:
         while True:
             event = await self._queue.get()
             yield event

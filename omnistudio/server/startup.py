@@ -5,13 +5,22 @@ Used by ``omnistudio serve`` (in a thread while uvicorn answers 503) and by each
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from omnistudio.errors import first_line
 from omnistudio.server.factory import ServerConfig
 
+if TYPE_CHECKING:
+    from omnistudio.server.app import ServerState
 
-def start_engine(config: ServerConfig, state: Any, server: Any) -> None:
+
+class Stoppable(Protocol):
+    """The ASGI server (uvicorn's, or a Ray replica's stand-in): told to exit when the engine cannot start."""
+
+    should_exit: bool
+
+
+def start_engine(config: ServerConfig, state: ServerState, server: Stoppable) -> None:
     """Load, warm up, then publish the link (the routes answer 503 until then)."""
     from omnistudio.console import status
     from omnistudio.protocol import DEFAULT_VOICE

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from types import SimpleNamespace
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -27,6 +28,12 @@ from omnistudio.server import encode, jobs
 from omnistudio.server.admission import Busy
 from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd, SentenceStart, TakeRun
 from omnistudio.server.timestamps import sentence_time
+from omnistudio.take.link import PrepareEvent
+from omnistudio.voices.resolve import VoiceRef
+
+if TYPE_CHECKING:
+    from omnistudio.server.app import ServerState
+    from omnistudio.server.scheduler import BatchingLink
 
 REQUEST_TIMEOUT_S = 30.0  # for the first message
 POLICY_VIOLATION = 1008
@@ -70,13 +77,13 @@ async def _listen(ws: WebSocket, run: TakeRun) -> None:
     run.cancel.set()
 
 
-async def _prepare(ws: WebSocket, shared: Any, voices: list[tuple[Any, str]]) -> None:
+async def _prepare(ws: WebSocket, shared: BatchingLink, voices: list[tuple[VoiceRef, str]]) -> None:
     """Resolve ``voices`` on the engine worker, a ``prepare`` frame per step; ``prepared`` at the end."""
     loop = asyncio.get_running_loop()
     frames: asyncio.Queue[wire.WsPrepareStep] = asyncio.Queue()
     cancel = threading.Event()
 
-    def progress(event: Any) -> None:
+    def progress(event: PrepareEvent) -> None:
         step = wire.WsPrepareStep(done=event.done, total=event.total, voice=event.voice, lang=event.lang,
                                   action=event.action)
         loop.call_soon_threadsafe(frames.put_nowait, step)
@@ -112,7 +119,8 @@ def _error(exc: BaseException) -> wire.WsError:
     return wire.WsError(message=message, status=400 if isinstance(exc, UserError) else getattr(exc, "status", 503))
 
 
-async def serve_session(ws: WebSocket, state: Any, link: Any, finish: Any) -> None:
+async def serve_session(ws: WebSocket, state: ServerState, link: Callable[[], BatchingLink],
+                        finish: Callable[[TakeRun], None]) -> None:
     await ws.accept()
     try:
         req = await _request(ws)

@@ -21,6 +21,7 @@ from omnistudio.take.result import TakeResult
 from omnistudio.take.stream import Chunk
 
 if TYPE_CHECKING:
+    from omnistudio.take.options import TakeOptions
     from omnistudio.audio.finishing import FinishedRender, FinishingOptions
     from omnistudio.audio.player import Player
     from omnistudio.captions.formats import CaptionOptions
@@ -38,6 +39,10 @@ class TakeView(Protocol):
 
     @property
     def finishing(self) -> FinishingOptions: ...
+
+    @property
+    def options(self) -> TakeOptions: ...
+
 
 SPOOL_BLOCK = 1 << 18  # frames read back from a take's disk spool at a time (about 11 s, 1 MB)
 
