@@ -51,14 +51,18 @@ def test_a_waiting_command_stops_the_finishing_pass_at_once() -> None:
 def test_a_background_wake_up_preempts_nothing_a_users_command_does() -> None:
     """The flag the strip's pass and the background builds check: the builds' own wake-up command (put by
     the UI when the script changes) is not a reason to give up; a play, export or takes command is."""
-    import queue
+    from pathlib import Path
 
+    from omnistudio.studio import commands as cmd
     from omnistudio.studio.prebuild import Preempted
+    from omnistudio.take.options import TakeOptions
 
-    commands: queue.Queue[tuple[str, tuple[object, ...]]] = queue.Queue()
+    commands = cmd.CommandQueue()
     flag = Preempted(commands)
     assert not flag.is_set()
-    commands.put(("prebuild", ()))
+    commands.put(cmd.Prebuild())
     assert not flag.is_set()
-    commands.put(("export", ()))
+    commands.put(cmd.Export((), Path("x.wav"), TakeOptions(), None, None))
     assert flag.is_set()
+    assert isinstance(commands.get(), cmd.Prebuild) and flag.is_set()  # the export still waits
+    assert isinstance(commands.get(), cmd.Export) and not flag.is_set()  # taken: nothing waits
