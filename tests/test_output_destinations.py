@@ -26,6 +26,13 @@ from support.cli import one_line_error
 TINY = ["--model", "tiny", "--device", "cpu", "--num-step", "2"]
 
 
+@pytest.fixture(autouse=True)
+def shared_engine(monkeypatch: pytest.MonkeyPatch, tiny_engine: Any) -> None:
+    """The commands render on the session's tiny engine (loaded once) instead of loading their own: what is
+    tested here is where the files go."""
+    monkeypatch.setattr("omnistudio.voices.session.open_engine", lambda config, progress=None: tiny_engine)
+
+
 def say(out: Path | str, ref_wav: Path, *extra: str) -> list[str]:
     return ["say", "Good evening.", "-o", str(out), "--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, *TINY,
             *extra]
