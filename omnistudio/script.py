@@ -13,6 +13,11 @@ for that line and the lines after it. ``[name]`` keeps the current language,
 ``xx``. OmniVoice's own inline non-verbal tags (``[laughter]``, ``[sigh]``,
 ...) are text, not speaker tags. All tag syntax is parsed by :func:`parse_tag`.
 
+A story (a news item: a chapter of a podcast file, a region of a Broadcast Wave) starts at a heading
+line, ``# Weather`` (one to six ``#`` and a space), or at a ``[story Weather]`` tag at the start of a
+line (the rest of the line is its first text); its sentences carry its name until the next one. A
+heading is not spoken.
+
 ``[pause 0.6]`` (seconds; also ``[pause 600ms]``, ``[pause 0,6]``; ``[pause]`` alone is
 :data:`DEFAULT_PAUSE_S`) anywhere in a line ends the sentence before it and puts exactly that much
 silence after it (pauses in a row add up), instead of the pause the line layout would give.
@@ -51,6 +56,8 @@ PAUSE_RE = re.compile(r"\[\s*pause\b([^\[\]\n]*)\]", re.IGNORECASE)
 PAUSE_VALUE_RE = re.compile(r"^[\s:=]*(?P<value>\d+(?:[.,]\d+)?)?\s*(?P<unit>ms|s)?\s*$", re.IGNORECASE)
 DEFAULT_PAUSE_S = 0.5
 MAX_PAUSE_S = 10.0
+STORY_RE = re.compile(r"^\s*(?:\[\s*story\b(?P<tag>[^\[\]\n]*)\]|#{1,6}[ \t]+(?P<head>\S.*))", re.IGNORECASE)
+MAX_STORY_CHARS = 200
 SPEAKER_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
 # Words that do not end a sentence when followed by a full stop (lower case, without the dot).
@@ -116,6 +123,7 @@ class Sentence:
     pause_s: float | None = None  # the silence after it a ``[pause]`` asked for (None: the layout's)
     start: int = 0  # where it is written in the script text: [start, end) (spaces as typed)
     end: int = 0
+    story: str | None = None  # the story it belongs to (``# Weather``, ``[story Weather]``); None: none
 
 
 @dataclass(frozen=True)
@@ -207,6 +215,20 @@ def check_line(raw: str, tag: Tag | None, body: str, line: int) -> None:
 
 def _short(text: str, limit: int = 30) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def split_story(line_text: str, line: int) -> tuple[str | None, int]:
+    """A story a line starts (a ``# heading`` or a leading ``[story NAME]``) and where its text starts
+    (the line's end for a heading: it is not spoken); ``(None, 0)`` for any other line."""
+    match = STORY_RE.match(line_text)
+    if match is None:
+        return None, 0
+    name = " ".join((match["head"] if match["head"] is not None else match["tag"].lstrip(" :=")).split())
+    if not name:
+        raise UserError(f"line {line}: a story needs a name, e.g. [story Weather] or # Weather")
+    if len(name) > MAX_STORY_CHARS:
+        raise UserError(f"line {line}: a story's name is {len(name)} characters; the limit is {MAX_STORY_CHARS}")
+    return name, (len(line_text) if match["head"] is not None else match.end())
 
 
 def split_tag(line_text: str, line: int) -> tuple[Tag | None, str]:
@@ -344,12 +366,16 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
     known = {s.lower() for s in speakers} if speakers is not None else None
     speaker: str | None = None
     blend: Blend | None = None
+    story: str | None = None
     current = default_lang
     sentences: list[Sentence] = []
     line_start, cursor = 0, 0  # where the line starts in ``text``; where the last sentence ended
     for number, raw in enumerate(text.splitlines(keepends=True), start=1):
         at, line_start = line_start, line_start + len(raw)
-        raw = raw.splitlines()[0]  # without its line ending (any that splitlines knows)
+        raw = raw.splitlines()[0] if raw else raw  # without its line ending (any that splitlines knows)
+        named, skip = split_story(raw, number)
+        if named is not None:
+            story, raw, at = named, raw[skip:], at + skip
         tag, body = split_tag(raw, number)
         check_line(raw, tag, PAUSE_RE.sub(" ", body).strip(), number)
         if tag is not None:
@@ -365,7 +391,7 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
                 start, end = _locate(text, sentence, max(cursor, at))
                 cursor = end
                 sentences.append(Sentence(len(sentences), sentence, speaker, current, number, blend,
-                                          start=start, end=end))
+                                          start=start, end=end, story=story))
             if pause is not None:
                 if not sentences:
                     raise UserError(f"line {number}: a pause before the first sentence: put [pause] after some text")
@@ -422,4 +448,4 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
 
 __all__ = ["Blend", "DEFAULT_PAUSE_S", "LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts",
            "check_script_size", "cut_long",
-           "parse_pause", "parse_script", "parse_tag", "read_script", "split_sentences", "split_tag"]
+           "parse_pause", "parse_script", "parse_tag", "read_script", "split_sentences", "split_story", "split_tag"]

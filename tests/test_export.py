@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from omnistudio.audio.export import check_target_lufs, check_true_peak, write_audio
+from omnistudio.audio.export import check_target_lufs, check_true_peak
+from omnistudio.audio.writer import write_audio
 from omnistudio.audio.finishing import FinishingOptions, finish_pcm, finish_render
 from omnistudio.audio.loudness import analyze_file, measure
 from omnistudio.commands.flags.finishing import add_finishing_options, finishing_options
@@ -107,8 +108,8 @@ def test_presets_and_options_from_argparse() -> None:
 
 
 def test_unknown_extension(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="unknown output extension '.mp3'"):
-        finish_render([(speechlike(1.0), 0.0)], SR, tmp_path / "x.mp3")
+    with pytest.raises(UserError, match=r"unknown output extension '.opus'.*use .wav, .flac, .mp3 or .m4a"):
+        finish_render([(speechlike(1.0), 0.0)], SR, tmp_path / "x.opus")
     with pytest.raises(UserError, match="unknown output extension"):
         write_audio(tmp_path / "x.ogg", np.zeros(10, dtype=np.float32), SR)
 
@@ -117,7 +118,7 @@ CHILD = textwrap.dedent("""
     import os, sys, time
     import numpy as np
     from pathlib import Path
-    from omnistudio.audio.export import write_audio
+    from omnistudio.audio.writer import write_audio
 
     def stalled_fsync(fd):  # the samples are in the temp file; hold the export open until killed
         print("writing", flush=True)

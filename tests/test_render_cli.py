@@ -107,7 +107,7 @@ def test_bad_scripts_are_one_clear_error(name: str, content: str | bytes, messag
     (["-o", "{tmp}/missing-dir/out.wav"], "does not exist"),
     (["-o", "{tmp}/script.txt/out.wav"], "does not exist"),
     (["-o", "{tmp}"], "unknown output extension"),
-    (["-o", "{tmp}/out.mp3"], "unknown output extension"),
+    (["-o", "{tmp}/out.ogg"], "unknown output extension"),
     ([], "nothing to do"),
     (["-o", "{tmp}/out.wav", "--voice", "ruby"], "either --voice or --ref-audio"),
 ])

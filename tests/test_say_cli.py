@@ -120,14 +120,14 @@ def test_unwritable_output(tmp_path: Path, ref_wav: Path, capsys: pytest.Capture
     # /proc refuses new files even to root; chmod alone would not stop root (CI runs as root).
     cases = {Path("/proc/omnistudio-out.wav"): "output folder /proc is not writable",
              tmp_path / "no-such-dir" / "out.wav": f"output folder {tmp_path / 'no-such-dir'} does not exist",
-             tmp_path / "out.mp3": f"unknown output extension '.mp3' for {tmp_path / 'out.mp3'}",
+             tmp_path / "out.ogg": f"unknown output extension '.ogg' for {tmp_path / 'out.ogg'}",
              tmp_path: f"unknown output extension '(none)' for {tmp_path}"}
     for out, message in cases.items():
         rc = say(["--ref-audio", str(ref_wav), "--ref-text", REF_TEXT, "Hello.", "-o", str(out)])
         err = capsys.readouterr().err.strip()
         assert rc == 2 and err.startswith("omnistudio: error:") and "\n" not in err, err
         assert message in err, err
-    assert not (tmp_path / "out.mp3").exists()
+    assert not (tmp_path / "out.ogg").exists()
 
 
 def test_model_directory_missing_files(tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture) -> None:

@@ -230,7 +230,7 @@ def test_say_follows_the_seed_policy(tiny_engine: Any, ref_wav: Path, tmp_path: 
         5, "Good evening.", voice.key(), "en"))], TakeOptions(num_step=3))[0]
     said, _sr = sf.read(str(out), dtype="float32")
     expected = tmp_path / "expected.wav"
-    from omnistudio.audio.export import write_audio
+    from omnistudio.audio.writer import write_audio
 
     write_audio(expected, rendered.pcm, 24_000)
     assert np.array_equal(said, sf.read(str(expected), dtype="float32")[0])

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from omnistudio.checks import check_number
 from omnistudio.errors import UserError
 
-FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24")}
+FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24"), ".mp3": ("MP3", "LAME"), ".m4a": ("M4A", "AAC")}
 PROJECT_SUFFIX = ".omniproj"  # a project folder (omnistudio.projects): never written into by an output
 STDOUT = "-"
 
@@ -89,7 +89,7 @@ def check_output_path(path: Path) -> str:
     if not suffix and (str(path) == STDOUT or stat.S_ISFIFO(_mode(path)) or stat.S_ISCHR(_mode(path))):
         suffix = ".wav"  # a stream without an extension: WAV
     if suffix not in FORMATS:
-        raise UserError(f"unknown output extension '{path.suffix or '(none)'}' for {path}: use .wav or .flac")
+        raise UserError(f"unknown output extension '{path.suffix or '(none)'}' for {path}: use .wav, .flac, .mp3 or .m4a")
     check_writable_path(path)
     return suffix
 
@@ -301,89 +301,6 @@ def as_pcm24(pcm: np.ndarray) -> NDArray[np.float32]:
     return (np.clip(np.round(data * scale), -scale, scale - 1) / scale).astype(np.float32)
 
 
-def write_audio(path: Path, pcm: np.ndarray, sample_rate: int) -> None:
-    """Write mono float32 PCM as WAV (float) or FLAC (24-bit), atomically."""
-    suffix = check_output_path(path)
-    data = np.asarray(pcm, dtype=np.float32)
-    if not np.all(np.isfinite(data)):
-        raise UserError("refusing to write audio containing NaN or infinite samples")
-    atomic_write_bytes(path, lambda tmp: _write_samples(tmp, data, sample_rate, suffix), suffix=suffix)
-
-
-def _write_samples(tmp: Path, data: np.ndarray, sample_rate: int, suffix: str) -> None:
-    with AudioWriter(tmp, sample_rate, suffix) as writer:
-        writer.write(data)
-
-
-class AudioWriter:
-    """Mono float32 blocks to a WAV (32-bit float, the same bytes as scipy's ``wavfile.write``: no
-    PEAK chunk with a timestamp, so the same samples give the same file) or FLAC (24-bit) file."""
-
-    def __init__(self, path: Path, sample_rate: int, suffix: str) -> None:
-        self.path, self.sample_rate, self.frames = Path(path), int(sample_rate), 0
-        self._wav = FORMATS[suffix][0] == "WAV"
-        if self._wav:
-            self._fh: Any = open(self.path, "wb")  # noqa: SIM115
-            self._fh.write(self._wav_header(0))
-        else:
-            import soundfile as sf
-
-            self._fh = sf.SoundFile(str(self.path), "w", self.sample_rate, 1, FORMATS[suffix][1], format="FLAC")
-
-    def _wav_header(self, frames: int) -> bytes:
-        import struct
-
-        data = frames * 4
-        return (b"RIFF" + struct.pack("<I", 50 + data) + b"WAVE" + b"fmt " +
-                struct.pack("<IHHIIHHH", 18, 3, 1, self.sample_rate, self.sample_rate * 4, 4, 32, 0) +
-                b"fact" + struct.pack("<II", 4, frames) + b"data" + struct.pack("<I", data))
-
-    def write(self, block: np.ndarray) -> None:
-        data = np.ascontiguousarray(block, dtype="<f4").ravel()
-        try:
-            if self._wav:
-                self._fh.write(data.tobytes())
-            else:
-                self._fh.write(data)
-        except RuntimeError as exc:  # libsndfile says only "System error." for a full disk
-            raise _os_error_of(exc, self.path) from None
-        self.frames += data.size
-
-    def close(self) -> None:
-        try:
-            if self._wav:
-                self._fh.seek(0)
-                self._fh.write(self._wav_header(self.frames))
-            self._fh.close()
-        except RuntimeError as exc:
-            raise _os_error_of(exc, self.path) from None
-
-    def __enter__(self) -> AudioWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if exc[0] is None:
-            self.close()
-        else:
-            try:
-                self._fh.close()
-            except Exception:  # noqa: BLE001 - the first error is the one to report
-                pass
-
-
-def _os_error_of(exc: BaseException, path: Path) -> BaseException:
-    """libsndfile's "System error." as the OSError it hides (a full disk, most often)."""
-    import errno
-    import shutil
-
-    try:
-        if shutil.disk_usage(path.parent).free < (1 << 20):
-            return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    except OSError:
-        pass
-    return OSError(errno.EIO, f"cannot write audio ({exc})", str(path))
-
-
 def json_writer(payload: dict[str, Any]) -> Callable[[Path], object]:
     return lambda tmp: tmp.write_text(json.dumps(payload, indent=2) + "\n")
 
@@ -396,8 +313,16 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
 # --- loudness normalisation -------------------------------------------------------------------
 
 TARGET_LUFS = -23.0  # EBU R128
-PRESETS = {"ebu": -23.0, "podcast": -16.0, "streaming": -14.0}
 TRUE_PEAK_DBTP = -1.0
+
+
+def _presets() -> dict[str, float]:
+    from omnistudio.audio.profiles import RULES
+
+    return {key: rule.target_lufs for key, rule in RULES.items()}
+
+
+PRESETS = _presets()  # a profile's name as a target (--target-lufs ebu): the rules' table (audio/profiles.py)
 
 
 def check_target_lufs(value: Any) -> float:

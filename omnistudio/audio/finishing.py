@@ -19,19 +19,21 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
 from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, SentenceSpan, Stitcher, chunk_fields
-from omnistudio.audio.export import (TARGET_LUFS, TRUE_PEAK_DBTP, AudioWriter, check_output_path, json_writer,
-                                     sidecar_path)
+from omnistudio.audio.bwf import Broadcast, LoudnessFields, Marker
+from omnistudio.audio.export import TARGET_LUFS, TRUE_PEAK_DBTP, check_output_path, json_writer, sidecar_path
 
 if TYPE_CHECKING:
     from omnistudio.audio.loudness import LoudnessReport
+    from omnistudio.audio.profiles import LoudnessRule
     from omnistudio.audio.spool import PcmSpool
+    from omnistudio.audio.writer import AudioWriter
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,19 @@ class FinishingOptions:
     crossfade_ms: float = 8.0
     shm_name: str | None = None
     seed: int = 0
+    profile: str | None = None  # the loudness rule it is made to (audio/profiles.py); None: its figures alone
+
+    def rule(self) -> LoudnessRule:
+        """The rule a delivery is checked against: the profile's tolerance, with this target and ceiling
+        (``--target-lufs``/``--true-peak`` override a profile's figures); no profile: EBU R128's tolerance."""
+        from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
+
+        base = RULES[self.profile or DEFAULT_PROFILE]
+        if (base.target_lufs, base.true_peak_dbtp) == (self.target_lufs, self.true_peak_db):
+            return base
+        return replace(base, key=self.profile or "custom", name=f"{base.name if self.profile else 'Custom'} "
+                       f"({self.target_lufs:g} LUFS, {self.true_peak_db:g} dBTP)", target_lufs=self.target_lufs,
+                       true_peak_dbtp=self.true_peak_db)
 
 
 @dataclass
@@ -61,11 +76,19 @@ class ExtraOutputs:
     """What a file's finishing writes besides the audio and its sidecar, once the sentences' exact
     spans are known (the captions): ``sentences``, fields added to each sidecar ``sentences`` entry
     (by position, e.g. its ``words``); ``files``, ``(path, write(tmp))`` staged with the audio and
-    renamed together with it; ``sidecar``, fields added to the sidecar's top level."""
+    renamed together with it; ``sidecar``, fields added to the sidecar's top level; ``broadcast``, what the
+    file says about itself (``bext``, iXML, markers, tags, chapters; None: markers named by number)."""
 
     sentences: list[dict[str, Any]] = field(default_factory=list)
     files: list[tuple[Path, Callable[[Path], object]]] = field(default_factory=list)
     sidecar: dict[str, Any] = field(default_factory=dict)
+    broadcast: Broadcast | None = None
+
+
+def numbered_markers(spans: Sequence[SentenceSpan]) -> Broadcast:
+    """What a file with nothing known of its text says: a marker per sentence, named by its number."""
+    return Broadcast(description="OmniStudio render",
+                     markers=tuple(Marker(s.start_s, f"Sentence {s.index + 1}") for s in spans))
 
 
 Extras = Callable[[Sequence[SentenceSpan]], ExtraOutputs]
@@ -117,8 +140,11 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     ``take``: the take's options (base seed, steps, guidance, speed, batch, language, default voice).
     ``source``: what the audio was made from (script hash, voice, model, seed...), stored as is.
     ``extra(spans)``: what else to write once the sentences' spans are known (:class:`ExtraOutputs`:
-    the captions); its files are staged after the audio and renamed with it, before the sidecar.
+    the captions, what the file says about itself); its files are staged after the audio and renamed with
+    it, before the sidecar. The loudness the writing pass measures goes into the file (``bext`` v2, tags).
     """
+    from omnistudio.audio.writer import AudioWriter
+
     from omnistudio.audio.export import commit, destination, discard, finished_sidecar, stage
     from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
 
@@ -138,13 +164,16 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
                                                lambda fh: _write_pass(speech, plan, sample_rate, options, None, fh))
                 staged.append((shm_tmp, shm_path))
 
+            more = extra(list(stitcher.spans)) if extra is not None and not stream else ExtraOutputs()
+            info = more.broadcast or numbered_markers(stitcher.spans)
+
             def write(tmp: Path) -> None:
-                with AudioWriter(tmp, sample_rate, suffix) as writer:
+                with AudioWriter(tmp, sample_rate, suffix, info) as writer:
                     _write_pass(speech, plan, sample_rate, options, writer, None, final)
+                    writer.loudness = LoudnessFields.of(final.report())
 
             staged.append((stage(output, write, suffix), output))
             audio_bytes = staged[-1][0].stat().st_size
-            more = extra(list(stitcher.spans)) if extra is not None and not stream else ExtraOutputs()
             for path, writer in more.files:
                 staged.append((stage(path, writer, path.suffix), path))
             settings = {**asdict(options), "gain_db": plan.gain_db, "limited": plan.limited,

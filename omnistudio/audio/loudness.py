@@ -207,7 +207,12 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     try:
         data, rate = sf.read(str(path), dtype="float32", always_2d=False)
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
-        raise UserError(f"{path} is not a readable audio file ({first_line(exc)})") from None
+        from omnistudio.audio.decode import decode_av
+
+        try:  # M4A/AAC and the rest FFmpeg reads
+            data, rate = decode_av(path)
+        except ValueError:
+            raise UserError(f"{path} is not a readable audio file ({first_line(exc)})") from None
     if data.shape[0] == 0:
         raise UserError(f"{path} holds no audio frames")
     bad = ~np.isfinite(data)

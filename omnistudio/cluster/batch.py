@@ -62,7 +62,8 @@ class RenderSpec:
         is in it as what it changes: the digest of the script's spoken sentences (an entry for a word
         the script does not hold leaves the script done)."""
         options = {k: v for k, v in asdict(self.options).items() if k not in ("voice", "finishing", "lexicon")}
-        finishing = {k: v for k, v in asdict(self.options.finishing).items() if k != "shm_name"}
+        finishing = {k: v for k, v in asdict(self.options.finishing).items()
+                     if k != "shm_name" and not (k == "profile" and v is None)}  # a batch from before profiles
         engine = self.engine
         return {"script_sha256": script_sha256, "spoken_sha256": spoken_sha256, "voice": self.voice_key(),
                 "model": engine.model, "device": engine.device, "dtype": engine.dtype, "threads": self.threads,

@@ -1,4 +1,6 @@
-"""`omnistudio analyze FILE [--json]`: every loudness figure of an audio file (BS.1770-4 / EBU R128)."""
+"""`omnistudio analyze FILE [--profile RULE] [--report OUT.html] [--json] [--strict]`: every loudness figure
+of an audio file (BS.1770-4 / EBU R128), whether it meets a loudness rule, what its Broadcast Wave chunks
+say, and a report page with the loudness plot and a row per story and sentence."""
 
 from __future__ import annotations
 
@@ -26,17 +28,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mono-as", choices=["dual-mono", "mono"], default="dual-mono",
                    help="how a mono file is measured (default dual-mono: as played on two loudspeakers; "
                         "mono reads 3.01 LU lower)")
+    p.add_argument("--profile", default="ebu", metavar="RULE",
+                   help="the loudness rule to check against: ebu, atsc, podcast or streaming (default ebu)")
+    p.add_argument("--report", type=Path, default=None, metavar="OUT.html",
+                   help="also write the compliance report: verdict, figures, loudness plot, a row per story "
+                        "and sentence (from the file's sidecar or its cue markers)")
+    p.add_argument("--strict", action="store_true", help="exit with status 3 when the file fails the rule")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.loudness import analyze_file
+    from omnistudio.audio.profiles import check_profile
+    from omnistudio.take.qc import check_file, write_report
 
-    report = analyze_file(args.file, mono_as=args.mono_as)
+    rule = check_profile(args.profile)
+    if args.report is not None:
+        from omnistudio.audio.export import check_writable_path
+
+        if args.report.suffix.lower() not in (".html", ".htm"):
+            raise_usage(f"--report {args.report}: the report is an HTML page: name it .html")
+        check_writable_path(args.report)
+    check = check_file(args.file, rule, args.mono_as)
+    report, verdict = check.compliance.report, check.compliance.verdict
+    if args.report is not None:
+        write_report(check, args.report)
     note = SILENT_NOTE if not math.isfinite(report.integrated_lufs) else None
     if args.json:
-        print(json.dumps({"file": str(args.file), **report.as_dict(), **({"note": note} if note else {})}))
-        return 0
+        print(json.dumps({"file": str(args.file), **report.as_dict(), **{k: v for k, v in check.as_dict().items() if k != "loudness"}, **({"note": note} if note else {}),
+                          **({"report": str(args.report)} if args.report is not None else {})}))
+        return 3 if args.strict and not verdict.passed else 0
     print(f"{args.file}: {report.duration_s:.2f} s, {report.sample_rate} Hz, {report.channels} ch, "
           f"measured as {report.channel_mode}")
     values = report.as_dict()
@@ -46,4 +66,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {label:<24} {shown:>7} {unit}")
     if note:
         print(f"  note: {note}")
-    return 0
+    rule = verdict.rule
+    why = [] if verdict.passed else (["loudness outside the tolerance"] if not verdict.loudness_ok else []) + (
+        ["true peak over the ceiling"] if not verdict.true_peak_ok else [])
+    print(f"  {rule.name}: {'PASS' if verdict.passed else 'FAIL'} ({rule.target_lufs:g} LUFS ± {rule.tolerance_lu:g} LU, "
+          f"true peak <= {rule.true_peak_dbtp:g} dBTP){': ' + ', '.join(why) if why else ''}")
+    back = check.broadcast
+    if back.loudness:
+        shown = ", ".join(f"{key} {'unset' if value is None else f'{value:g}'}" for key, value in back.loudness.items())
+        print(f"  bext: {back.originator or '?'}: {back.description or '(no description)'}; {shown}")
+    if back.markers:
+        print(f"  markers: {sum(m.end_s is None for m in back.markers)} sentences, "
+              f"{sum(m.end_s is not None for m in back.markers)} stories")
+    if args.report is not None:
+        print(f"  report: {args.report}")
+    return 3 if args.strict and not verdict.passed else 0
+
+
+def raise_usage(message: str) -> None:
+    from omnistudio.errors import UserError
+
+    raise UserError(message)

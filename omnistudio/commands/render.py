@@ -23,7 +23,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
     p.add_argument("scripts", type=Path, nargs="+", metavar="SCRIPT", help="UTF-8 script: one paragraph per "
                    "line, optional [anchor] or [anchor:lang] tags at line starts (several with --ray)")
-    p.add_argument("-o", "--output", type=Path, help="output .wav or .flac (written only if every sentence renders)")
+    p.add_argument("-o", "--output", type=Path, help="output .wav (Broadcast Wave), .flac, .mp3 or .m4a (written "
+                   "only if every sentence renders)")
+    p.add_argument("--report", action="store_true", help="also write NAME.report.html beside the output: the "
+                   "loudness rule's verdict (--profile), figures, loudness plot, a row per story and sentence")
     p.add_argument("--voice", help="anchor id for lines without a speaker tag")
     p.add_argument("--ref-audio", type=Path, help="reference recording for lines without a speaker tag")
     p.add_argument("--ref-text", help="exact transcript of --ref-audio")
@@ -96,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
     if args.ray or args.out_dir is not None:
         from omnistudio.commands.render_ray import run_batch
 
+        if args.report:
+            raise UserError("--report writes one script's report: render -o OUT.wav --report, or run "
+                            "omnistudio analyze FILE --report OUT.html on each file of the batch")
         return run_batch(args, captions)
     if len(args.scripts) > 1:
         raise UserError("several scripts render with --out-dir DIR --ray")
@@ -107,15 +113,22 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.voices.roster import recording_inputs
 
         check_output_path(args.output)
-        check_stream_output(args.output, prints_json=args.json, beside="--captions" if captions is not None else "")
+        check_stream_output(args.output, prints_json=args.json,
+                            beside="--captions" if captions is not None else ("--report" if args.report else ""))
         inputs = {"the script": args.script, "the reference recording": args.ref_audio, **recording_inputs()}
         check_not_input(args.output, inputs)
         if captions is not None:
             from omnistudio.take.captions import caption_paths, check_caption_paths
 
             check_caption_paths(caption_paths(args.output, captions.formats), inputs)
+        if args.report:
+            from omnistudio.take.qc import report_path
+
+            check_not_input(report_path(args.output), inputs, sidecar=False)
     elif captions is not None:
         raise UserError("--captions writes beside the audio: give -o OUT.wav")
+    elif args.report:
+        raise UserError("--report writes beside the audio: give -o OUT.wav")
     text = read_script(args.script)
     script, options = plan_script(args, text, take_options(args))  # every check first
     from omnistudio.flags.engine import check_link_args
@@ -125,7 +138,10 @@ def run(args: argparse.Namespace) -> int:
     if wanted(args):
         from omnistudio.commands import render_takes
 
-        return render_takes.run(args, text, script, options)
+        code = render_takes.run(args, text, script, options)
+        if code == 0 and args.report:
+            _report(args, options.finishing)
+        return code
 
     player = _open_player(args, SAMPLE_RATE) if args.play else None
     if player is not None:
@@ -135,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if player is not None:
             player.close()
+    if args.report:
+        result["report"] = _report(args, options.finishing, quiet=args.json)
     if args.json:
         print(json.dumps({"output": str(args.output) if args.output else None, **result}))
     return 0
@@ -157,7 +175,10 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, ca
         link = open_link(args, progress=update)  # the model here, or the server's (--server)
     take = build_take(link, script, options)
     sinks: list[Any] = []
-    files = FileSink(args.output, captions=captions, hearer=hearer) if args.output is not None else None
+    from omnistudio.take.delivery import Delivery
+
+    named = Delivery(title=args.script.stem if str(args.script) != "-" else "")
+    files = FileSink(args.output, captions=captions, hearer=hearer, delivery=named) if args.output is not None else None
     if player is not None:
         sinks.append(PlayerSink(player, drain=True))
     if files is not None:
@@ -193,3 +214,19 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, ca
                    shm=str(finished.shm_path) if finished.shm_path else None,
                    captions=finished.sidecar.get("captions", {}).get("files"))
     return out
+
+
+def _report(args: argparse.Namespace, finishing: Any, quiet: bool = False) -> dict[str, Any]:
+    """The compliance report of the written file, beside it (the rule: --profile with the targets used)."""
+    from omnistudio.console import err_console
+    from omnistudio.take.qc import check_file, report_path, write_report
+
+    check = check_file(args.output, finishing.rule())
+    path = write_report(check, report_path(args.output))
+    verdict = check.compliance.verdict
+    if not quiet:
+        err_console.print(f"{verdict.rule.name}: {'PASS' if verdict.passed else 'FAIL'} "
+                          f"({check.compliance.report.integrated_lufs:.1f} LUFS, "
+                          f"{check.compliance.report.true_peak_dbtp:.1f} dBTP); report: {path}",
+                          markup=False, highlight=False, soft_wrap=True)
+    return {"path": str(path), **verdict.as_dict()}

@@ -32,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output, write_audio
+    from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output
+    from omnistudio.audio.writer import write_audio
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
     from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
     from omnistudio.console import status

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import UserError
+from omnistudio.take.delivery import Delivery
 from omnistudio.take.link import EngineLink, LinkInfo, Rendered, VoiceList, WholeGroupLink
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
@@ -97,6 +98,17 @@ def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeO
     return Take(link, use_chosen(project, planned, options, link, cache), options, cache, base_seed=options.seed)
 
 
+def project_delivery(project: Project | None) -> Delivery:
+    """What a file of ``project``'s takes is called (its project and title: the project's name) and what
+    rendered them (the engine its chosen takes recorded, when they all name one; else none is named)."""
+    if project is None:
+        return Delivery()
+    name = project.path.name.removesuffix(project.path.suffix)
+    engines = [line.chosen_take.engine for line in project.lines if line.chosen_take is not None]
+    common = engines[0] if engines and all(e == engines[0] for e in engines) else None
+    return Delivery(project=name, title=name, engine=dict(common or {}))
+
+
 def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions,
                  output: Path, captions: CaptionOptions | None = None,
                  hearer: Hearer | None = None) -> FinishedRender | None:
@@ -104,7 +116,7 @@ def write_chosen(project: Project, planned: list[PlannedSentence], options: Take
     caption files with it; ``hearer`` measures the words); the FinishedRender."""
     from omnistudio.take.sinks import FileSink
 
-    sink = FileSink(output, captions=captions, hearer=hearer)
+    sink = FileSink(output, captions=captions, hearer=hearer, delivery=project_delivery(project))
     chosen_take(project, planned, options).run([sink])
     return sink.finished
 

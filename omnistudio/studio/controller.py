@@ -482,7 +482,7 @@ class Studio:
             take = build_take(self.loaded_link(), sentences, options, self.cache, base_seed=base)
             take = self.takes.with_chosen(take)
             measuring = None if hearer is None else MeasuringHearer(hearer, len(take.sentences), self._set_state)
-            sink = FileSink(path, captions=captions, hearer=measuring)
+            sink = FileSink(path, captions=captions, hearer=measuring, delivery=self.takes.delivery())
             result = take.run([sink], progress=self._preparing, on_chunk=self._rendered)
         finally:
             self._set_state("ready")

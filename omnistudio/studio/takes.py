@@ -21,6 +21,7 @@ from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
 from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
 from omnistudio.projects.project import Project, open_or_create
 from omnistudio.projects.retake import pipeline_synth, regenerate
+from omnistudio.take.delivery import Delivery
 from omnistudio.take.pipeline import Take, TakeResult, build_take
 
 
@@ -106,6 +107,12 @@ class ProjectTakes:
                 self._undo(index)
             case _:
                 raise TypeError(f"not a project action: {action!r}")
+
+    def delivery(self) -> Delivery:
+        """What an export is called: the open project's name (none open: the take's own words)."""
+        from omnistudio.projects.chosen import project_delivery
+
+        return project_delivery(self.project)
 
     def with_chosen(self, take: Take) -> Take:
         """The same take, playing the chosen takes where the project has them."""

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from omnistudio.audio.bwf import Marker
+from omnistudio.audio.compliance import Segment
 from omnistudio.audio.export import sidecar_path
 from omnistudio.captions.timing import SentenceTiming, WordTime
 from omnistudio.errors import UserError
@@ -162,3 +164,36 @@ def _samples(audio: Path, span: Mapping[str, Any], rate: int) -> NDArray[np.floa
     data, _rate = sf.read(str(audio), start=int(float(span["start_s"]) * rate), stop=int(float(span["end_s"]) * rate),
                           dtype="float32", always_2d=True)
     return np.asarray(data.mean(axis=1), dtype=np.float32)
+
+
+def file_segments(audio: Path, duration: float, markers: Sequence[Marker] = ()) -> tuple[list[Segment], str]:
+    """The stories and sentences of a file for its compliance report, and where they come from: its
+    sidecar when one describes it (each sentence's span and text, its story), else the markers it holds
+    (``markers``: a Broadcast Wave's cues: points are sentences, regions stories), else none."""
+    sidecar, _unusable = _sidecar(audio, duration)
+    if sidecar is not None:
+        rows = {row.get("id"): row for row in sidecar["timings"]["sentences"] if isinstance(row, Mapping)}
+        sentences = [Segment("sentence", str(rows.get(span.get("id"), {}).get("text") or f"Sentence {k + 1}"),
+                             float(span["start_s"]), float(span["end_s"]))
+                     for k, span in enumerate(sidecar["sentences"])]
+        names = [rows.get(span.get("id"), {}).get("story") for span in sidecar["sentences"]]
+        stories: list[Segment] = []
+        for name, sentence in zip(names, sentences):
+            if name and stories and stories[-1].label == name and stories[-1].end_s <= sentence.start_s + 1e-6:
+                stories[-1] = replace(stories[-1], end_s=sentence.end_s)
+            elif name:
+                stories.append(Segment("story", str(name), sentence.start_s, sentence.end_s))
+        return _in_order(stories, sentences), f"the sidecar {sidecar_path(audio).name}"
+    if markers:
+        points = list(markers)
+        sentences = [Segment("sentence", m.label, m.start_s,
+                             next((n.start_s for n in points[k + 1:] if n.end_s is None), duration))
+                     for k, m in enumerate(points) if m.end_s is None]
+        stories = [Segment("story", m.label, m.start_s, m.end_s) for m in points if m.end_s is not None]
+        return _in_order(stories, sentences), "the file's cue markers"
+    return [], "none: the file has no sidecar and no markers"
+
+
+def _in_order(stories: Sequence[Segment], sentences: Sequence[Segment]) -> list[Segment]:
+    """Each story's row before the sentences it holds."""
+    return sorted([*stories, *sentences], key=lambda s: (s.start_s, s.kind != "story"))

@@ -52,6 +52,7 @@ class PlannedSentence:
     end: int = 0
     breath: bool = True  # False: the pause was asked for (``[pause]``) and stays silence
     spoken: str = ""
+    story: str | None = None  # the script's story (a chapter, a region of the delivered file)
 
     @property
     def said(self) -> str:
@@ -82,7 +83,8 @@ def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: 
         seed = sentence_seed(base, spoken, voice.key(), sentence.lang)
         planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed,
                                        pause, sentence.line, sentence.speaker,
-                                       sentence.start, sentence.end, breath, spoken))
+                                       sentence.start, sentence.end, breath, spoken,
+                                       getattr(sentence, "story", None)))
     if not planned:
         raise UserError("nothing to render")
     return planned

@@ -9,19 +9,22 @@ writes nothing). The server's network stream is one more sink.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from omnistudio.take.delivery import Delivery
 from omnistudio.take.link import EngineLink, link_record
 from omnistudio.take.result import TakeResult
 from omnistudio.take.stream import Chunk
 
 if TYPE_CHECKING:
     from omnistudio.take.options import TakeOptions
+    from omnistudio.audio.dsp import SentenceSpan
     from omnistudio.audio.finishing import FinishedRender, FinishingOptions
     from omnistudio.audio.player import Player
     from omnistudio.captions.formats import CaptionOptions
@@ -114,11 +117,13 @@ class FileSink(Sink):
     /dev/shm/NAME when the finishing options name one). Each sentence's ``words`` go in the sidecar;
     with ``captions``, the caption files (``NAME.srt``, ``NAME.vtt``) are written with the audio, all
     staged then renamed together; ``hearer`` (a speech model) measures the words where it can hear
-    them, else they are estimated. Nothing is written if the take fails."""
+    them, else they are estimated. The file says what it holds (a marker per sentence, a region per story,
+    chapters, loudness, iXML: :mod:`omnistudio.take.delivery`; ``delivery`` names its project, take and
+    title). Nothing is written if the take fails."""
 
     def __init__(self, path: Path, extra: dict[str, Any] | None = None, shm_root: Path | None = None,
                  source: dict[str, Any] | None = None, captions: CaptionOptions | None = None,
-                 hearer: Hearer | None = None) -> None:
+                 hearer: Hearer | None = None, delivery: Delivery | None = None) -> None:
         from omnistudio.audio.export import check_output_path
         from omnistudio.take.captions import caption_paths, check_caption_paths
 
@@ -131,6 +136,7 @@ class FileSink(Sink):
         self.extra = dict(extra or {})
         self.shm_root = shm_root
         self.source = source  # what the take was made from, kept in the sidecar (batch renders resume by it)
+        self.delivery = delivery or Delivery()
         self.finished: FinishedRender | None = None  # once written
         self._take: TakeView | None = None
 
@@ -138,18 +144,24 @@ class FileSink(Sink):
         self._take = take
 
     def end(self, result: TakeResult) -> None:
-        from omnistudio.audio.finishing import finish_render
+        from omnistudio.audio.finishing import ExtraOutputs, finish_render
         from omnistudio.take.captions import file_extras
+        from omnistudio.take.delivery import describe
 
         if self._take is None:
             raise ValueError("FileSink.end without begin")
         timings = {**result.timings(), **self.extra}
         engine = result.engine if result.engine is not None else link_record(getattr(self._take, "link", None))
+        captions = file_extras(result.sentences, result.chunks, result.sample_rate, self.path, self.captions,
+                               self.hearer, _lexicon(self._take))
+
+        def extra(spans: Sequence[SentenceSpan]) -> ExtraOutputs:
+            info = describe(result.sentences, spans, result.options, engine, self.source, self.delivery)
+            return replace(captions(spans), broadcast=info)
+
         self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
                                       timings=timings, shm_root=self.shm_root, engine=engine, source=self.source,
-                                      take=result.options or None,
-                                      extra=file_extras(result.sentences, result.chunks, result.sample_rate,
-                                                        self.path, self.captions, self.hearer, _lexicon(self._take)))
+                                      take=result.options or None, extra=extra)
 
 
 def _lexicon(take: TakeView) -> Lexicon | None:

@@ -94,7 +94,7 @@ class Chunk:
     def as_dict(self) -> dict[str, Any]:
         t = self.timings
         return {"id": self.sentence.id, "line": self.sentence.line, "speaker": self.sentence.speaker,
-                "lang": self.sentence.lang, "text": self.sentence.text,
+                "lang": self.sentence.lang, "text": self.sentence.text, "story": getattr(self.sentence, "story", None),
                 "spoken": getattr(self.sentence, "said", self.sentence.text), "steps": self.steps,
                 "render_s": round(t.wall_s, 4) if t else None, "audio_s": round(t.audio_s, 4) if t else None,
                 "rtf": round(t.rtf, 4) if t else None, "ready_s": round(self.ready_s, 4), "error": self.error}

@@ -1,4 +1,4 @@
-"""The CLI's finishing flags (``--target-lufs --true-peak --room-tone --breaths --shm``) as
+"""The CLI's finishing flags (``--profile --target-lufs --true-peak --room-tone --breaths --shm``) as
 :class:`~omnistudio.audio.finishing.FinishingOptions` (the core takes plain values)."""
 
 from __future__ import annotations
@@ -8,16 +8,22 @@ import argparse
 from omnistudio.audio.dsp import ROOM_TONE_DB
 from omnistudio.audio.export import PRESETS, TARGET_LUFS, TRUE_PEAK_DBTP, check_target_lufs, check_true_peak
 from omnistudio.audio.finishing import FinishingOptions
+from omnistudio.audio.profiles import RULES, check_profile
 
 
 def add_finishing_options(parser: argparse.ArgumentParser) -> None:
     """Add the finishing flags; values are checked by ``finishing_options(args)``."""
     group = parser.add_argument_group("finishing")
-    group.add_argument("--target-lufs", default=str(TARGET_LUFS), metavar="LUFS",
+    group.add_argument("--profile", default=None, metavar="RULE",
+                       help="the loudness rule to deliver to: " + ", ".join(
+                           f"{r.key} ({r.target_lufs:g} LUFS, {r.true_peak_dbtp:g} dBTP)" for r in RULES.values())
+                       + "; --target-lufs and --true-peak override its figures (default ebu)")
+    group.add_argument("--target-lufs", default=None, metavar="LUFS",
                        help=f"integrated loudness target, -70..0 or a preset "
-                            f"({', '.join(f'{k} {v:g}' for k, v in PRESETS.items())}); default {TARGET_LUFS:g}")
-    group.add_argument("--true-peak", default=str(TRUE_PEAK_DBTP), metavar="DBTP",
-                       help=f"true-peak ceiling in dBTP (default {TRUE_PEAK_DBTP:g})")
+                            f"({', '.join(f'{k} {v:g}' for k, v in PRESETS.items())}); default the profile's, "
+                            f"{TARGET_LUFS:g}")
+    group.add_argument("--true-peak", default=None, metavar="DBTP",
+                       help=f"true-peak ceiling in dBTP (default the profile's, {TRUE_PEAK_DBTP:g})")
     group.add_argument("--room-tone", action=argparse.BooleanOptionalAction, default=True,
                        help=f"pink comfort noise at {ROOM_TONE_DB:g} dBFS under the audio (default on)")
     group.add_argument("--breaths", action=argparse.BooleanOptionalAction, default=True,
@@ -35,8 +41,12 @@ def finishing_options(args: argparse.Namespace) -> FinishingOptions:
         from omnistudio.audio.shm import check_shm_target
 
         check_shm_target(check_shm_name(shm))  # a directory there, or no /dev/shm: before any work
+    profile = getattr(args, "profile", None)
+    rule = check_profile(profile) if profile is not None else None
+    target, ceiling = getattr(args, "target_lufs", None), getattr(args, "true_peak", None)
     return FinishingOptions(
-        target_lufs=check_target_lufs(getattr(args, "target_lufs", TARGET_LUFS)),
-        true_peak_db=check_true_peak(getattr(args, "true_peak", TRUE_PEAK_DBTP)),
+        target_lufs=check_target_lufs(target) if target is not None else (rule.target_lufs if rule else TARGET_LUFS),
+        true_peak_db=check_true_peak(ceiling) if ceiling is not None else (rule.true_peak_dbtp if rule
+                                                                           else TRUE_PEAK_DBTP),
         room_tone=bool(getattr(args, "room_tone", True)), breaths=bool(getattr(args, "breaths", True)),
-        shm_name=check_shm_name(shm) if shm is not None else None)
+        shm_name=check_shm_name(shm) if shm is not None else None, profile=rule.key if rule else None)

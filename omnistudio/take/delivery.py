@@ -1,0 +1,87 @@
+"""What a take's delivered file says about itself (:class:`~omnistudio.audio.bwf.Broadcast`), from the
+take's sentences, where they landed, its options and what rendered it.
+
+- a marker per sentence at its start, labelled with its first words; a region per story (the script's
+  ``# Weather`` or ``[story Weather]``) from its first sentence's start to its last one's end;
+- chapters at story starts, else at paragraph (script line) starts, titled by the story or the
+  paragraph's first words;
+- iXML's project (``Delivery.project``: a project's name, else the title), scene (the story when the
+  file holds one, else the title), take (``Delivery.take``, else the base seed) and the reproducibility
+  fields (voice, seed, steps, guidance, model, device, dtype, sampler, threads...).
+
+The title is the client's (``render``: the script's name), else the first story's, else the first words.
+Nothing here comes from the output's own name or the clock (beyond bext's date): the same take written
+to two paths gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from omnistudio.audio.bwf import Broadcast, Marker, label
+from omnistudio.audio.dsp import SentenceSpan
+
+ENGINE_FIELDS = ("model", "device", "dtype", "sampler", "threads", "quantize", "quantisation")
+TAKE_FIELDS = ("voice", "lang", "seed", "num_step", "guidance", "speed", "batch")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Names a client knows and the take does not: the project, the take's id and the file's title; and,
+    for a file of stored takes, what rendered them (``engine``: their record; ``{}``: name none)."""
+
+    project: str = ""
+    take: str = ""
+    title: str = ""
+    engine: Mapping[str, Any] | None = None  # None: the link's record
+
+
+def describe(rows: Sequence[Mapping[str, Any]], spans: Sequence[SentenceSpan],
+             take: Mapping[str, Any] | None = None, engine: Mapping[str, Any] | None = None,
+             source: Mapping[str, Any] | None = None, delivery: Delivery = Delivery()) -> Broadcast:
+    """The Broadcast of a take's file (see the module's docstring); ``rows``: the take's sentence rows
+    (``id``, ``text``, ``line``, ``story``, ``speaker``), matched to ``spans`` by sentence id."""
+    by_id = {row.get("id"): row for row in rows}
+    placed = [(span, by_id.get(span.sentence_id, rows[k] if k < len(rows) else {})) for k, span in enumerate(spans)]
+    markers = [Marker(span.start_s, label(str(row.get("text") or f"Sentence {k + 1}")))
+               for k, (span, row) in enumerate(placed)]
+    stories = _runs(placed, "story")
+    regions = [Marker(first.start_s, str(name), last.end_s) for name, first, last in stories if name]
+    named = [run for run in stories if run[0]]
+    chapters = ([Marker(first.start_s, str(name) if name else label(_text(placed, first)))
+                 for name, first, _last in stories] if named
+                else [Marker(first.start_s, label(_text(placed, first))) for _line, first, _l in _runs(placed, "line")])
+    engine = delivery.engine if delivery.engine is not None else engine
+    take, engine, source = dict(take or {}), dict(engine or {}), dict(source or {})
+    title = delivery.title or (str(named[0][0]) if named else label(str(placed[0][1].get("text") or ""))
+                                                                                if placed else "OmniStudio")
+    voices = list(dict.fromkeys(str(row.get("speaker") or take.get("voice") or "") for _s, row in placed))
+    voices = [v for v in voices if v]
+    user = [(key, str(take[key])) for key in TAKE_FIELDS if take.get(key) is not None]
+    user += [(key, str(engine[key])) for key in ENGINE_FIELDS if engine.get(key) is not None]
+    user += [(key, str(value)) for key, value in source.items()
+             if isinstance(value, (str, int, float)) and key not in dict(user)]
+    scene = str(named[0][0]) if len(named) == 1 else title
+    description = f"{title}: {len(spans)} sentences" + (f", read by {', '.join(voices)}" if voices else "")
+    return Broadcast(description=description, reference=delivery.take or f"seed {take.get('seed', '')}".strip(),
+                     title=title, artist=", ".join(voices), project=delivery.project or title, scene=scene,
+                     note=f"{len(spans)} sentences, {len(regions)} stories", user=tuple(user),
+                     markers=tuple(markers + regions), chapters=tuple(chapters))
+
+
+def _runs(placed: Sequence[tuple[SentenceSpan, Mapping[str, Any]]], key: str) -> list[tuple[Any, SentenceSpan, SentenceSpan]]:
+    """Runs of consecutive sentences sharing ``key`` (a story, a line): its value, first and last span."""
+    runs: list[tuple[Any, SentenceSpan, SentenceSpan]] = []
+    for span, row in placed:
+        value = row.get(key)
+        if runs and runs[-1][0] == value:
+            runs[-1] = (value, runs[-1][1], span)
+        else:
+            runs.append((value, span, span))
+    return runs
+
+
+def _text(placed: Sequence[tuple[SentenceSpan, Mapping[str, Any]]], span: SentenceSpan) -> str:
+    return next((str(row.get("text") or "") for s, row in placed if s is span), "")

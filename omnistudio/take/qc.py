@@ -1,0 +1,59 @@
+"""A delivered file checked against a loudness rule (``analyze --profile``, ``render --report``): its
+figures, what its broadcast chunks say (a damaged ``bext`` or iXML is one line), its stories and
+sentences (sidecar, else cue markers), and the HTML report written beside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omnistudio.audio.bwf import ReadBack, read_broadcast
+from omnistudio.audio.compliance import Compliance, check_signal
+from omnistudio.audio.profiles import LoudnessRule
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One file's check: the compliance, its broadcast chunks and where its rows came from."""
+
+    path: Path
+    compliance: Compliance
+    broadcast: ReadBack
+    rows_from: str
+
+    def as_dict(self) -> dict[str, Any]:
+        back = self.broadcast
+        chunks = {"description": back.description, "originator": back.originator, "reference": back.reference,
+                  "loudness": back.loudness, "ixml": back.ixml,
+                  "markers": [{"start_s": round(m.start_s, 4), "label": m.label,
+                               **({"end_s": round(m.end_s, 4)} if m.end_s is not None else {})} for m in back.markers]}
+        return {"file": str(self.path), **self.compliance.as_dict(), "rows_from": self.rows_from,
+                "broadcast": chunks if back != ReadBack() else None}
+
+
+def check_file(path: Path, rule: LoudnessRule, mono_as: str = "dual-mono") -> FileCheck:
+    """Measure the file at ``path`` against ``rule`` (UserError, one line, for a file that is not audio or
+    whose broadcast chunks are damaged)."""
+    from omnistudio.audio.loudness import read_audio
+    from omnistudio.take.file_sentences import file_segments
+
+    data, rate = read_audio(path)
+    broadcast = read_broadcast(path, rate)
+    segments, rows_from = file_segments(path, data.shape[0] / rate, broadcast.markers)
+    return FileCheck(path, check_signal(data, rate, rule, segments, mono_as), broadcast, rows_from)
+
+
+def report_path(audio: Path) -> Path:
+    """Where ``render --report`` puts the report of ``NAME.wav``: ``NAME.report.html`` beside it."""
+    return audio.with_name(audio.stem + ".report.html")
+
+
+def write_report(check: FileCheck, target: Path) -> Path:
+    """The HTML report of ``check``, written atomically to ``target``."""
+    from omnistudio.audio.export import atomic_write_bytes
+    from omnistudio.audio.report import html_writer
+
+    note = f"Rows from {check.rows_from}. Made by OmniStudio's analyze (pyebur128: libebur128's meter)."
+    atomic_write_bytes(target, html_writer(check.compliance, check.path.name, note), suffix=".html")
+    return target
