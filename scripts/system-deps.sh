@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Debian packages the tests need: PortAudio for sounddevice, a PulseAudio server for the
 # null-sink output device, ALSA's pulse plugin, and flite (real speech: the ASR test and the
-# test roster's four different voices).
+# test roster's four different voices); mediainfo, ffmpeg (ffprobe) and chromium read our delivery files
+# and open the compliance report in the tests, as a broadcast chain would.
 # Installs only what is missing; says what to run when it cannot install (not root, no apt).
 # With CI set, anything still missing fails (exit 1, one line): CI must not skip those tests.
 set -euo pipefail
-PACKAGES=(libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins flite)
+PACKAGES=(libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins flite mediainfo ffmpeg chromium)
 ci() { case "${CI:-}" in ""|0|false|no) return 1 ;; *) return 0 ;; esac; }
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -25,6 +25,7 @@ class TakeFields(BaseModel):
     guidance_scale: float = 2.0
     speed: float | None = None
     target_lufs: float | None = None
+    profile: str | None = None  # a loudness rule (ebu, atsc, podcast, streaming): its target and true-peak ceiling
     normalize: bool = True  # false: the text goes to the model as written (no text front-end, no lexicon)
     # "sentence": each sentence's span in the take; "word": and its written words' times (Whisper where it
     # hears the language, else estimated); None: neither (no alignment cost)

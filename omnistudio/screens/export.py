@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label
 
 from omnistudio.captions.formats import CaptionOptions
+from omnistudio.audio.profiles import LoudnessRule
 from omnistudio.errors import UserError
 
 
@@ -64,10 +65,11 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, default: Path, target_lufs: float, last: ExportChoice | None = None) -> None:
+    def __init__(self, default: Path, rule: LoudnessRule, last: ExportChoice | None = None) -> None:
         super().__init__()
         self.title_text, self.button = "Export", "Export"
-        self.note = f"normalised to {target_lufs:g} LUFS, true peak ≤ -1 dBTP; .wav or .flac, with a .json sidecar"
+        self.note = (f"{rule.name.split(' (')[0]}: {rule.target_lufs:g} LUFS, true peak ≤ {rule.true_peak_dbtp:g} dBTP; "
+                     ".wav (Broadcast Wave), .flac, .mp3 or .m4a, with a .json sidecar")
         self.last = last or ExportChoice(default)
         self.default = self.last.path
 
@@ -115,5 +117,5 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
         self.dismiss(None)
 
 
-def export_dialog(default: Path, target_lufs: float, last: ExportChoice | None = None) -> ExportDialog:
-    return ExportDialog(default, target_lufs, last)
+def export_dialog(default: Path, rule: LoudnessRule, last: ExportChoice | None = None) -> ExportDialog:
+    return ExportDialog(default, rule, last)

@@ -274,7 +274,7 @@ class MainScreen(Screen[None]):
                 self.last_export = choice  # the next export starts from it (this session)
                 self._try(self.studio.export, self.editor.text, choice.path, choice.captions, choice.measure)
 
-        self.app.push_screen(export_dialog(Path.cwd() / "take.wav", self.studio.settings.target_lufs,
+        self.app.push_screen(export_dialog(Path.cwd() / "take.wav", self.studio.settings.rule(),
                                            self.last_export), done)
 
     def action_open(self) -> None:

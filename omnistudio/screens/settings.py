@@ -16,7 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from omnistudio.errors import UserError
-from omnistudio.studio.settings import TARGETS, StudioSettings
+from omnistudio.audio.profiles import RULES
+from omnistudio.studio.settings import StudioSettings
 
 FIELDS = [("num_step", "diffusion steps"), ("guidance_scale", "guidance scale"), ("seed", "seed"),
           ("speed", "speed"), ("output_device", "output device"),
@@ -46,9 +47,9 @@ class SettingsScreen(ModalScreen[StudioSettings | None]):
                 for name, label in SWITCHES:
                     yield Label(label)
                     yield Checkbox("", bool(getattr(self.settings, name)), id=f"set-{name}")
-                yield Label("target loudness")
-                yield Select([(f"{t:g} LUFS", t) for t in TARGETS], value=self.settings.target_lufs,
-                             allow_blank=False, id="set-target_lufs", compact=True)
+                yield Label("loudness rule")
+                yield Select([(f"{r.name.split(' (')[0]} {r.target_lufs:g} LUFS", r.key) for r in RULES.values()],
+                             value=self.settings.rule().key, allow_blank=False, id="set-profile", compact=True)
             yield Label("", id="settings-error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", id="save", variant="primary")
@@ -57,7 +58,8 @@ class SettingsScreen(ModalScreen[StudioSettings | None]):
     def collect(self) -> StudioSettings:
         values: dict[str, Any] = {name: self.query_one(f"#set-{name}", Input).value for name, _ in FIELDS}
         values.update({name: self.query_one(f"#set-{name}", Checkbox).value for name, _ in SWITCHES})
-        values["target_lufs"] = self.query_one("#set-target_lufs", Select).value
+        rule = RULES[str(self.query_one("#set-profile", Select).value)]
+        values.update(profile=rule.key, target_lufs=rule.target_lufs)
         return replace(self.settings, **values).validated()
 
     @on(Button.Pressed, "#save")

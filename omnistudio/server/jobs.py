@@ -27,6 +27,8 @@ class SpeechJob:
     stitch: bool = True  # False: each sentence's PCM as rendered (pre-planned items, for a remote link)
     target_lufs: float | None = None
     timestamps: Timestamps | None = None  # "sentence": spans; "word": and word times (see server.timestamps)
+    true_peak_db: float | None = None  # the ceiling of the profile asked for (None: the finishing's default)
+    profile: str | None = None
 
 
 def check_format(value: str) -> str:
@@ -81,6 +83,12 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
 
         speakers = set(load_roster().anchors)
     sentences = plan(text, options, None, speakers)
+    if req.profile is not None:  # the rule's target (target_lufs still overrides it) and its ceiling
+        from omnistudio.audio.profiles import check_profile
+
+        rule = check_profile(req.profile)
+        target = check_target(req.target_lufs) if req.target_lufs is not None else rule.target_lufs
+        return SpeechJob(sentences, options, True, target, req.timestamps, rule.true_peak_dbtp, rule.key)
     return SpeechJob(sentences, options, True, check_target(req.target_lufs), req.timestamps)
 
 

@@ -182,7 +182,9 @@ class TakeRun:
         if job.target_lufs is not None:  # the finishing `render -o` applies: the same samples
             from omnistudio.audio.finishing import finish_pcm
 
-            pcm = finish_pcm(result.chunks, self.link.sample_rate, replace(take.finishing, target_lufs=job.target_lufs))
+            finishing = replace(take.finishing, target_lufs=job.target_lufs, profile=job.profile,
+                                true_peak_db=take.finishing.true_peak_db if job.true_peak_db is None else job.true_peak_db)
+            pcm = finish_pcm(result.chunks, self.link.sample_rate, finishing)
             self.put(Audio(-1, pcm))
         wall = time.perf_counter() - self.started
         self.audio_s = len(pcm) / self.link.sample_rate

@@ -23,8 +23,10 @@ def duos(source: Any = None) -> list[tuple[str, str, float, tuple[str, ...]]]:
 
 
 def finishing_options(settings: Any) -> Any:
-    """The studio settings as render finishing options (target loudness, room tone, breaths)."""
+    """The studio settings as render finishing options (the loudness rule's target and ceiling, room tone,
+    breaths)."""
     from omnistudio.audio.finishing import FinishingOptions
 
-    return FinishingOptions(target_lufs=settings.target_lufs, room_tone=settings.room_tone,
-                            breaths=settings.breaths, seed=settings.seed)
+    rule = settings.rule()
+    return FinishingOptions(target_lufs=settings.target_lufs, true_peak_db=rule.true_peak_dbtp,
+                            room_tone=settings.room_tone, breaths=settings.breaths, seed=settings.seed, profile=rule.key)

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from omnistudio.audio.export import write_json
+from omnistudio.audio.profiles import RULES, LoudnessRule, check_profile
 from omnistudio.config import locations
 from omnistudio.checks import check_num_step, check_seed
 from omnistudio.errors import UserError, first_line
 
 log = logging.getLogger(__name__)
 
-TARGETS = (-23.0, -16.0, -14.0)  # EBU R128 broadcast, podcast, streaming
+TARGETS = tuple(dict.fromkeys(rule.target_lufs for rule in RULES.values()))  # the loudness rules' targets
 SPEED_RANGE = (0.5, 2.0)
 GUIDANCE_RANGE = (0.0, 10.0)
 
@@ -61,6 +62,7 @@ class StudioSettings:
     room_tone: bool = True
     breaths: bool = True
     target_lufs: float = -23.0
+    profile: str = ""  # the loudness rule (audio/profiles.py; it sets target_lufs); empty: the rule of target_lufs
     output_device: str = ""  # empty: the system default
     language: str = "en"
     anchor: str = ""
@@ -71,7 +73,8 @@ class StudioSettings:
 
     def validated(self) -> StudioSettings:
         """A copy with every field checked and normalised, or a UserError naming the bad one."""
-        target = _float("target loudness", self.target_lufs, -70.0, 0.0)
+        profile = str(self.profile or "").strip().lower()
+        target = check_profile(profile).target_lufs if profile else _float("target loudness", self.target_lufs, -70.0, 0.0)
         server = str(self.server or "").strip()
         if server:
             from omnistudio.client.connection import parse_server_url
@@ -85,13 +88,19 @@ class StudioSettings:
             guidance_scale=_float("guidance scale", self.guidance_scale, *GUIDANCE_RANGE),
             seed=check_seed(self.seed),
             speed=_float("speed", self.speed, *SPEED_RANGE),
-            target_lufs=target,
+            target_lufs=target, profile=profile,
             seed_lock=bool(self.seed_lock), room_tone=bool(self.room_tone), breaths=bool(self.breaths),
             output_device=str(self.output_device or "").strip(),
             server=server, api_key_file=str(self.api_key_file or "").strip(),
             language=self.language if self.language in ("en", "es") else "en",
             dtype=_dtype(self.dtype), quantize=_quantize(self.quantize),
         )
+
+    def rule(self) -> LoudnessRule:
+        """The loudness rule exports are made to: the profile, else the first rule with this target."""
+        if self.profile:
+            return check_profile(self.profile)
+        return next((r for r in RULES.values() if r.target_lufs == self.target_lufs), RULES["ebu"])
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

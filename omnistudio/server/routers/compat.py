@@ -1,11 +1,17 @@
-"""The whole-take routes: ``POST /tts/generate`` (a WAV with loudness headers) and ``POST /tts/generate-shm``
+"""The whole-take routes: ``POST /tts/generate`` (a Broadcast Wave: loudness in headers and in its ``bext``,
+a cue marker per sentence) and ``POST /tts/generate-shm``
 (the samples in /dev/shm, the figures in JSON and, with ``timestamps``, every sentence's span and words)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from omnistudio.audio import bwf
+from omnistudio.audio.bwf import LoudnessFields
 from omnistudio.errors import UserError
 from omnistudio.server import encode
 from omnistudio import protocol as wire
@@ -17,10 +23,14 @@ from omnistudio.server.timestamps import sentence_time
 router = APIRouter()
 
 
-async def _whole_take(request: Request, req: wire.GenerateRequest) -> tuple[TakeRun, Done]:
-    """The request's take rendered whole: its run and its end (the samples, the figures, the sentences)."""
+async def _whole_take(request: Request, req: wire.GenerateRequest, timed: bool = False) -> tuple[TakeRun, Done]:
+    """The request's take rendered whole: its run and its end (the samples, the figures, the sentences;
+    ``timed``: each sentence's span even when the request asks for no timestamps)."""
     state = server_state(request)
-    run = await start_take(state, request, jobs.generate_job(req))
+    job = jobs.generate_job(req)
+    if timed and job.timestamps is None:
+        job = replace(job, timestamps="sentence")
+    run = await start_take(state, request, job)
     seen, _ = await first_events(state, request, run, (Done,))
     finish(state, run)
     done = seen[-1]
@@ -36,9 +46,10 @@ async def generate(request: Request) -> Response:
     if req.timestamps is not None:
         raise UserError("timestamps: /tts/generate answers a WAV alone; ask /tts/generate-shm or /v1/audio/speech "
                         "for the sentence and word times")
-    run, done = await _whole_take(request, req)
-    body = encode.encode(done.pcm, run.link.sample_rate, "wav")
-    report = measure(*encode.decode_wav(body))  # figures of the samples sent, not of the floats before
+    run, done = await _whole_take(request, req, timed=True)
+    samples = encode.pcm16(done.pcm)
+    report = measure(np.frombuffer(samples, "<i2") / 32768.0, run.link.sample_rate)  # of the samples sent
+    body = bwf.wav_file(samples, _broadcast(req, done), run.link.sample_rate, loudness=LoudnessFields.of(report))
     headers = {"X-TTS-Loudness-LUFS": _header(report.integrated_lufs),
                "X-TTS-True-Peak-dB": _header(report.true_peak_dbtp),
                "X-TTS-Crest-Factor-dB": _header(report.crest_factor_db),
@@ -61,6 +72,17 @@ async def generate_shm(request: Request) -> JSONResponse:
     body = wire.ShmTake(**{**done.summary, "name": name, "path": str(path), "frames": int(len(done.pcm)),
                            "sample_rate": run.link.sample_rate, "sentence_times": times})
     return JSONResponse(body.model_dump(exclude={"sentence_times"} if mode is None else None))
+
+
+def _broadcast(req: wire.GenerateRequest, done: Done) -> bwf.Broadcast:
+    """What the WAV says about itself: a cue marker per sentence, its take's voice, seed and steps."""
+    count = len(done.sentences)
+    user = (("voice", req.voice), ("seed", str(req.seed)), ("num_step", str(req.num_step)),
+            ("guidance", str(req.guidance_scale)), *((("profile", req.profile),) if req.profile else ()))
+    title = bwf.label(done.sentences[0].text) if done.sentences else "OmniStudio"
+    return bwf.Broadcast(description=f"{title}: {count} sentences, read by {req.voice}", title=title,
+                         artist=req.voice, project=title, scene=title, reference=f"seed {req.seed}", user=user,
+                         markers=tuple(bwf.Marker(t.start, bwf.label(t.text)) for t in done.sentences))
 
 
 def _header(value: float) -> str:
