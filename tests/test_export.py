@@ -98,6 +98,14 @@ def test_presets_and_options_from_argparse() -> None:
     opts = finishing_options(parser.parse_args(["--target-lufs", "streaming", "--no-room-tone", "--shm", "take1"]))
     assert (opts.target_lufs, opts.room_tone, opts.breaths, opts.shm_name) == (-14.0, False, True, "take1")
     assert finishing_options(parser.parse_args([])) == FinishingOptions()
+    atsc = finishing_options(parser.parse_args(["--profile", "atsc"]))  # a rule: its target and ceiling
+    assert (atsc.target_lufs, atsc.true_peak_db, atsc.profile) == (-24.0, -2.0, "atsc")
+    assert atsc.rule().name == "ATSC A/85" and atsc.rule().tolerance_lu == 2.0
+    custom = finishing_options(parser.parse_args(["--profile", "podcast", "--target-lufs", "-18"]))
+    assert (custom.target_lufs, custom.true_peak_db) == (-18.0, -1.0)  # --target-lufs overrides the rule's
+    assert custom.rule().target_lufs == -18.0 and custom.rule().tolerance_lu == 1.0
+    with pytest.raises(UserError, match="unknown loudness profile 'r128'"):
+        finishing_options(parser.parse_args(["--profile", "r128"]))
     assert check_target_lufs("podcast") == -16.0 and check_true_peak("-2") == -2.0
     with pytest.raises(UserError, match="outside -70..0"):
         finishing_options(parser.parse_args(["--target-lufs", "-71"]))

@@ -206,3 +206,28 @@ def test_each_sentence_carries_where_it_is_written() -> None:
     assert script.sentences[-1].start > script.sentences[0].end  # a repeated sentence is found after the last
     planned = plan(script, TakeOptions(voice=VoiceRef(anchor="ruby")))
     assert [(p.start, p.end) for p in planned] == [(s.start, s.end) for s in script.sentences]
+
+
+def test_stories_start_at_a_heading_or_a_story_tag_and_headings_are_not_spoken() -> None:
+    script = parse_script("Top of the hour.\n# Headlines\nGood evening. Here is the news.\n"
+                          "[story Weather] [ruby] Rain tomorrow.\nSun on Friday.\n##   Late   sport  \nA draw.\n")
+    assert [(s.text, s.story) for s in script.sentences] == [
+        ("Top of the hour.", None), ("Good evening.", "Headlines"), ("Here is the news.", "Headlines"),
+        ("Rain tomorrow.", "Weather"), ("Sun on Friday.", "Weather"), ("A draw.", "Late sport")]
+    assert script.sentences[3].speaker == "ruby"  # a speaker tag after the story tag still sets the speaker
+    text = "# Weather\n[story Sport] Goal.\n"
+    goal = parse_script(text).sentences[0]
+    assert text[goal.start:goal.end] == "Goal."  # the parser keeps spans past the story tag
+    assert [s.text for s in parse_script("#1 hit tonight.\n#hashtag news.\n").sentences] == [
+        "#1 hit tonight.", "#hashtag news."]  # not headings: no space after the hashes
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[story] Goal.", "line 1: a story needs a name"),
+    ("Hello.\n[story   ]\n", "line 2: a story needs a name"),
+    ("# " + "x" * 201 + "\nHi.", "line 1: a story's name is 201 characters; the limit is 200"),
+    ("# Only a heading\n", "no text to speak"),
+])
+def test_a_bad_story_is_one_line(text: str, message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)):
+        parse_script(text)

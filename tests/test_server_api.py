@@ -202,6 +202,24 @@ def test_generate_headers_agree_with_analyze(server: Server, tmp_path: Path,
     assert float(resp.headers["X-TTS-True-Peak-dB"]) == pytest.approx(report["true_peak_dbtp"], abs=0.1)
     assert float(resp.headers["X-TTS-Crest-Factor-dB"]) == pytest.approx(report["crest_factor_db"], abs=0.1)
     assert float(resp.headers["X-TTS-RTF"]) > 0
+    # a Broadcast Wave: bext v2 holds the figures of the samples sent, a cue marker per sentence
+    from wavinfo import WavInfoReader
+
+    info = WavInfoReader(str(out))
+    assert info.bext.loudness_value == pytest.approx(float(resp.headers["X-TTS-Loudness-LUFS"]), abs=0.01)
+    assert info.bext.max_true_peak == pytest.approx(float(resp.headers["X-TTS-True-Peak-dB"]), abs=0.01)
+    assert [info.cues.label_and_note(cue[0])[0] for cue in info.cues.each_cue()] == ["Good evening.",
+                                                                                   "Here is the news."]
+    assert next(info.cues.each_cue())[1] == 0
+
+    # a loudness rule: its target and its true-peak ceiling (ATSC A/85: -24 LKFS, -2 dBTP)
+    atsc = httpx.post(f"{server.url}/tts/generate", json={"text": "Good evening. Here is the news.", "voice": "ruby",
+                      "num_step": STEPS, "seed": 2, "profile": "atsc"}, timeout=HANG_S)
+    assert atsc.status_code == 200, atsc.text
+    assert float(atsc.headers["X-TTS-Loudness-LUFS"]) == pytest.approx(-24, abs=1.0)
+    assert float(atsc.headers["X-TTS-True-Peak-dB"]) <= -2.0
+    bad = httpx.post(f"{server.url}/tts/generate", json={"text": "Hi.", "profile": "loud"}, timeout=HANG_S)
+    assert bad.status_code == 400 and "unknown loudness profile 'loud'" in bad.text
 
 
 def test_generate_shm_reads_back_exactly(server: Server) -> None:

@@ -85,6 +85,14 @@ def test_settings_roundtrip_and_bad_file(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="target loudness"):
         StudioSettings(target_lufs=-20).validated()
     assert StudioSettings(dtype="BF16").validated().dtype == "bf16"  # the backbone dtype at the next start
+    atsc = StudioSettings(profile="ATSC").validated()  # the loudness rule sets the target; exports keep its ceiling
+    assert (atsc.profile, atsc.target_lufs, atsc.rule().true_peak_dbtp) == ("atsc", -24.0, -2.0)
+    from omnistudio.studio.adapters import finishing_options
+
+    assert (finishing_options(atsc).true_peak_db, finishing_options(atsc).profile) == (-2.0, "atsc")
+    assert StudioSettings(target_lufs=-16.0).rule().key == "podcast"  # a settings file from before rules
+    with pytest.raises(UserError, match="unknown loudness profile"):
+        StudioSettings(profile="loud").validated()
     with pytest.raises(UserError, match="dtype 'int8'"):
         StudioSettings(dtype="int8").validated()
     path.write_text(json.dumps({"num_step": "many"}))
