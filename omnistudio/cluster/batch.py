@@ -211,6 +211,7 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
+    from omnistudio.take.delivery import Delivery
     from omnistudio.take.sinks import FileSink
 
     report = report or BatchReport()
@@ -248,7 +249,7 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
                 else:
                     note_threads(audio.result, local_threads)
                     sink = FileSink(job.output, source=spec.source(job.sha256, job.spoken_sha256),  # as `render -o`
-                                    captions=captions, hearer=hearer)
+                                    captions=captions, hearer=hearer, delivery=Delivery(title=job.script.stem))
                     sink.begin(audio)  # the sink takes the finishing from what it is given
                     sink.end(audio.result)
                     report.rendered.append(job.name)

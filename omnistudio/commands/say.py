@@ -78,7 +78,14 @@ def run(args: argparse.Namespace) -> int:
         result = link.render([item], options)[0]
         if not result.ok:
             raise UserError(result.error or "the sentence did not render")
-        write_audio(args.output, result.pcm, link.sample_rate)
+        from omnistudio.audio.bwf import Broadcast, Marker, label
+
+        first = label(text)
+        user = (("voice", ref.key()), ("lang", lang), ("seed", str(item.seed)), ("num_step", str(num_step)),
+                ("model", link.info.model), ("device", link.info.device), ("dtype", link.info.dtype))
+        write_audio(args.output, result.pcm, link.sample_rate,
+                    Broadcast(description=f"{first}: read by {ref.key()}", title=first, artist=ref.key(), project=first,
+                              scene=first, reference=f"seed {item.seed}", user=user, markers=(Marker(0.0, first),)))
     if args.json:
         info = link.info
         local = getattr(link, "engine", None)  # in process: the model's own description (dtype and why)

@@ -40,7 +40,7 @@ class Delivery:
 
 def describe(rows: Sequence[Mapping[str, Any]], spans: Sequence[SentenceSpan],
              take: Mapping[str, Any] | None = None, engine: Mapping[str, Any] | None = None,
-             source: Mapping[str, Any] | None = None, delivery: Delivery = Delivery()) -> Broadcast:
+             delivery: Delivery = Delivery()) -> Broadcast:
     """The Broadcast of a take's file (see the module's docstring); ``rows``: the take's sentence rows
     (``id``, ``text``, ``line``, ``story``, ``speaker``), matched to ``spans`` by sentence id."""
     by_id = {row.get("id"): row for row in rows}
@@ -54,15 +54,13 @@ def describe(rows: Sequence[Mapping[str, Any]], spans: Sequence[SentenceSpan],
                  for name, first, _last in stories] if named
                 else [Marker(first.start_s, label(_text(placed, first))) for _line, first, _l in _runs(placed, "line")])
     engine = delivery.engine if delivery.engine is not None else engine
-    take, engine, source = dict(take or {}), dict(engine or {}), dict(source or {})
+    take, engine = dict(take or {}), dict(engine or {})
     title = delivery.title or (str(named[0][0]) if named else label(str(placed[0][1].get("text") or ""))
                                                                                 if placed else "OmniStudio")
     voices = list(dict.fromkeys(str(row.get("speaker") or take.get("voice") or "") for _s, row in placed))
     voices = [v for v in voices if v]
     user = [(key, str(take[key])) for key in TAKE_FIELDS if take.get(key) is not None]
     user += [(key, str(engine[key])) for key in ENGINE_FIELDS if engine.get(key) is not None]
-    user += [(key, str(value)) for key, value in source.items()
-             if isinstance(value, (str, int, float)) and key not in dict(user)]
     scene = str(named[0][0]) if len(named) == 1 else title
     description = f"{title}: {len(spans)} sentences" + (f", read by {', '.join(voices)}" if voices else "")
     return Broadcast(description=description, reference=delivery.take or f"seed {take.get('seed', '')}".strip(),

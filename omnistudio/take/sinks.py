@@ -156,7 +156,7 @@ class FileSink(Sink):
                                self.hearer, _lexicon(self._take))
 
         def extra(spans: Sequence[SentenceSpan]) -> ExtraOutputs:
-            info = describe(result.sentences, spans, result.options, engine, self.source, self.delivery)
+            info = describe(result.sentences, spans, result.options, engine, self.delivery)
             return replace(captions(spans), broadcast=info)
 
         self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
