@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import soundfile as sf
 
 from omnistudio.cli import main
 from support.audio import REF_TEXT
@@ -51,9 +52,10 @@ def test_a_disk_too_small_for_the_sidecar_leaves_the_previous_pair(tmpfs: Path, 
     assert main([*render, "--seed", "1"]) == 0
     before = {p.name: p.read_bytes() for p in tmpfs.iterdir()}
     assert sorted(before) == ["news.wav", "news.wav.json"]
-    # Room for the spooled speech and the new WAV (the same length: same text), not for the sidecar.
+    # Room for the spooled speech (float32 samples) and the new WAV (the same length: same text, the same
+    # broadcast chunks), not for the sidecar.
     wav = len(before["news.wav"])
-    _fill(tmpfs, _pages(wav - 58) + _pages(wav))
+    _fill(tmpfs, _pages(sf.info(str(out)).frames * 4) + _pages(wav))
     capsys.readouterr()
     assert main([*render, "--seed", "2"]) == 2
     line = one_line_error(capsys, alone=False)
