@@ -33,7 +33,7 @@ from omnistudio.commands.flags.parser import EXIT_USER_ERROR, OneLineParser
 from omnistudio.errors import Terminated, UserError, os_error_line
 
 COMMANDS = ["say", "render", "captions", "check", "voices", "prevectorize", "analyze", "lexicon", "normalize",
-            "bench", "serve", "mcp", "studio"]
+            "bench", "serve", "mcp", "mos", "studio"]
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 

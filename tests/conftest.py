@@ -68,7 +68,7 @@ TIERS: dict[str, set[str]] = {
     "server": {"test_server_api", "test_server_cache", "test_server_limits", "test_server_prepare",
                "test_remote_link", "test_signals", "test_finishing_path", "test_server_faults",
                "test_blend_server", "test_server_text", "test_server_ssml", "test_server_timestamps",
-               "test_mcp", "test_server_voices"},
+               "test_mcp", "test_server_voices", "test_mos"},
     "ray": {"test_cluster_batch", "test_cluster_errors", "test_cluster_serve", "test_cluster_proxy"},
     "whisper": {"test_asr", "test_retake", "test_render_takes", "test_prompt_recipes", "test_align",
                 "test_captions_whisper", "test_server_timestamps", "test_server_voices",

@@ -1,0 +1,264 @@
+"""Running orders as the NCS sends them (MOS profiles 2 and 4), kept in a small store that survives a restart.
+
+A running order holds stories; a story holds items (what the NCS placed in it) and, once ``roStorySend``
+gives it, its text: the ``<p>`` paragraphs of its ``storyBody``. Its voice and language come from its
+``mosExternalMetadata`` (a payload with ``voice`` and ``language``/``lang``, see docs/mos.md), else from a
+speaker tag at the start of its slug (``[valentina:es] Elecciones``), else from the running order's
+metadata, else the gateway's defaults.
+
+Every change is applied to a copy and returned as the stories it touched: ``changed`` (render again) and
+``gone`` (cancel, withdraw); the store is written atomically after each one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from omnistudio.mos.wire import MosError, all_text, text_of
+
+MAX_STORIES = 5000  # a running order longer than this is refused
+MAX_ID_CHARS = 128  # MOS's mosString128
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    obj_id: str = ""
+    mos_id: str = ""
+    slug: str = ""
+
+
+@dataclass(frozen=True)
+class Story:
+    id: str
+    slug: str = ""
+    number: str = ""
+    items: tuple[Item, ...] = ()
+    paragraphs: tuple[str, ...] = ()  # its text, once roStorySend gave it
+    voice: str = ""  # from its metadata or slug ("" : the running order's, else the gateway's)
+    lang: str = ""
+
+    @property
+    def text(self) -> str:
+        """The story as a script: one paragraph per line."""
+        return "\n".join(p for p in self.paragraphs if p.strip())
+
+    def fingerprint(self, ro: RunningOrder) -> str:
+        """What its audio depends on here (text, voice, language): equal fingerprints, the same take."""
+        key = json.dumps([self.text, self.voice or ro.voice, self.lang or ro.lang], ensure_ascii=False)
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RunningOrder:
+    id: str
+    slug: str = ""
+    stories: tuple[Story, ...] = ()
+    voice: str = ""
+    lang: str = ""
+    air: str = "NOT READY"  # roReadyToAir
+
+    def story(self, story_id: str) -> Story | None:
+        return next((s for s in self.stories if s.id == story_id), None)
+
+    def index(self, story_id: str) -> int:
+        for k, story in enumerate(self.stories):
+            if story.id == story_id:
+                return k
+        raise MosError(f"story {story_id} is not in running order {self.id}")
+
+
+@dataclass(frozen=True)
+class MosObject:
+    """A story's audio as a MOS object (profile 1): what the NCS is told and asks for."""
+
+    obj_id: str
+    ro_id: str
+    story_id: str
+    slug: str = ""
+    status: str = "NOT READY"  # READY, NOT READY, DELETED (MOS's object statuses)
+    path: str = ""  # the delivered file, once READY
+    frames: int = 0
+    sample_rate: int = 24_000
+    fingerprint: str = ""  # the story's text, voice and language it was rendered from
+    revision: int = 0
+    reason: str = ""  # why it is not ready (rendering, an error)
+    created: str = ""
+    changed: str = ""
+
+
+@dataclass
+class Change:
+    """What a message did: the stories to render again and those gone (to cancel)."""
+
+    changed: list[tuple[str, str]] = field(default_factory=list)  # (roID, storyID)
+    gone: list[tuple[str, str]] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------ parsing
+def _id(value: str, what: str) -> str:
+    if not value:
+        raise MosError(f"{what} is missing")
+    if len(value) > MAX_ID_CHARS:
+        raise MosError(f"{what} is {len(value)} characters; MOS allows {MAX_ID_CHARS}")
+    return value
+
+
+def voice_of(element: ET.Element) -> tuple[str, str]:
+    """The voice and language a story's or running order's ``mosExternalMetadata`` names (``""``: none)."""
+    for meta in element.findall("mosExternalMetadata"):
+        payload = meta.find("mosPayload")
+        if payload is None:
+            continue
+        scope = payload.find("omnistudio")
+        where = scope if scope is not None else payload
+        voice = text_of(where, "voice") or text_of(where, "anchor")
+        lang = text_of(where, "language") or text_of(where, "lang")
+        if voice or lang:
+            return voice.lower(), lang.lower()[:2]
+    return "", ""
+
+
+def slug_voice(slug: str) -> tuple[str, str]:
+    """A speaker tag at the start of a slug: ``[ruby:es] Weather`` gives ("ruby", "es")."""
+    from omnistudio.script import TAG_RE, parse_tag
+
+    match = TAG_RE.match(slug)
+    if match is None:
+        return "", ""
+    try:
+        tag = parse_tag(match.group(1), 0)
+    except Exception:  # noqa: BLE001 - a slug in brackets that is not a tag is only a slug
+        return "", ""
+    return tag.speaker or "", tag.lang or ""
+
+
+def item_of(element: ET.Element) -> Item:
+    return Item(_id(text_of(element, "itemID"), "itemID"), text_of(element, "objID"), text_of(element, "mosID"),
+                text_of(element, "itemSlug"))
+
+
+def story_of(element: ET.Element) -> Story:
+    slug = text_of(element, "storySlug")
+    voice, lang = voice_of(element)
+    if not voice and not lang:
+        voice, lang = slug_voice(slug)
+    return Story(_id(text_of(element, "storyID"), "storyID"), slug, text_of(element, "storyNum"),
+                 tuple(item_of(i) for i in element.findall("item")), (), voice, lang)
+
+
+def running_order_of(element: ET.Element) -> RunningOrder:
+    stories = element.findall("story")
+    if len(stories) > MAX_STORIES:
+        raise MosError(f"a running order of {len(stories)} stories; the gateway takes {MAX_STORIES}")
+    voice, lang = voice_of(element)
+    parsed = tuple(story_of(s) for s in stories)
+    ids = [s.id for s in parsed]
+    if len(set(ids)) != len(ids):
+        raise MosError("a running order with the same storyID twice")
+    return RunningOrder(_id(text_of(element, "roID"), "roID"), text_of(element, "roSlug"), parsed, voice, lang)
+
+
+def body_of(element: ET.Element) -> tuple[str, ...]:
+    """A ``roStorySend``'s paragraphs: each ``<p>``'s text (inline markup dropped), in order."""
+    body = element.find("storyBody")
+    if body is None:
+        return ()
+    return tuple(text for text in (all_text(p) for p in body.iter("p")) if text)
+
+
+# ------------------------------------------------------------------------------------------ the store
+class Rundowns:
+    """Every running order the NCS has sent, by ID; ``path``: where they are kept (JSON, atomic writes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.orders: dict[str, RunningOrder] = {}
+        self.objects: dict[str, MosObject] = {}
+
+    def load(self) -> Rundowns:
+        if self.path.is_file():
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self.orders = {ro["id"]: _ro_from(ro) for ro in data["running_orders"]}
+                self.objects = {o["obj_id"]: MosObject(**o) for o in data.get("objects", [])}
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise MosError(f"{self.path} cannot be read ({type(exc).__name__}: {exc}); move it aside "
+                               "to start with no running orders") from None
+        return self
+
+    def save(self) -> None:
+        from omnistudio.audio.export import write_json
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(self.path, {"version": 1, "running_orders": [asdict(ro) for ro in self.orders.values()],
+                               "objects": [asdict(o) for o in self.objects.values()]})
+
+    def get(self, ro_id: str) -> RunningOrder:
+        ro = self.orders.get(ro_id)
+        if ro is None:
+            raise MosError(f"unknown running order {ro_id}")
+        return ro
+
+    # -------------------------------------------------------------------------------- operations
+    def create(self, new: RunningOrder) -> Change:
+        """roCreate and roReplace: the new structure; a story that stays keeps its text (roStorySend)."""
+        old = self.orders.get(new.id)
+        kept = {s.id: s for s in old.stories} if old else {}
+        before = {s.id: s.fingerprint(old) for s in old.stories} if old else {}
+        stories = tuple(replace(s, paragraphs=kept[s.id].paragraphs) if s.id in kept and not s.paragraphs else s
+                        for s in new.stories)
+        ro = replace(new, stories=stories, air=old.air if old else new.air)
+        change = Change(gone=[(ro.id, sid) for sid in kept if ro.story(sid) is None])
+        change.changed = [(ro.id, s.id) for s in stories if s.text and before.get(s.id) != s.fingerprint(ro)]
+        self.orders[ro.id] = ro
+        return change
+
+    def delete(self, ro_id: str) -> Change:
+        ro = self.get(ro_id)
+        del self.orders[ro_id]
+        return Change(gone=[(ro_id, s.id) for s in ro.stories])
+
+    def story_send(self, ro_id: str, story: Story, paragraphs: tuple[str, ...]) -> Change:
+        """roStorySend: a story's text (and its metadata's voice); a story not in the order is added at its end."""
+        ro = self.get(ro_id)
+        if not paragraphs:
+            raise MosError(f"story {story.id} has no text (no <p> in its storyBody)")
+        old = ro.story(story.id)
+        merged = replace(old or story, paragraphs=paragraphs, voice=story.voice or (old.voice if old else ""),
+                         lang=story.lang or (old.lang if old else ""), slug=story.slug or (old.slug if old else ""))
+        stories = tuple(merged if s.id == story.id else s for s in ro.stories) if old else (*ro.stories, merged)
+        self.orders[ro_id] = replace(ro, stories=stories)
+        same = old is not None and old.text and old.fingerprint(ro) == merged.fingerprint(self.orders[ro_id])
+        return Change() if same else Change(changed=[(ro_id, story.id)])
+
+    def metadata(self, element: ET.Element) -> Change:
+        """roMetadataReplace: the slug, and the voice its metadata names (stories that take it render again)."""
+        ro = self.get(_id(text_of(element, "roID"), "roID"))
+        voice, lang = voice_of(element)
+        new = replace(ro, slug=text_of(element, "roSlug") or ro.slug, voice=voice or ro.voice, lang=lang or ro.lang)
+        self.orders[ro.id] = new
+        return Change(changed=[(ro.id, s.id) for s in new.stories if s.text and s.fingerprint(ro) != s.fingerprint(new)])
+
+    def ready(self, ro_id: str, air: str) -> None:
+        self.orders[ro_id] = replace(self.get(ro_id), air="READY" if air.upper() == "READY" else "NOT READY")
+
+    def element_action(self, element: ET.Element) -> Change:
+        """roElementAction: INSERT, REPLACE, MOVE, DELETE or SWAP of stories, or of items in a story."""
+        from omnistudio.mos.actions import apply_action
+
+        ro = self.get(_id(text_of(element, "roID"), "roID"))
+        new, change = apply_action(ro, element)
+        self.orders[ro.id] = new
+        return change
+
+
+def _ro_from(data: dict[str, Any]) -> RunningOrder:
+    stories = tuple(Story(**{**s, "items": tuple(Item(**i) for i in s["items"]), "paragraphs": tuple(s["paragraphs"])})
+                    for s in data["stories"])
+    return RunningOrder(**{**data, "stories": stories})

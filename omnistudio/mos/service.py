@@ -1,0 +1,47 @@
+"""The gateway running: its ports, its links to the NCS and its render thread, until a signal stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Any
+
+from omnistudio.mos.gateway import Gateway, MosConfig
+from omnistudio.mos.network import listen
+from omnistudio.mos.renderer import StoryRenderer
+
+log = logging.getLogger("omnistudio.mos")
+
+
+def run(config: MosConfig, link: Any, options: Any, captions: Any = None,
+        ready: Any = None) -> None:
+    """Serve until SIGINT or SIGTERM; ``ready(ports)`` is called once every port listens."""
+    asyncio.run(_serve(config, link, options, captions, ready))
+
+
+async def _serve(config: MosConfig, link: Any, options: Any, captions: Any, ready: Any) -> None:
+    gateway = Gateway(config)
+    gateway.loop = asyncio.get_running_loop()
+    config.delivery.mkdir(parents=True, exist_ok=True)
+    renderer = StoryRenderer(link, options, config.delivery, gateway.lookup, gateway.rendered, captions, config.suffix)
+    gateway.renderer = renderer
+    servers = [await listen(config.host, port, name, gateway.handle)
+               for name, port in (("lower", config.lower), ("upper", config.upper), ("query", config.query))]
+    links = [asyncio.create_task(gateway.lower.run()), asyncio.create_task(gateway.upper.run())]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    gateway.resume()
+    if ready is not None:
+        ready([s.sockets[0].getsockname()[1] for s in servers])
+    try:
+        await stop.wait()
+    finally:
+        log.info("stopping: %d stories waited to render", len(renderer.pending()))
+        for server in servers:
+            server.close()
+        for task in links:
+            task.cancel()
+        await asyncio.to_thread(renderer.close)
