@@ -134,6 +134,27 @@ def test_a_deleted_story_is_cancelled(mos: dict[str, Any]) -> None:
     assert [s["id"] for s in ncs.call("requestRO", ro="RO-del")["stories"]] == ["S-keep"]
 
 
+def test_element_actions_edit_the_running_order_as_the_ncs_sends_them(mos: dict[str, Any]) -> None:
+    ncs = mos["ncs"]
+    ids = lambda: [s["id"] for s in ncs.call("requestRO", ro="RO-act")["stories"]]  # noqa: E731
+    assert ncs.call("createRO", ro={"id": "RO-act", "stories": [{"id": x} for x in ("A", "B", "C")]})["status"] == "OK"
+    assert ncs.call("insertStories", ro="RO-act", before="B", stories=[{"id": "N"}])["status"] == "OK"
+    assert ids() == ["A", "N", "B", "C"]
+    assert ncs.call("moveStories", ro="RO-act", before="A", ids=["C"])["status"] == "OK"
+    assert ids() == ["C", "A", "N", "B"]
+    assert ncs.call("swapStories", ro="RO-act", a="C", b="B")["status"] == "OK"
+    assert ids() == ["B", "A", "N", "C"]
+    assert ncs.call("replaceStories", ro="RO-act", target="N", stories=[{"id": "R1"}, {"id": "R2"}])["status"] == "OK"
+    assert ids() == ["B", "A", "R1", "R2", "C"]
+    assert ncs.call("metadata", ro="RO-act", slug="Late news")["status"] == "OK"
+    assert ncs.call("requestRO", ro="RO-act")["slug"] == "Late news"
+    assert ncs.call("readyToAir", ro="RO-act", air="READY")["status"] == "OK"
+    refused = ncs.call("moveStories", ro="RO-act", before="A", ids=["nope"])
+    assert refused["status"] != "OK" and "story nope is not there" in refused["status"]
+    assert ncs.call("deleteRO", ro="RO-act")["status"] == "OK"
+    assert not ncs.attempt("requestRO", ro="RO-act")["ok"]  # gone: roReq is answered with an error
+
+
 def test_the_ncs_stopped_mid_rundown_loses_nothing(mos: dict[str, Any], five: dict[str, dict[str, Any]]) -> None:
     ncs, gateway = mos["ncs"], mos["gateway"]
     stories = [{"id": "S-a", "slug": "A"}, {"id": "S-b", "slug": "B"}]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from omnistudio.mos import wire
+from omnistudio.mos.actions import apply_action
 from omnistudio.mos.network import NcsLink
 from omnistudio.mos.renderer import Key, Rendered, StoryRenderer
 from omnistudio.mos.rundown import Change, MosObject, Rundowns, RunningOrder, Story, running_order_of, story_of
@@ -171,7 +172,9 @@ class Gateway:
             self._apply(self.store.story_send(ro_id, story, body_of(body)))
             return self._ok(ro_id)
         if kind == "roElementAction":
-            self._apply(self.store.element_action(body))
+            new, change = apply_action(self.store.get(ro_id), body)
+            self.store.put(new)
+            self._apply(change)
             return self._ok(ro_id)
         if kind == "roMetadataReplace":
             self._apply(self.store.metadata(body))

@@ -248,14 +248,9 @@ class Rundowns:
     def ready(self, ro_id: str, air: str) -> None:
         self.orders[ro_id] = replace(self.get(ro_id), air="READY" if air.upper() == "READY" else "NOT READY")
 
-    def element_action(self, element: ET.Element) -> Change:
-        """roElementAction: INSERT, REPLACE, MOVE, DELETE or SWAP of stories, or of items in a story."""
-        from omnistudio.mos.actions import apply_action
-
-        ro = self.get(_id(text_of(element, "roID"), "roID"))
-        new, change = apply_action(ro, element)
-        self.orders[ro.id] = new
-        return change
+    def put(self, ro: RunningOrder) -> None:
+        """A running order changed elsewhere (``roElementAction``: :mod:`omnistudio.mos.actions`)."""
+        self.orders[ro.id] = ro
 
 
 def _ro_from(data: dict[str, Any]) -> RunningOrder:
