@@ -96,6 +96,10 @@ def test_five_stories_arrive_ready_with_their_durations_and_playable_files(mos: 
                                                   and e["ro"] == "RO-five" and e["status"] == "READY"} == items)
     assert ncs.call("requestObject", obj="RO-five:S-rain")["status"] == "READY"
     assert ncs.call("requestObject", obj="clip-S-rain")["id"] == "RO-five:S-rain"  # by the item the NCS placed
+    seen = len(ncs.events)
+    assert ncs.call("requestAll")["status"] == "ACK"  # then every object comes as a mosListAll
+    ncs.wait_for("mosListAll", lambda events: {f"RO-five:{sid}" for sid, *_ in FIVE} <= {
+        e["obj"]["id"] for e in events[seen:] if e.get("event") == "mosObj" and e["obj"]["status"] == "READY"})
     listed = ncs.call("requestRO", ro="RO-five")
     assert [s["id"] for s in listed["stories"]] == [sid for sid, *_ in FIVE]
 
