@@ -125,6 +125,12 @@ class Sentence:
     end: int = 0
     story: str | None = None  # the story it belongs to (``# Weather``, ``[story Weather]``); None: none
 
+    @property
+    def said(self) -> str:
+        """What a stream of script sentences asks the model to say: the text as written (a take's
+        planned sentence says its text front-end's spoken form)."""
+        return self.text
+
 
 @dataclass(frozen=True)
 class Script:

@@ -245,3 +245,19 @@ def test_bad_limits_and_formats_are_one_clear_error() -> None:
             check_formats(bad)
     with pytest.raises(UserError, match="word timestamps go in the WebVTT"):
         caption_texts(timed([("Hi.", "en")]), CaptionOptions(("srt",), vtt_words=True))
+
+
+def test_a_sentences_measured_words_are_kept_from_its_own_start() -> None:
+    """What the studio and a project keep of an export's words (for the highlight when the same rendering
+    plays again): a sentence's words in seconds from its own start, and only where every one was measured."""
+    from dataclasses import replace
+
+    from omnistudio.take.captions import words_in_sentence
+
+    words = (WordTime("Good", 2.1, 2.4, 0.9), WordTime("evening.", 2.5, 3.0, 0.8))
+    sentence = SentenceTiming(3, "Good evening.", "Good evening.", "en", 2.0, 3.2, words)
+    kept = words_in_sentence(sentence)
+    assert kept is not None
+    assert [(w.text, round(w.start, 6), round(w.end, 6)) for w in kept] == [("Good", 0.1, 0.4), ("evening.", 0.5, 1.0)]
+    one_estimated = replace(sentence, words=(words[0], replace(words[1], estimated=True)))
+    assert words_in_sentence(one_estimated) is None and words_in_sentence(replace(sentence, words=())) is None

@@ -245,7 +245,9 @@ def test_captions_are_made_from_spans_and_words_as_the_sidecar_records_them() ->
     from omnistudio.audio.dsp import SentenceSpan
     from omnistudio.take.captions import timed_sentences
 
-    rows = [{"id": 7, "text": "Good evening, everyone.", "spoken": "Good evening, everyone.", "lang": "en"}]
+    from omnistudio.take.rows import SentenceText
+
+    rows = [SentenceText(7, "Good evening, everyone.", "Good evening, everyone.", "en")]
     (sentence,) = timed_sentences([SentenceSpan(0, 0.123456789, 1.987654321, 7)], rows)
     assert (sentence.index, sentence.start, sentence.end) == (7, 0.1235, 1.9877)
     assert len(sentence.words) == 3 and all(round(w.start, 3) == w.start and round(w.end, 3) == w.end

@@ -71,3 +71,26 @@ def test_take_options_are_validated() -> None:
                         ({"voice": "ruby"}, "VoiceRef"), ({"seed": -1}, "seed")]:
         with pytest.raises(UserError, match=needle):
             TakeOptions(**bad).validated()  # type: ignore[arg-type]
+
+
+def test_take_options_are_checked_once_on_a_takes_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validated()`` checks once: the options it returns come back as they are from the plan and the take
+    (no check runs again), a ``replace`` of them is checked anew, and the mark is no field (``asdict`` and
+    ``==`` see the same options)."""
+    from dataclasses import asdict, replace
+
+    from omnistudio.take import options as module
+    from omnistudio.take.pipeline import build_take
+    from support.links import FakeLink
+
+    checked: list[object] = []
+    real = module.check_num_step
+    monkeypatch.setattr(module, "check_num_step", lambda value: checked.append(value) or real(value))
+    options = TakeOptions(num_step=8, seed=3, voice=VoiceRef(anchor="ruby")).validated()
+    take = build_take(FakeLink(), "Hello there. Second one.", options)
+    assert checked == [8] and take.options is options and options.validated() is options
+    assert options == TakeOptions(num_step=8, seed=3, voice=VoiceRef(anchor="ruby"))
+    assert asdict(options) == asdict(TakeOptions(num_step=8, seed=3, voice=VoiceRef(anchor="ruby")))
+    with pytest.raises(UserError, match="num_step"):
+        replace(options, num_step=0).validated()
+    assert checked == [8, 0]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -107,6 +107,16 @@ def fade_curves(frames: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sin(0.5 * np.pi * ramp), np.cos(0.5 * np.pi * ramp)
 
 
+class SpanDict(TypedDict):
+    """A :class:`SentenceSpan` as a sidecar's ``sentences`` entry holds it."""
+
+    index: int
+    id: int | None
+    start_s: float
+    end_s: float
+    breath_after: bool
+
+
 @dataclass(frozen=True)
 class SentenceSpan:
     """Where one sentence landed in the finished audio."""
@@ -114,10 +124,10 @@ class SentenceSpan:
     index: int
     start_s: float
     end_s: float
-    sentence_id: Any = None
+    sentence_id: int | None = None  # the sentence's id (an int: its index in its script), or None
     breath_after: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> SpanDict:
         return {"index": self.index, "id": self.sentence_id, "start_s": round(self.start_s, 4),
                 "end_s": round(self.end_s, 4), "breath_after": self.breath_after}
 
@@ -152,7 +162,7 @@ class Stitcher:
         self._held: np.ndarray | None = None  # tail awaiting a crossfade with the next sentence
         self._pos = 0  # frames emitted so far
 
-    def push(self, pcm: np.ndarray, pause_s: float = 0.0, sentence_id: Any = None,
+    def push(self, pcm: np.ndarray, pause_s: float = 0.0, sentence_id: int | None = None,
              breathe: bool = True) -> np.ndarray:
         """``breathe`` False: the pause stays silence (a script's ``[pause]``), whatever its length."""
         x = np.asarray(pcm, dtype=np.float32).ravel()
@@ -218,14 +228,28 @@ class Stitcher:
         self._pos += out.size
         return out.astype(np.float32)
 
-    def stitch(self, chunks: Iterable[tuple[np.ndarray, float] | Any]) -> np.ndarray:
+    def stitch(self, chunks: Iterable[SentenceChunk]) -> np.ndarray:
         """Join ``(pcm, pause_s)`` pairs (or objects with ``.pcm``/``.pause_s``) in one go."""
         pieces = [self.push(*chunk_fields(c)) for c in chunks]
         pieces.append(self.finish())
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
 
 
-def chunk_fields(chunk: Any) -> tuple[np.ndarray, float, Any, bool]:
+class PcmChunk(Protocol):
+    """A rendered sentence as an object: its ``pcm`` (and, when it has them, ``pause_s``, ``sentence_id``
+    and ``breath``)."""
+
+    @property
+    def pcm(self) -> np.ndarray: ...
+
+
+# A sentence to stitch: ``(pcm, pause_s)``, ``(pcm, pause_s, sentence_id)``, ``(pcm, pause_s, sentence_id,
+# breath)`` or an object with ``.pcm``.
+SentenceChunk = (tuple[np.ndarray, float] | tuple[np.ndarray, float, int | None]
+                 | tuple[np.ndarray, float, int | None, bool] | PcmChunk)
+
+
+def chunk_fields(chunk: SentenceChunk) -> tuple[np.ndarray, float, int | None, bool]:
     """``(pcm, pause_s, sentence_id, breath)`` of a chunk tuple (2 to 4 fields) or object."""
     if isinstance(chunk, tuple):
         return (chunk[0], chunk[1], chunk[2] if len(chunk) > 2 else None, bool(chunk[3]) if len(chunk) > 3 else True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -79,9 +79,9 @@ class ExtraOutputs:
     renamed together with it; ``sidecar``, fields added to the sidecar's top level; ``broadcast``, what the
     file says about itself (``bext``, iXML, markers, tags, chapters; None: markers named by number)."""
 
-    sentences: list[dict[str, Any]] = field(default_factory=list)
+    sentences: list[dict[str, object]] = field(default_factory=list)
     files: list[tuple[Path, Callable[[Path], object]]] = field(default_factory=list)
-    sidecar: dict[str, Any] = field(default_factory=dict)
+    sidecar: dict[str, object] = field(default_factory=dict)
     broadcast: Broadcast | None = None
 
 
@@ -120,9 +120,9 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 
 
 def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
-                  timings: dict[str, Any] | None = None, shm_root: Path | None = None,
-                  engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None,
-                  take: dict[str, Any] | None = None, extra: Extras | None = None) -> FinishedRender:
+                  timings: Mapping[str, object] | None = None, shm_root: Path | None = None,
+                  engine: Mapping[str, object] | None = None, source: Mapping[str, object] | None = None,
+                  take: Mapping[str, object] | None = None, extra: Extras | None = None) -> FinishedRender:
     """Finish rendered sentences and write them.
 
     ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with

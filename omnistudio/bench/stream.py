@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from omnistudio.bench.corpus import BULLETIN, NEWS, take
 from omnistudio.checks import DEFAULT_NUM_STEP
@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from omnistudio.bench.modes import GraphCounts, Modes, OpenEngine
+    from omnistudio.engine.engine import Engine
     from omnistudio.take.link import EngineLink
     from omnistudio.take.options import TakeOptions
 
@@ -24,13 +26,57 @@ SUMMARY = ("TTFA {ttfa_s:.3f} s, whole script {total_s:.2f} s ({sentences} sente
            "TTFA / whole = {ttfa_ratio}")
 
 
-def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+class TakeTimes(TypedDict):
+    """One take's figures (:func:`time_take`)."""
+
+    model: str
+    device: str
+    sentences: int
+    failed: int
+    steps: int
+    ttfa_s: float
+    ttfa_overhead_s: float | None
+    total_s: float
+    audio_s: float
+    rtf: float | None
+    engine_rtf: float | None
+
+
+class OneAtATime(TypedDict):
+    """Sentences each alone through ``Engine.synthesize`` (:func:`one_at_a_time`)."""
+
+    rtf: float
+    cpu_rtf: float
+    audio_s: float
+    reference_frames: int
+
+
+class StreamResult(TakeTimes):
+    """The streamed take (:func:`stream_benchmark`): its figures, its options and TTFA / whole."""
+
+    num_step: int
+    voice: str
+    ttfa_ratio: float | None
+
+
+class StreamRun(StreamResult):
+    """``bench --stream`` (:func:`run`): the streamed take, the CPU time it took, the step graphs captured
+    before it, and the same sentences one at a time."""
+
+    cpu_rtf: float | None
+    graphs: GraphCounts
+    one_at_a_time: OneAtATime
+    stream_vs_one_at_a_time: float | None
+    sentence_bench_inputs: OneAtATime
+
+
+def add_flags(parser: argparse.ArgumentParser, modes: Modes) -> None:
     modes.add_argument("--stream", action="store_true", help="TTFA vs whole-script time of a streamed script "
                        "(default 40 sentences, --voice, through the take pipeline as every client renders); with "
                        "--server, this machine's engine against the server's, same take (default 12 sentences)")
 
 
-def time_take(link: EngineLink, text: str, options: TakeOptions) -> tuple[dict[str, Any], NDArray[np.float32]]:
+def time_take(link: EngineLink, text: str, options: TakeOptions) -> tuple[TakeTimes, NDArray[np.float32]]:
     """One take through the take pipeline, as every client renders, with its voices prepared first (untimed:
     a prompt build is not part of time to first audio) and a cold cache (every sentence renders).
 
@@ -43,11 +89,11 @@ def time_take(link: EngineLink, text: str, options: TakeOptions) -> tuple[dict[s
     take = build_take(link, text, options, cache=TakeCache(0))
     link.prepare(take.voices())
     result = take.run()
-    rtfs = [row["rtf"] for row in result.sentences if row.get("rtf") is not None]
-    first = result.sentences[0].get("render_s") if result.sentences else None
+    rtfs = [row.rtf for row in result.sentences if row.rtf is not None]
+    first = result.sentences[0].render_s if result.sentences else None
     info, audio = link.info, result.audio_s
     return ({"model": info.model, "device": info.device, "sentences": len(result.sentences),
-             "failed": sum(1 for row in result.sentences if row.get("error")), "steps": result.steps,
+             "failed": sum(1 for row in result.sentences if row.error), "steps": result.steps,
              "ttfa_s": round(result.ttfa_s, 4),
              "ttfa_overhead_s": round(result.ttfa_s - first, 4) if first is not None else None,
              "total_s": round(result.total_s, 4), "audio_s": round(audio, 3),
@@ -65,7 +111,7 @@ def bench_options(voice: str, num_step: int, seed: int) -> TakeOptions:
 
 
 def stream_benchmark(link: EngineLink, n_sentences: int = DEFAULT_SENTENCES, voice: str = DEFAULT_VOICE,
-                     num_step: int = DEFAULT_NUM_STEP, seed: int = 0) -> dict[str, Any]:
+                     num_step: int = DEFAULT_NUM_STEP, seed: int = 0) -> StreamResult:
     """Stream an ``n_sentences`` script through ``link`` as fast as it renders: TTFA, whole-script time,
     their ratio."""
     if n_sentences < 1:
@@ -76,7 +122,7 @@ def stream_benchmark(link: EngineLink, n_sentences: int = DEFAULT_SENTENCES, voi
             "ttfa_ratio": round(row["ttfa_s"] / total, 4) if total else None}
 
 
-def one_at_a_time(engine: Any, texts: list[str], voice: str | None, num_step: int, seed: int) -> dict[str, Any]:
+def one_at_a_time(engine: Engine, texts: list[str], voice: str | None, num_step: int, seed: int) -> OneAtATime:
     """Sentences each alone through ``Engine.synthesize`` (the one-sentence bench's path): the stream's own
     (``voice``: its prompt, its seeds), or with ``voice`` None the one-sentence bench's synthetic reference.
     RTF by wall time and by process CPU time, frames of reference, to set beside the take's."""
@@ -100,7 +146,7 @@ def one_at_a_time(engine: Any, texts: list[str], voice: str | None, num_step: in
             "reference_frames": int(prompt.ref_audio_tokens.size(-1))}
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> StreamRun:
     import time
 
     from omnistudio.take.link import LocalEngine
@@ -118,19 +164,19 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
     c0 = time.process_time()
     result = stream_benchmark(link, n_sentences=args.sentences, voice=args.voice, num_step=args.num_step,
                               seed=args.seed)
-    result["cpu_rtf"] = round((time.process_time() - c0) / result["audio_s"], 4) if result["audio_s"] else None
-    result["graphs"] = {"captured": graphs.captured, "capture_s": round(graphs.capture_s, 3), "failed": graphs.failed}
+    cpu_rtf = round((time.process_time() - c0) / result["audio_s"], 4) if result["audio_s"] else None
+    counts: GraphCounts = {"captured": graphs.captured, "capture_s": round(graphs.capture_s, 3),
+                           "failed": graphs.failed}
     args.progress(0, 1, f"the same {args.sentences} sentences one at a time")
     alone = one_at_a_time(engine, take(BULLETIN, args.sentences), args.voice, args.num_step, args.seed)
-    result["one_at_a_time"] = alone
-    result["stream_vs_one_at_a_time"] = round(result["rtf"] / alone["rtf"], 4) if result["rtf"] else None
+    ratio = round(result["rtf"] / alone["rtf"], 4) if result["rtf"] else None
     args.progress(0, 1, "the one-sentence bench's sentences and reference")
-    result["sentence_bench_inputs"] = one_at_a_time(engine, take(NEWS, min(args.sentences, len(NEWS))), None,
-                                                    args.num_step, args.seed)
-    return result
+    inputs = one_at_a_time(engine, take(NEWS, min(args.sentences, len(NEWS))), None, args.num_step, args.seed)
+    return {**result, "cpu_rtf": cpu_rtf, "graphs": counts, "one_at_a_time": alone, "stream_vs_one_at_a_time": ratio,
+            "sentence_bench_inputs": inputs}
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: StreamRun) -> None:
     print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))
     alone = result.get("one_at_a_time")
     if alone:

@@ -25,8 +25,8 @@ import time
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from omnistudio.audio.export import sidecar_path
 from omnistudio.audio.finishing import FinishingOptions
@@ -35,7 +35,12 @@ from omnistudio.errors import UserError, describe, first_line
 from omnistudio.take.options import TakeOptions
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
+    from rich.console import Console
+
     from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.script import Script
+    from omnistudio.take.result import TakeResult
     from omnistudio.voices.align import Hearer
 
 
@@ -55,7 +60,7 @@ class RenderSpec:
     def voice_key(self) -> str:
         return self.options.voice.key() if self.options.voice is not None else "tagged"
 
-    def source(self, script_sha256: str, spoken_sha256: str = "") -> dict[str, Any]:
+    def source(self, script_sha256: str, spoken_sha256: str = "") -> dict[str, object]:
         """The sidecar's ``source`` block: what a later run compares to decide a script is done. Every
         take option is in it (a new option too: the options' fields are listed, not picked), so a
         changed seed, voice, model, device, dtype, thread count or option renders again. The lexicon
@@ -85,7 +90,7 @@ class ScriptJob:
     script: Path
     text: str
     output: Path
-    parsed: Any = None  # the parsed script (omnistudio.script.Script), checked before anything starts
+    parsed: Script | None = None  # the parsed script, checked before anything starts
     spoken_sha256: str = ""  # what the model is asked to say, every sentence (omnistudio.take.pipeline.plan)
 
     @property
@@ -101,7 +106,7 @@ class ScriptJob:
 class ScriptAudio:
     """What an actor sends back for one script: the take's result and finishing, or why it failed."""
 
-    result: Any = None  # omnistudio.take.pipeline.TakeResult
+    result: TakeResult | None = None  # detached: its sentences as arrays, no spools
     finishing: FinishingOptions | None = None  # the take's finishing (its seed is the take's base seed)
     error: str | None = None
 
@@ -165,16 +170,19 @@ class Renderer:
         self.options = spec.worker_options(Path(self._folder.name))
         self.link = LocalEngine(open_engine(spec.engine))
 
-    def render(self, script: Any, name: str) -> ScriptAudio:
+    def render(self, script: Script, name: str) -> ScriptAudio:
         """``script`` through the take pipeline (the function every client builds takes with), no sinks."""
+        from omnistudio.audio.spool import ChunkSpool
         from omnistudio.take.pipeline import build_take
 
         try:
             take = build_take(self.link, script, self.options)
             result = take.run([])
             sent = result.detached()  # its spools are this actor's files: the sentences travel back as arrays
-            result.chunks.close()
-            result.stitched.close()
+            chunks, stitched = result.chunks, result.stitched
+            assert isinstance(chunks, ChunkSpool) and stitched is not None  # a take that ran holds its spools
+            chunks.close()
+            stitched.close()
             return ScriptAudio(sent, take.finishing)
         except UserError as exc:
             return ScriptAudio(error=str(exc))
@@ -192,7 +200,7 @@ def split_done(jobs: list[ScriptJob], spec: RenderSpec,
     return todo, report
 
 
-def note_threads(result: Any, local_threads: int) -> None:
+def note_threads(result: TakeResult, local_threads: int) -> None:
     """Say in the take's engine record when it rendered with another thread count than ``render`` here."""
     engine = result.engine
     if engine is not None and engine.get("threads") not in (None, local_threads):
@@ -200,8 +208,8 @@ def note_threads(result: Any, local_threads: int) -> None:
                           f"file uses {local_threads}: float sums differ, so the samples may too")
 
 
-def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int, cpus: float, gpus: float,
-                 console: Any = None, report: BatchReport | None = None,
+def render_batch(ray: ModuleType, spec: RenderSpec, jobs: list[ScriptJob], workers: int, cpus: float, gpus: float,
+                 console: Console | None = None, report: BatchReport | None = None,
                  renderer: type[Renderer] | None = None, local_threads: int | None = None,
                  captions: CaptionOptions | None = None, hearer: Hearer | None = None) -> BatchReport:
     """Render ``jobs`` on up to ``workers`` actors (``renderer`` instances); write each output as it arrives.
@@ -221,9 +229,9 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
     if not todo:
         return report
     actor_cls = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=0)(renderer or Renderer)
-    spawn = lambda: actor_cls.remote(spec)  # noqa: E731
-    idle = [spawn() for _ in range(min(workers, len(todo)))]
-    pending: dict[Any, tuple[ScriptJob, Any]] = {}
+    idle = [actor_cls.remote(spec) for _ in range(min(workers, len(todo)))]
+    # the actors' handles stay untyped: ray's ActorHandle types every actor method as Never
+    pending: dict[ObjectRef[ScriptAudio], tuple[ScriptJob, Any]] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[audio]:.1f} s of audio"), TimeElapsedColumn())
     with progress_bar(*columns, console=console, transient=True) as bar:
@@ -238,7 +246,7 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
                 audio: ScriptAudio = ray.get(done[0])
             except ray.exceptions.RayActorError as exc:  # the worker died (lost node, OOM, bad model)
                 report.failed[job.name] = f"worker lost: {first_line(exc)}"
-                idle.append(spawn())
+                idle.append(actor_cls.remote(spec))
             except ray.exceptions.RayTaskError as exc:  # raised past the renderer's own error handling
                 report.failed[job.name] = describe(getattr(exc, "cause", None) or exc)
                 idle.append(actor)
@@ -247,13 +255,16 @@ def render_batch(ray: Any, spec: RenderSpec, jobs: list[ScriptJob], workers: int
                 if audio.error is not None:
                     report.failed[job.name] = audio.error
                 else:
-                    note_threads(audio.result, local_threads)
+                    result = audio.result
+                    assert result is not None  # a script that did not fail sends its result
+                    note_threads(result, local_threads)
                     sink = FileSink(job.output, source=spec.source(job.sha256, job.spoken_sha256),  # as `render -o`
                                     captions=captions, hearer=hearer, delivery=Delivery(title=job.script.stem))
-                    sink.begin(audio)  # the sink takes the finishing from what it is given
-                    sink.end(audio.result)
+                    # the result names its engine; the captions' spoken forms are the front-end's own
+                    assert audio.finishing is not None  # sent with the result
+                    sink.write(result, audio.finishing)
                     report.rendered.append(job.name)
-                    report.audio_s += audio.result.audio_s
+                    report.audio_s += result.audio_s
             bar.update(task, advance=1, audio=report.audio_s)
     for actor in idle:
         ray.kill(actor)

@@ -11,13 +11,36 @@ and their checks: :mod:`omnistudio.commands.flags.retakes`.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from omnistudio.projects.project import Project
+    from omnistudio.script import Script
+    from omnistudio.take.link import EngineLink
+    from omnistudio.take.options import TakeOptions
+    from omnistudio.take.pipeline import PlannedSentence
+    from omnistudio.voices.resolve import VoiceRef
 
-def open_project(args: argparse.Namespace, text: str, lang: str, voice: Any) -> Any:
+    LinkFactory = Callable[[argparse.Namespace, Callable[[str], None]], EngineLink]  # (args, progress) -> link
+
+
+class TakesDone(TypedDict):
+    """What :func:`render_takes` did: the project, the script's planned sentences, the link (None when
+    nothing was rendered), the sentences rendered or retaken, how many takes were kept, the failed ones."""
+
+    project: Project
+    planned: list[PlannedSentence]
+    link: EngineLink | None
+    rendered: list[int]
+    reused: int
+    failed: list[int]
+
+
+def open_project(args: argparse.Namespace, text: str, lang: str, voice: VoiceRef | None) -> Project:
     """The --project folder brought up to the script, or a project that is never saved."""
     from omnistudio.console import err_console
     from omnistudio.projects.project import Project, open_or_create
@@ -32,7 +55,7 @@ def open_project(args: argparse.Namespace, text: str, lang: str, voice: Any) -> 
     return project
 
 
-def engine_link(args: argparse.Namespace, progress: Any) -> Any:
+def engine_link(args: argparse.Namespace, progress: Callable[[str], None]) -> EngineLink:
     """The engine the flags name, behind the take link (tests pass another link)."""
     from omnistudio.flags.engine import engine_from_args
     from omnistudio.take.link import LocalEngine
@@ -40,8 +63,8 @@ def engine_link(args: argparse.Namespace, progress: Any) -> Any:
     return LocalEngine(engine_from_args(args, progress=progress))
 
 
-def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
-                 link_factory: Any = None) -> dict[str, Any]:
+def render_takes(args: argparse.Namespace, text: str, script: Script, options: TakeOptions,
+                 link_factory: LinkFactory | None = None) -> TakesDone:
     """Give every sentence a chosen take: the missing ones rendered through the take pipeline
     (1-ahead, batched, the seed policy), then checked and retaken one by one through the same link."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -62,7 +85,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
         raise UserError("the project and the script disagree on the sentences (internal)")
     project.speak([p.said for p in planned])  # a take is fresh for the text as spoken now (lexicon included)
     todo = project.missing()
-    link = None
+    link: EngineLink | None = None
     if todo or (checker is not None and args.retake > 0):
         with status("loading model") as update:
             link = (link_factory or engine_link)(args, update)
@@ -70,6 +93,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
                TextColumn("{task.description}"))
     with progress_bar(*columns, transient=True) as bar:
         if todo:
+            assert link is not None  # loaded above for the sentences to render
             task = bar.add_task("", total=len(todo), phase="rendering")
             first = Take(link, [planned[i] for i in todo], options).run(
                 on_chunk=lambda chunk: bar.update(task, advance=1, description=f"sentence {chunk.sentence_id + 1}"))
@@ -78,8 +102,9 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
         retaken: list[int] = []
         if checker is not None:
             check = bar.add_task("", total=len(project), phase="checking")
-            retaken = take_sentences(  # retakes through the pipeline, like the studio's F9
-                project, pipeline_synth(project, planned, link, options), lambda i, line: planned[i].seed,
+            retaken = take_sentences(  # retakes through the pipeline, like the studio's F9 (no link: none)
+                project, pipeline_synth(project, planned, link, options),
+                lambda i, line: planned[i].seed,
                 num_step=options.num_step, guidance=options.guidance_scale, checker=checker, retakes=args.retake,
                 progress=lambda msg: bar.update(check, description=msg),
                 done=lambda i: bar.update(check, advance=1, description=f"sentence {i + 1}"))
@@ -90,7 +115,8 @@ def render_takes(args: argparse.Namespace, text: str, script: Any, options: Any,
             "reused": len(project) - len(set(todo) | set(retaken)), "failed": failed}
 
 
-def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_factory: Any = None) -> int:
+def run(args: argparse.Namespace, text: str, script: Script, options: TakeOptions,
+        link_factory: LinkFactory | None = None) -> int:
     """``render`` with --project/--verify: takes, then the file from the chosen takes (exit 1 when a
     chosen take still fails its check; the file is written all the same)."""
     import json
@@ -107,19 +133,20 @@ def run(args: argparse.Namespace, text: str, script: Any, options: Any, link_fac
     hearer = caption_hearer(args, captions) if args.output is not None else None  # a bad --asr-model: first
     done = render_takes(args, text, script, options, link_factory)
     project = done["project"]
-    result: dict[str, Any] = {"output": str(args.output) if args.output else None,
-                              "project": str(args.project) if args.project else None,
-                              "rendered": done["rendered"], "reused": done["reused"], "failed": done["failed"],
-                              "total_s": round(time.perf_counter() - started, 3)}
+    result: dict[str, object] = {"output": str(args.output) if args.output else None,
+                                 "project": str(args.project) if args.project else None,
+                                 "rendered": done["rendered"], "reused": done["reused"], "failed": done["failed"],
+                                 "total_s": round(time.perf_counter() - started, 3)}
     if args.output is not None:
         report = takes_report(project)
-        finished = write_chosen(project, done["planned"], options, args.output, captions, hearer)
+        finished, timed = write_chosen(project, done["planned"], options, args.output, captions, hearer)
         write_json(finished.sidecar_path, {**finished.sidecar, "takes": report})
-        if args.project is not None and keep_words(project, list(finished.sidecar.get("sentences", []))):
+        if args.project is not None and keep_words(project, timed):
             project.save()  # the words the captions measured, kept in the chosen takes
         result.update(sidecar=str(finished.sidecar_path), loudness=finished.sidecar.get("loudness"), takes=report)
     for index in done["failed"]:
         take = project.lines[index].chosen_take
+        assert take is not None and take.asr is not None  # a failed sentence's chosen take failed its check
         err_console.print(f"omnistudio: sentence {index + 1} failed its check: {take.asr.describe()}",
                           markup=False, highlight=False, soft_wrap=True)
     if args.json:

@@ -8,6 +8,7 @@ from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import UserError
 from omnistudio.projects.project import Project
 from omnistudio.take.captions import timed_sentences
+from omnistudio.take.rows import SentenceText
 from omnistudio.take.options import TakeOptions, spoken_text
 from omnistudio.voices.align import Hearer
 
@@ -33,6 +34,6 @@ def chosen_sentences(project: Project, options: TakeOptions, hearer: Hearer | No
         take = line.chosen_take
         assert take is not None  # checked above
         chunks.append((project.audio(take), pause, index, breath))
-    rows = [{"id": i, "text": line.text, "spoken": spoken[i], "lang": line.lang} for i, line in enumerate(project.lines)]
+    rows = [SentenceText(i, line.text, spoken[i], line.lang) for i, line in enumerate(project.lines)]
     spans = sentence_spans(chunks, project.sample_rate)
     return timed_sentences(spans, rows, lambda k: chunks[k][0], project.sample_rate, hearer, options.lexicon)

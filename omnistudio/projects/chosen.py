@@ -3,6 +3,7 @@ the player) gets them through the same stitcher, finishing and sinks as a render
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,11 +13,13 @@ from omnistudio.take.delivery import Delivery
 from omnistudio.take.link import EngineLink, LinkInfo, Rendered, VoiceList, WholeGroupLink
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
+from omnistudio.take.result import RenderedChunk
 from omnistudio.projects.project import Project, StoredTake
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishedRender
     from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.captions.timing import SentenceTiming
     from omnistudio.voices.align import Hearer
 
 
@@ -66,15 +69,16 @@ def use_take(project: Project, sentence: PlannedSentence, take: StoredTake, opti
     return sentence
 
 
-def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: list[tuple[Any, ...]],
-                  options: TakeOptions, engine: dict[str, Any] | None = None) -> list[int]:
+def keep_rendered(project: Project, sentences: list[PlannedSentence], chunks: Iterable[RenderedChunk],
+                  options: TakeOptions, engine: dict[str, object] | None = None) -> list[int]:
     """Store what a take rendered as takes of its sentences (chosen where a sentence had none);
     sentences that played a chosen take add nothing. ``engine``: what rendered them (the take result's).
     Returns the indices that got a take."""
     seeds = {s.id: s.seed for s in sentences}
     added = []
     said = {s.id: s.said for s in sentences}
-    for pcm, _pause, index, *_rest in chunks:
+    for pcm, _pause, index, _breath in chunks:
+        assert index is not None  # a take's chunks carry their sentences' ids
         line = project.lines[index]
         line.spoken = said[index]  # the take records the text it spoke
         take = line.chosen_take
@@ -111,28 +115,31 @@ def project_delivery(project: Project | None) -> Delivery:
 
 def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions,
                  output: Path, captions: CaptionOptions | None = None,
-                 hearer: Hearer | None = None) -> FinishedRender | None:
+                 hearer: Hearer | None = None) -> tuple[FinishedRender, list[SentenceTiming]]:
     """Write the chosen takes to ``output`` through the pipeline's file sink (with ``captions``, the
-    caption files with it; ``hearer`` measures the words); the FinishedRender."""
+    caption files with it; ``hearer`` measures the words); the FinishedRender and the timed sentences
+    (their words: :func:`keep_words`)."""
     from omnistudio.take.sinks import FileSink
 
     sink = FileSink(output, captions=captions, hearer=hearer, delivery=project_delivery(project))
     chosen_take(project, planned, options).run([sink])
-    return sink.finished
+    if sink.finished is None:
+        raise UserError(f"the render of {output} ended without a file")
+    return sink.finished, sink.sentences
 
 
-def keep_words(project: Project, rows: list[dict[str, Any]]) -> int:
-    """The words a render of the chosen takes measured (a sidecar's ``sentences``, whose ids are the
-    sentences' indices) kept in those takes, in seconds from each take's start, where none of a
-    sentence's words is estimated; returns how many takes got them."""
+def keep_words(project: Project, sentences: Sequence[SentenceTiming]) -> int:
+    """The words a render of the chosen takes measured (its timed sentences, whose ids are the sentences'
+    indices) kept in those takes, in seconds from each take's start, where none of a sentence's words is
+    estimated; returns how many takes got them."""
     from omnistudio.take.captions import words_in_sentence
 
     kept = 0
-    for row in rows:
-        words, index = words_in_sentence(row), row.get("id")
-        if words is None or not isinstance(index, int):
+    for sentence in sentences:
+        words = words_in_sentence(sentence)
+        if words is None or not 0 <= sentence.index < len(project.lines):
             continue
-        line = project.lines[index]
+        line = project.lines[sentence.index]
         take = line.chosen_take
         if take is None:
             continue

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
+from omnistudio.errors import UserError
 from omnistudio.projects.project import Line, Project, StoredTake
 from omnistudio.projects.speech_check import TakeChecker
 from omnistudio.take.link import EngineLink
@@ -43,18 +43,21 @@ class PipelineSynth:
     sentence id = line index) with the try's seed, rendered as a pipeline take of that one sentence
     through ``link`` (``cache``: where the take keeps what it renders). ``run(take)`` runs it (the
     studio plays it on the way); default ``take.run()``. ``engine`` and ``speed``: what rendered the
-    last call, for the take stored from it."""
+    last call, for the take stored from it. ``link`` None: nothing may render (every sentence has its
+    take; calling it then is an error)."""
 
-    def __init__(self, project: Project, planned: Sequence[PlannedSentence], link: EngineLink,
+    def __init__(self, project: Project, planned: Sequence[PlannedSentence], link: EngineLink | None,
                  options: TakeOptions, cache: TakeCache | None = None,
                  run: Callable[[Take], TakeResult] | None = None) -> None:
         self.project, self.link, self.options, self.cache, self.run = project, link, options, cache, run
         self.by_id = {p.id: p for p in planned}
         self.speed = options.speed
-        self.engine: dict[str, Any] | None = None
+        self.engine: dict[str, object] | None = None
 
     def __call__(self, line: Line, seed: int) -> np.ndarray:
         index = next(i for i, ln in enumerate(self.project.lines) if ln is line)
+        if self.link is None:
+            raise UserError("nothing can render here: no engine was opened")
         take = Take(self.link, [replace(self.by_id[index], seed=seed)], self.options, self.cache)
         result = take.run() if self.run is None else self.run(take)
         self.engine = result.engine
@@ -62,7 +65,7 @@ class PipelineSynth:
         return pcm
 
 
-def pipeline_synth(project: Project, planned: Sequence[PlannedSentence], link: EngineLink, options: TakeOptions,
+def pipeline_synth(project: Project, planned: Sequence[PlannedSentence], link: EngineLink | None, options: TakeOptions,
                    cache: TakeCache | None = None, run: Callable[[Take], TakeResult] | None = None) -> PipelineSynth:
     """The synthesiser of ``render`` and the studio (:class:`PipelineSynth`)."""
     return PipelineSynth(project, planned, link, options, cache, run)
@@ -146,7 +149,7 @@ def take_sentences(project: Project, synth: Synthesise, seed_for: Callable[[int,
     return rendered
 
 
-def takes_report(project: Project) -> list[dict[str, Any]]:
+def takes_report(project: Project) -> list[dict[str, object]]:
     """Per sentence: its text, chosen take, and every fresh take with what rendered it (seed, options, engine)
     and its check (the sidecar's ``takes``)."""
     report = []

@@ -13,14 +13,18 @@ pays it; ``"sentence"`` gives the spans alone.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio import protocol as wire
 from omnistudio.audio.finishing import FinishingOptions, file_stitcher
 from omnistudio.captions.timing import SentenceTiming
 from omnistudio.take.captions import timed_sentences
+from omnistudio.take.pipeline import PlannedSentence
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.align import Hearer
+
+if TYPE_CHECKING:
+    from omnistudio.take.stream import Chunk
 
 _HEARER_LOCK = threading.Lock()
 _HEARER: list[Hearer | None] = []  # [] until the first request for words: then [the hearer] or [None]
@@ -47,18 +51,19 @@ class SentenceTimer:
         self.hearer = hearer
         self._stitcher = file_stitcher(sample_rate, finishing)
 
-    def time(self, chunk: Any) -> SentenceTiming:
+    def time(self, chunk: Chunk) -> SentenceTiming:
         """The span in the file of the sentence ``chunk`` (the take's next one) and, in ``"word"`` mode,
         its words as the file sink records them."""
         sentence = chunk.sentence
+        assert isinstance(sentence, PlannedSentence)  # a take's chunks carry its planned sentences
         self._stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id, breathe=sentence.breath)
         pcm = chunk.pcm
-        (timed,) = timed_sentences(self._stitcher.spans[-1:], [chunk.as_dict()], lambda _k: pcm, self.sample_rate,
+        (timed,) = timed_sentences(self._stitcher.spans[-1:], [chunk.row()], lambda _k: pcm, self.sample_rate,
                                    self.hearer, self.lexicon, words=self.mode == "word")
         return timed
 
 
 def sentence_time(timing: SentenceTiming, mode: wire.Timestamps) -> wire.SentenceTime:
     """A timed sentence on the wire: its words (as the sidecar records them) only in ``"word"`` mode."""
-    words = [wire.WordTime(**w.as_dict()) for w in timing.words] if mode == "word" else None
+    words = [wire.WordTime.model_validate(w.as_dict()) for w in timing.words] if mode == "word" else None
     return wire.SentenceTime(index=timing.index, text=timing.text, start=timing.start, end=timing.end, words=words)

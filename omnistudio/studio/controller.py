@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,6 +74,11 @@ from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build
 from omnistudio.take.sinks import FileSink, PlayerSink
 from omnistudio.voices.resolve import VoiceRef
 
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
+    from omnistudio.take.stream import Chunk
+    from omnistudio.voices.align import Hearer
+
 log = logging.getLogger(__name__)
 
 AUDITION = {"en": "Good evening, and welcome to the news at nine.",
@@ -94,7 +99,7 @@ class Retry:
 class Studio:
     """Headless studio: everything the Textual app shows comes from here."""
 
-    def __init__(self, config: EngineConfig | None = None, *, engine: Any = None, link: Any = None, settings: StudioSettings | None = None,
+    def __init__(self, config: EngineConfig | None = None, *, engine: Engine | None = None, link: EngineLink | None = None, settings: StudioSettings | None = None,
                  report: Callable[[object], None] | None = None, audio: str = "auto", virtual_rate: float = 1.0,
                  voice_resolver: VoiceFor | None = None, warm: bool = True,
                  cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
@@ -129,7 +134,7 @@ class Studio:
         self._loaded = False  # the link is up and has answered once
         self._retry: Retry | None = None  # set while the engine cannot be reached
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
-        self._hearer: Any = None  # the speech model that measures caption words (loaded on first use)
+        self._hearer: Hearer | None = None  # the speech model that measures caption words (loaded on first use)
         # words an export measured, by the rendering they were measured on (its take-cache key): the
         # highlight uses them when that rendering plays again; in seconds from the sentence's start
         self.words = HeardWords(lambda: self.link)
@@ -262,7 +267,7 @@ class Studio:
         self.takes.sync(text)
         self.commands.put(cmd.Export(tuple(sentences), path, self.take_options(), captions, hearer))
 
-    def caption_hearer(self) -> Any:
+    def caption_hearer(self) -> Hearer | None:
         """The speech model for caption words (``$OMNISTUDIO_ASR_MODEL``, else the packaged Whisper), one
         for the session, loaded on the engine thread when first asked to hear; None without one."""
         if self._hearer is None:
@@ -363,9 +368,16 @@ class Studio:
                 self._do_play(command)
             case cmd.Export():
                 self._do_export(command)
-            case _:  # the open project's actions, with the lexicon as its files hold it now
-                options = getattr(command, "options", None)
-                self.takes.run(command if options is None else replace(command, options=self.lexicon.refreshed(options)))
+            case cmd.Regenerate() | cmd.StepTake() | cmd.Compare():  # with the lexicon as its files hold it now
+                self.takes.run(replace(command, options=self.lexicon.refreshed(command.options)))
+            case _:  # the open project's other actions
+                self.takes.run(command)
+
+    def loaded_player(self) -> Player:
+        """The player (opened when the studio starts)."""
+        if self.player is None:
+            raise Unavailable("the audio output is not open yet")
+        return self.player
 
     def loaded_link(self) -> EngineLink:
         """The engine link (the engine thread's, once the engine is up)."""
@@ -432,7 +444,7 @@ class Studio:
         if event.action != "done":
             self._set_state("rendering", event.describe())
 
-    def _rendered(self, chunk: Any) -> None:
+    def _rendered(self, chunk: Chunk) -> None:
         t = chunk.timings
         if chunk.ok and t is not None:
             self.report(SentenceRendered(chunk.sentence.id, t.wall_s, t.audio_s, t.rtf))
@@ -447,7 +459,7 @@ class Studio:
         self._rendering_play = True
         started, finished = [False], False
 
-        def on_piece(start: int, end: int, chunk: Any) -> None:
+        def on_piece(start: int, end: int, chunk: Chunk) -> None:
             words = SentenceWords("") if audition else self.words.played(chunk, start, options)
             self.schedule.add(start, end, -1 if audition else chunk.sentence.id, words)
             if not started[0]:
@@ -489,12 +501,11 @@ class Studio:
         finished = sink.finished
         if finished is None:
             raise UserError(f"the export of {path.name} ended without a file")
-        rows = list(finished.sidecar.get("sentences", []))
-        words = [w for row in rows for w in row.get("words", [])]
+        words = [w for timed in sink.sentences for w in timed.words]
         if self.takes.project is None:  # with a project open its chosen takes play, not this rendering
-            self.words.keep(take.sentences, options, rows)
+            self.words.keep(take.sentences, options, sink.sentences)
         self.report(Exported(path, finished.sidecar_path, {
             **dict(finished.sidecar.get("loudness", {})), "rendered": result.rendered, "reused": result.reused,
             "captions": list(finished.sidecar.get("captions", {}).get("files", {}).values()),
-            "words": len(words), "words_estimated": sum(1 for w in words if w.get("estimated")),
+            "words": len(words), "words_estimated": sum(1 for w in words if w.estimated),
             "measured": hearer is not None}))

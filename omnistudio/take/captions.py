@@ -15,9 +15,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from omnistudio.audio.dsp import SentenceSpan
-from omnistudio.audio.finishing import Extras, ExtraOutputs
+from omnistudio.audio.finishing import ExtraOutputs
 from omnistudio.captions.formats import CaptionOptions, caption_texts
 from omnistudio.captions.timing import SentenceTiming, WordTime
+from omnistudio.take.rows import Written, matched
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.align import Hearer
 from omnistudio.voices.words import with_words
@@ -42,14 +43,16 @@ def check_caption_paths(paths: Mapping[str, Path], inputs: Mapping[str, Path | N
         check_not_input(path, dict(inputs or {}), sidecar=False)
 
 
-def _span(span: SentenceSpan | Mapping[str, Any]) -> tuple[Any, float, float]:
+def _span(span: SentenceSpan | Mapping[str, Any]) -> tuple[object, float, float]:
     """A span's sentence id, start and end as the sidecar records them (to 0.1 ms), so captions made
     later from the sidecar are the captions written with the file."""
-    row = span.as_dict() if isinstance(span, SentenceSpan) else span
-    return row.get("id"), float(row["start_s"]), float(row["end_s"])
+    if isinstance(span, SentenceSpan):
+        recorded = span.as_dict()
+        return recorded["id"], recorded["start_s"], recorded["end_s"]
+    return span.get("id"), float(span["start_s"]), float(span["end_s"])
 
 
-def timed_sentences(spans: Sequence[SentenceSpan | Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+def timed_sentences(spans: Sequence[SentenceSpan | Mapping[str, Any]], rows: Sequence[Written],
                     audio: Callable[[int], NDArray[np.float32]] | None = None, sample_rate: int = 24_000,
                     hearer: Hearer | None = None, lexicon: Lexicon | None = None,
                     words: bool = True) -> list[SentenceTiming]:
@@ -58,14 +61,13 @@ def timed_sentences(spans: Sequence[SentenceSpan | Mapping[str, Any]], rows: Seq
     id), and its words, measured by ``hearer`` where it hears them in ``audio(k)`` (the k-th
     sentence's samples), else estimated (:func:`omnistudio.voices.words.sentence_words`);
     ``lexicon``: the take's, which made the spoken forms. ``words=False``: the spans and texts only."""
-    by_id = {row.get("id"): row for row in rows}
+    placed = [_span(span) for span in spans]
     sentences = []
-    for k, span in enumerate(spans):
-        sentence_id, start, end = _span(span)
-        row = by_id.get(sentence_id, rows[k] if k < len(rows) else {})
-        text = str(row.get("text") or "")
+    for k, ((sentence_id, start, end), row) in enumerate(zip(placed, matched(rows, [p[0] for p in placed]))):
+        text = row.text if row is not None else ""
         sentences.append(SentenceTiming(sentence_id if isinstance(sentence_id, int) else k, text,
-                                        str(row.get("spoken") or text), str(row.get("lang") or "en"), start, end))
+                                        (row.spoken if row is not None else "") or text,
+                                        (row.lang if row is not None else "") or "en", start, end))
     if not words:
         return sentences
     timed = with_words(sentences, audio, sample_rate, hearer, lexicon)
@@ -81,14 +83,13 @@ def recorded_word(row: Mapping[str, Any]) -> WordTime:
                     int(row.get("written_start", 0)), int(row.get("written_end", 0)))
 
 
-def words_in_sentence(row: Mapping[str, Any]) -> tuple[WordTime, ...] | None:
-    """A sidecar sentence's words (``sentences`` entry) in seconds from the sentence's own start, where
-    every one was measured (none estimated); None otherwise (the words of a take, kept for later)."""
-    words = row.get("words") or []
-    if not words or any(w.get("estimated") for w in words):
+def words_in_sentence(sentence: SentenceTiming) -> tuple[WordTime, ...] | None:
+    """A timed sentence's words (as its file's sidecar records them) in seconds from the sentence's own
+    start, where every one was measured (none estimated); None otherwise (the words of a take, kept for
+    later)."""
+    if not sentence.words or any(w.estimated for w in sentence.words):
         return None
-    start = float(row["start_s"])
-    return tuple(replace(w, start=w.start - start, end=w.end - start) for w in map(recorded_word, words))
+    return tuple(replace(w, start=w.start - sentence.start, end=w.end - sentence.start) for w in sentence.words)
 
 
 def caption_writers(sentences: Sequence[SentenceTiming], options: CaptionOptions,
@@ -108,25 +109,31 @@ def caption_record(options: CaptionOptions, paths: Mapping[str, Path]) -> dict[s
             "vtt_words": options.vtt_words}
 
 
-def file_extras(rows: Sequence[Mapping[str, Any]], chunks: Any, sample_rate: int, output: Path,
-                captions: CaptionOptions | None = None, hearer: Hearer | None = None,
-                lexicon: Lexicon | None = None) -> Extras:
-    """What a take's file sink writes besides the audio once the spans are known: each sentence's
-    ``words`` in the sidecar (measured by ``hearer`` where it can, else estimated) and, with
+class FileExtras:
+    """What a take's file sink writes besides the audio once the spans are known (call it with them): each
+    sentence's ``words`` in the sidecar (measured by ``hearer`` where it can, else estimated) and, with
     ``captions``, the caption files beside ``output``. ``chunks``: the take's rendered sentences
-    (``chunks[k][0]``: the k-th one's samples)."""
+    (``chunks[k][0]``: the k-th one's samples). Once called, ``sentences`` holds the timed sentences the
+    sidecar's words and the captions were made from (what the studio keeps for its highlight)."""
 
-    def extra(spans: Sequence[SentenceSpan]) -> ExtraOutputs:
-        sentences = timed_sentences(spans, rows, lambda k: np.asarray(chunks[k][0], dtype=np.float32), sample_rate,
-                                    hearer, lexicon)
-        words = [{"words": [w.as_dict() for w in s.words]} for s in sentences]
-        if captions is None:
+    def __init__(self, rows: Sequence[Written], chunks: Any, sample_rate: int, output: Path,
+                 captions: CaptionOptions | None = None, hearer: Hearer | None = None,
+                 lexicon: Lexicon | None = None) -> None:
+        self.rows, self.chunks, self.sample_rate, self.output = rows, chunks, sample_rate, output
+        self.captions, self.hearer, self.lexicon = captions, hearer, lexicon
+        self.sentences: list[SentenceTiming] = []
+
+    def __call__(self, spans: Sequence[SentenceSpan]) -> ExtraOutputs:
+        chunks = self.chunks
+        self.sentences = sentences = timed_sentences(
+            spans, self.rows, lambda k: np.asarray(chunks[k][0], dtype=np.float32), self.sample_rate, self.hearer,
+            self.lexicon)
+        words: list[dict[str, object]] = [{"words": [w.as_dict() for w in s.words]} for s in sentences]
+        if self.captions is None:
             return ExtraOutputs(words)
-        paths = caption_paths(output, captions.formats)
-        return ExtraOutputs(words, caption_writers(sentences, captions, paths),
-                            {"captions": caption_record(captions, paths)})
-
-    return extra
+        paths = caption_paths(self.output, self.captions.formats)
+        return ExtraOutputs(words, caption_writers(sentences, self.captions, paths),
+                            {"captions": caption_record(self.captions, paths)})
 
 
 def write_captions(sentences: Sequence[SentenceTiming], options: CaptionOptions,

@@ -16,12 +16,12 @@ to two paths gives the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from omnistudio.audio.bwf import Broadcast, Marker, label
 from omnistudio.audio.dsp import SentenceSpan
+from omnistudio.take.rows import SentenceRow, matched
 
 ENGINE_FIELDS = ("model", "device", "dtype", "sampler", "threads", "quantize", "quantisation")
 TAKE_FIELDS = ("voice", "lang", "seed", "num_step", "guidance", "speed", "batch")
@@ -35,29 +35,30 @@ class Delivery:
     project: str = ""
     take: str = ""
     title: str = ""
-    engine: Mapping[str, Any] | None = None  # None: the link's record
+    engine: Mapping[str, object] | None = None  # None: the link's record
 
 
-def describe(rows: Sequence[Mapping[str, Any]], spans: Sequence[SentenceSpan],
-             take: Mapping[str, Any] | None = None, engine: Mapping[str, Any] | None = None,
+def describe(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
+             take: Mapping[str, object] | None = None, engine: Mapping[str, object] | None = None,
              delivery: Delivery = Delivery()) -> Broadcast:
-    """The Broadcast of a take's file (see the module's docstring); ``rows``: the take's sentence rows
-    (``id``, ``text``, ``line``, ``story``, ``speaker``), matched to ``spans`` by sentence id."""
-    by_id = {row.get("id"): row for row in rows}
-    placed = [(span, by_id.get(span.sentence_id, rows[k] if k < len(rows) else {})) for k, span in enumerate(spans)]
-    markers = [Marker(span.start_s, label(str(row.get("text") or f"Sentence {k + 1}")))
+    """The Broadcast of a take's file (see the module's docstring); ``rows``: the take's sentence rows,
+    matched to ``spans`` by sentence id."""
+    placed = list(zip(spans, matched(rows, [span.sentence_id for span in spans])))
+    markers = [Marker(span.start_s, label(row.text if row is not None and row.text else f"Sentence {k + 1}"))
                for k, (span, row) in enumerate(placed)]
-    stories = _runs(placed, "story")
+    stories = _runs(placed, lambda row: row.story)
     regions = [Marker(first.start_s, str(name), last.end_s) for name, first, last in stories if name]
     named = [run for run in stories if run[0]]
     chapters = ([Marker(first.start_s, str(name) if name else label(_text(placed, first)))
                  for name, first, _last in stories] if named
-                else [Marker(first.start_s, label(_text(placed, first))) for _line, first, _l in _runs(placed, "line")])
+                else [Marker(first.start_s, label(_text(placed, first)))
+                      for _line, first, _l in _runs(placed, lambda row: row.line)])
     engine = delivery.engine if delivery.engine is not None else engine
     take, engine = dict(take or {}), dict(engine or {})
-    title = delivery.title or (str(named[0][0]) if named else label(str(placed[0][1].get("text") or ""))
+    title = delivery.title or (str(named[0][0]) if named else label(_text(placed, placed[0][0]))
                                                                                 if placed else "OmniStudio")
-    voices = list(dict.fromkeys(str(row.get("speaker") or take.get("voice") or "") for _s, row in placed))
+    voices = list(dict.fromkeys(str((row.speaker if row is not None else None) or take.get("voice") or "")
+                                for _s, row in placed))
     voices = [v for v in voices if v]
     user = [(key, str(take[key])) for key in TAKE_FIELDS if take.get(key) is not None]
     user += [(key, str(engine[key])) for key in ENGINE_FIELDS if engine.get(key) is not None]
@@ -69,11 +70,14 @@ def describe(rows: Sequence[Mapping[str, Any]], spans: Sequence[SentenceSpan],
                      markers=tuple(markers + regions), chapters=tuple(chapters))
 
 
-def _runs(placed: Sequence[tuple[SentenceSpan, Mapping[str, Any]]], key: str) -> list[tuple[Any, SentenceSpan, SentenceSpan]]:
+Placed = Sequence[tuple[SentenceSpan, SentenceRow | None]]
+
+
+def _runs(placed: Placed, key: Callable[[SentenceRow], object]) -> list[tuple[object, SentenceSpan, SentenceSpan]]:
     """Runs of consecutive sentences sharing ``key`` (a story, a line): its value, first and last span."""
-    runs: list[tuple[Any, SentenceSpan, SentenceSpan]] = []
+    runs: list[tuple[object, SentenceSpan, SentenceSpan]] = []
     for span, row in placed:
-        value = row.get(key)
+        value = key(row) if row is not None else None
         if runs and runs[-1][0] == value:
             runs[-1] = (value, runs[-1][1], span)
         else:
@@ -81,5 +85,5 @@ def _runs(placed: Sequence[tuple[SentenceSpan, Mapping[str, Any]]], key: str) ->
     return runs
 
 
-def _text(placed: Sequence[tuple[SentenceSpan, Mapping[str, Any]]], span: SentenceSpan) -> str:
-    return next((str(row.get("text") or "") for s, row in placed if s is span), "")
+def _text(placed: Placed, span: SentenceSpan) -> str:
+    return next(((row.text if row is not None else "") for s, row in placed if s is span), "")

@@ -27,6 +27,7 @@ from omnistudio.captions.timing import SentenceTiming, WordTime
 from omnistudio.errors import UserError
 from omnistudio.take.captions import recorded_word, timed_sentences
 from omnistudio.take.options import TakeOptions, spoken_text
+from omnistudio.take.rows import SentenceText, sentence_texts
 from omnistudio.voices.align import Hearer
 
 
@@ -46,14 +47,14 @@ def file_sentences(audio: Path, text: str | None, lang: str | None, options: Tak
         notes.append(f"{sidecar_path(audio).name} is left out ({unusable})")
     spans: Sequence[Mapping[str, Any]]
     if sidecar is not None:
-        spans, rows = sidecar["sentences"], sidecar["timings"]["sentences"]
+        spans, rows = sidecar["sentences"], sentence_texts(sidecar["timings"]["sentences"])
         if text is not None:
-            rows = _rows(text, lang or _first_lang(rows), options)
+            rows = _rows(text, lang or (rows[0].lang if rows else "en"), options)
             if len(rows) != len(spans):
                 raise UserError(f"the text has {len(rows)} sentences; the sidecar of {audio.name} times {len(spans)}: "
                                 "give the text it was rendered from, or move the sidecar away to spread the text "
                                 "over the file")
-            rows = [{**row, "id": span.get("id")} for row, span in zip(rows, spans)]
+            rows = [replace(row, id=_id(span, row.id)) for row, span in zip(rows, spans)]
     else:
         if text is None:
             raise UserError(f"{audio} has no sidecar ({sidecar_path(audio).name}) to take its sentences from: "
@@ -114,6 +115,7 @@ def _sidecar(audio: Path, duration: float) -> tuple[dict[str, Any] | None, str |
         if not isinstance(spans, list) or not isinstance(rows, list) or not spans:
             raise ValueError("no sentences")
         check_spans([(float(span["start_s"]), float(span["end_s"])) for span in spans], duration)
+        sentence_texts(rows)
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         why = "not valid JSON" if isinstance(exc, json.JSONDecodeError) else f"{type(exc).__name__}: {exc}"
         return None, why
@@ -135,24 +137,26 @@ def check_spans(spans: Sequence[tuple[float, float]], duration: float, slack: fl
         previous = end
 
 
-def _first_lang(rows: Sequence[Mapping[str, Any]]) -> str:
-    return str(rows[0].get("lang") or "en") if rows else "en"
+def _id(span: Mapping[str, Any], otherwise: int) -> int:
+    """The sentence id a sidecar's span gives (a hand-edited one may give none)."""
+    sentence_id = span.get("id")
+    return sentence_id if isinstance(sentence_id, int) else otherwise
 
 
-def _rows(text: str, lang: str, options: TakeOptions) -> list[dict[str, Any]]:
+def _rows(text: str, lang: str, options: TakeOptions) -> list[SentenceText]:
     from omnistudio.script import parse_script
 
-    return [{"id": s.id, "text": s.text, "spoken": spoken_text(s.text, s.lang, options), "lang": s.lang}
+    return [SentenceText(s.id, s.text, spoken_text(s.text, s.lang, options), s.lang)
             for s in parse_script(text, lang).sentences]
 
 
-def _spread(rows: Sequence[Mapping[str, Any]], duration: float) -> list[dict[str, Any]]:
+def _spread(rows: Sequence[SentenceText], duration: float) -> list[dict[str, Any]]:
     """Spans for sentences with no times: the file shared in proportion to their written length."""
-    weights = [max(1, len(str(row["text"]))) for row in rows]
+    weights = [max(1, len(row.text)) for row in rows]
     total, at, spans = sum(weights), 0.0, []
     for row, weight in zip(rows, weights):
         end = at + duration * weight / total
-        spans.append({"id": row["id"], "start_s": at, "end_s": min(end, duration)})
+        spans.append({"id": row.id, "start_s": at, "end_s": min(end, duration)})
         at = end
     return spans
 

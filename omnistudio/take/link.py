@@ -374,7 +374,7 @@ def joined(index: int, pieces: Sequence[Rendered], sample_rate: int) -> Rendered
     return Rendered(index, pcm, timings, sum(p.steps for p in pieces))
 
 
-def link_record(link: Any) -> dict[str, Any] | None:
+def link_record(link: Any) -> dict[str, object] | None:
     """What renders behind ``link`` (its :class:`LinkInfo`) as a dict for sidecars; None when it does not say."""
     from dataclasses import asdict, is_dataclass
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field, replace
+from typing import ClassVar, NewType
 
 from omnistudio.audio.finishing import FinishingOptions
 from omnistudio.checks import DEFAULT_NUM_STEP, check_batch, check_language, check_num_step, check_seed
@@ -54,8 +55,16 @@ class TakeOptions:
     normalize: bool = True  # the text front-end (numbers, money, dates, abbreviations) before the model
     lexicon: Lexicon = field(default_factory=Lexicon)  # pronunciations the producer set (global + project)
 
-    def validated(self) -> TakeOptions:
-        """A copy with every field checked, or one UserError naming the bad one."""
+    # Set (on the instance, outside the fields: ``asdict`` and ``==`` never see it) by ``validated()``;
+    # ``dataclasses.replace`` makes a new instance, which is unchecked again.
+    _checked: ClassVar[bool] = False
+
+    def validated(self) -> ValidTakeOptions:
+        """These options with every field checked, or one UserError naming the bad one. Checked once:
+        options that ``validated()`` returned come back as they are (a ``replace`` of them is checked
+        again)."""
+        if self._checked:
+            return ValidTakeOptions(self)
         from omnistudio.checks import check_guidance
 
         guidance = check_guidance(self.guidance_scale)  # finite, 0..20: the one check every client uses
@@ -70,11 +79,18 @@ class TakeOptions:
             raise UserError(f"the default voice must be a VoiceRef, got {type(self.voice).__name__}")
         if not isinstance(self.lexicon, Lexicon):
             raise UserError(f"the lexicon must be a Lexicon, got {type(self.lexicon).__name__}")
-        return replace(self, num_step=check_num_step(self.num_step), guidance_scale=guidance,
-                       seed=check_seed(self.seed), seed_locked=bool(self.seed_locked), speed=speed,
-                       batch=batch, lang=check_language(self.lang), normalize=bool(self.normalize))
+        valid = replace(self, num_step=check_num_step(self.num_step), guidance_scale=guidance,
+                        seed=check_seed(self.seed), seed_locked=bool(self.seed_locked), speed=speed,
+                        batch=batch, lang=check_language(self.lang), normalize=bool(self.normalize))
+        object.__setattr__(valid, "_checked", True)
+        return ValidTakeOptions(valid)
 
     @property
     def speed_arg(self) -> float | None:
         """What the engine takes for ``speed`` (None: OmniVoice's own duration estimate)."""
         return None if self.speed == 1.0 else self.speed
+
+
+
+# TakeOptions that ``validated()`` returned: what a take and its plan hold (they check nothing again).
+ValidTakeOptions = NewType("ValidTakeOptions", TakeOptions)

@@ -23,10 +23,11 @@ from typing import Any
 
 from omnistudio.audio.finishing import live_stitcher, sentence_pauses
 from omnistudio.errors import Cancelled, UserError
-from omnistudio.script import Script, parse_script
+from omnistudio.script import Script, Sentence, parse_script
 from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem, link_record
 from omnistudio.take.options import SEED_LIMIT, TakeOptions, sentence_seed, spoken_text
 from omnistudio.take.result import TakeResult as TakeResult  # re-exported: the clients import it from here
+from omnistudio.take.rows import SentenceRow
 from omnistudio.take.sinks import Sink
 from omnistudio.take.stream import Chunk, Stream, sentence_voice
 from omnistudio.voices.resolve import VoiceRef
@@ -63,7 +64,7 @@ class PlannedSentence:
         return RenderItem(self.id, self.said, self.voice, self.lang, self.seed)
 
 
-def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: int | None = None,
+def plan(script: Script | str | Sequence[Sentence], options: TakeOptions, base_seed: int | None = None,
          speakers: Any = None) -> list[PlannedSentence]:
     """The sentences of ``script`` (text, a parsed Script, or script sentences) with voice, seed, pause.
 
@@ -83,8 +84,7 @@ def plan(script: Script | str | Sequence[Any], options: TakeOptions, base_seed: 
         seed = sentence_seed(base, spoken, voice.key(), sentence.lang)
         planned.append(PlannedSentence(sentence.id, sentence.text, voice, sentence.lang, seed,
                                        pause, sentence.line, sentence.speaker,
-                                       sentence.start, sentence.end, breath, spoken,
-                                       getattr(sentence, "story", None)))
+                                       sentence.start, sentence.end, breath, spoken, sentence.story))
     if not planned:
         raise UserError("nothing to render")
     return planned
@@ -256,7 +256,7 @@ class Take:
 
         stitched = PcmSpool()  # the take as played, on disk: memory stays flat on a long render
         chunks = ChunkSpool()  # sentences for the file's finishing wait on disk, not in memory
-        rows: list[dict[str, Any]] = []
+        rows: list[SentenceRow] = []
         skipped: list[int] = []
         ttfa: float | None = None
         rendered = 0
@@ -267,7 +267,7 @@ class Take:
             assert isinstance(sentence, PlannedSentence)  # a take's stream carries its planned sentences
             if ttfa is None:
                 ttfa = time.perf_counter() - started
-            rows.append({**chunk.as_dict(), "voice": sentence.voice.key(), "seed": sentence.seed})
+            rows.append(chunk.row(sentence.voice.key(), sentence.seed))
             rendered += sentence.id not in hits
             if on_chunk is not None:
                 on_chunk(chunk)
@@ -287,7 +287,7 @@ class Take:
         if cancel.is_set() or len(rows) < len(self.sentences):  # the stream only ends early when cancelled
             raise Cancelled("take cancelled")
         if skipped and len(skipped) == len(self.sentences):
-            raise UserError(f"every sentence failed ({rows[-1]['error']}); nothing written")
+            raise UserError(f"every sentence failed ({rows[-1].error}); nothing written")
         tail = stitcher.finish()
         stitched.append(tail)
         for sink in sinks:
@@ -297,7 +297,7 @@ class Take:
                           len(hits), steps, ttfa or 0.0, time.perf_counter() - started, 0.0, skipped=skipped,
                           engine=link_record(self.link), options=self.record())
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """The take's options as its sidecar records them (the base seed, not the options' seed)."""
         o = self.options
         return {"seed": self.base_seed, "num_step": o.num_step, "guidance": o.guidance_scale, "speed": o.speed,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from omnistudio.audio.bwf import ReadBack, read_broadcast
 from omnistudio.audio.compliance import Compliance, check_signal
@@ -22,7 +21,7 @@ class FileCheck:
     broadcast: ReadBack
     rows_from: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         back = self.broadcast
         chunks = {"description": back.description, "originator": back.originator, "reference": back.reference,
                   "loudness": back.loudness, "ixml": back.ixml,

@@ -4,15 +4,19 @@ imports, can name it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from omnistudio.take.link import PrepareEvent
+from omnistudio.take.rows import SentenceRow
 
 if TYPE_CHECKING:
     from omnistudio.audio.spool import ChunkSpool, PcmSpool
+
+
+RenderedChunk = tuple[NDArray[np.float32], float, "int | None", bool]  # (pcm, pause after, sentence id, breath)
 
 
 @dataclass
@@ -26,8 +30,8 @@ class TakeResult:
     stitched: PcmSpool | None  # the live-stitched take (seams, breaths, room tone); None once detached
     frames: int  # length of the stitched take
     sample_rate: int
-    chunks: ChunkSpool | list[tuple[NDArray[np.float32], float, Any, bool]]  # (pcm, pause after, sentence id, breath)
-    sentences: list[dict[str, Any]]
+    chunks: ChunkSpool | list[RenderedChunk]
+    sentences: list[SentenceRow]  # in the take's order (a failed sentence's row has its error)
     base_seed: int
     rendered: int  # sentences rendered by the link in this take
     reused: int  # sentences taken from the cache
@@ -38,8 +42,8 @@ class TakeResult:
     events: list[PrepareEvent] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)  # ids of failed sentences left out (skip_failed)
     # What the samples depend on besides each sentence's text, voice and seed (in ``sentences``):
-    engine: dict[str, Any] | None = None  # what rendered it: model, device, dtype, sampler, threads, quantisation
-    options: dict[str, Any] = field(default_factory=dict)  # seed, num_step, guidance, speed, batch, lang, voice
+    engine: dict[str, object] | None = None  # what rendered it: model, device, dtype, sampler, threads, quantisation
+    options: dict[str, object] = field(default_factory=dict)  # seed, num_step, guidance, speed, batch, lang, voice
 
     @property
     def pcm(self) -> NDArray[np.float32]:
@@ -58,9 +62,9 @@ class TakeResult:
     def audio_s(self) -> float:
         return self.frames / self.sample_rate
 
-    def timings(self) -> dict[str, Any]:
+    def timings(self) -> dict[str, object]:
         audio = self.audio_s
         return {"ttfa_s": round(self.ttfa_s, 4), "total_s": round(self.total_s, 4), "audio_s": round(audio, 3),
                 "rtf": round(self.total_s / audio, 4) if audio else None, "prepare_s": round(self.prepare_s, 4),
                 "rendered": self.rendered, "reused": self.reused, "skipped": [i + 1 for i in self.skipped],
-                "sentences": self.sentences}
+                "sentences": [row.as_dict() for row in self.sentences]}

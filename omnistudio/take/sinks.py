@@ -9,10 +9,10 @@ writes nothing). The server's network stream is one more sink.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishedRender, FinishingOptions
     from omnistudio.audio.player import Player
     from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.captions.timing import SentenceTiming
     from omnistudio.text.lexicon import Lexicon
     from omnistudio.voices.align import Hearer
 
@@ -121,8 +122,8 @@ class FileSink(Sink):
     chapters, loudness, iXML: :mod:`omnistudio.take.delivery`; ``delivery`` names its project, take and
     title). Nothing is written if the take fails."""
 
-    def __init__(self, path: Path, extra: dict[str, Any] | None = None, shm_root: Path | None = None,
-                 source: dict[str, Any] | None = None, captions: CaptionOptions | None = None,
+    def __init__(self, path: Path, extra: dict[str, object] | None = None, shm_root: Path | None = None,
+                 source: dict[str, object] | None = None, captions: CaptionOptions | None = None,
                  hearer: Hearer | None = None, delivery: Delivery | None = None) -> None:
         from omnistudio.audio.export import check_output_path
         from omnistudio.take.captions import caption_paths, check_caption_paths
@@ -138,36 +139,40 @@ class FileSink(Sink):
         self.source = source  # what the take was made from, kept in the sidecar (batch renders resume by it)
         self.delivery = delivery or Delivery()
         self.finished: FinishedRender | None = None  # once written
+        self.sentences: list[SentenceTiming] = []  # once written: where each sentence is, its words
         self._take: TakeView | None = None
 
     def begin(self, take: TakeView) -> None:
         self._take = take
 
     def end(self, result: TakeResult) -> None:
-        from omnistudio.audio.finishing import ExtraOutputs, finish_render
-        from omnistudio.take.captions import file_extras
-        from omnistudio.take.delivery import describe
-
         if self._take is None:
             raise ValueError("FileSink.end without begin")
+        take = self._take
+        self.write(result, take.finishing, link_record(take.link), take.options.lexicon)
+
+    def write(self, result: TakeResult, finishing: FinishingOptions, engine: Mapping[str, object] | None = None,
+              lexicon: Lexicon | None = None) -> None:
+        """Write ``result`` finished with ``finishing`` (``end`` does, for the take it began with; a Ray batch
+        does, for a take rendered in another process). ``engine``: what rendered it where the result names
+        nothing; ``lexicon``: the one its spoken forms were made with (None: the front-end's own)."""
+        from omnistudio.audio.finishing import ExtraOutputs, finish_render
+        from omnistudio.take.captions import FileExtras
+        from omnistudio.take.delivery import describe
+
         timings = {**result.timings(), **self.extra}
-        engine = result.engine if result.engine is not None else link_record(getattr(self._take, "link", None))
-        captions = file_extras(result.sentences, result.chunks, result.sample_rate, self.path, self.captions,
-                               self.hearer, _lexicon(self._take))
+        record = result.engine if result.engine is not None else engine
+        captions = FileExtras(result.sentences, result.chunks, result.sample_rate, self.path, self.captions,
+                              self.hearer, lexicon)
 
         def extra(spans: Sequence[SentenceSpan]) -> ExtraOutputs:
-            info = describe(result.sentences, spans, result.options, engine, self.delivery)
+            info = describe(result.sentences, spans, result.options, record, self.delivery)
             return replace(captions(spans), broadcast=info)
 
-        self.finished = finish_render(result.chunks, result.sample_rate, self.path, self._take.finishing,
-                                      timings=timings, shm_root=self.shm_root, engine=engine, source=self.source,
+        self.finished = finish_render(result.chunks, result.sample_rate, self.path, finishing,
+                                      timings=timings, shm_root=self.shm_root, engine=record, source=self.source,
                                       take=result.options or None, extra=extra)
-
-
-def _lexicon(take: TakeView) -> Lexicon | None:
-    """The lexicon the take's spoken forms were made with (a take that names none: the front-end's own)."""
-    options = getattr(take, "options", None)
-    return getattr(options, "lexicon", None)
+        self.sentences = captions.sentences
 
 
 class ShmSink(Sink):

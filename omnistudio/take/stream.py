@@ -32,6 +32,7 @@ from omnistudio.errors import Cancelled, Unavailable, UserError, describe
 from omnistudio.script import Sentence
 from omnistudio.take.link import EngineLink, Pending, Rendered, RenderItem
 from omnistudio.take.options import TakeOptions
+from omnistudio.take.rows import SentenceRow
 from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,12 @@ class StreamSentence(Protocol):
     @property
     def speaker(self) -> str | None: ...
 
+    @property
+    def story(self) -> str | None: ...
+
+    @property
+    def said(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -91,13 +98,13 @@ class Chunk:
     def ok(self) -> bool:
         return self.error is None
 
-    def as_dict(self) -> dict[str, Any]:
-        t = self.timings
-        return {"id": self.sentence.id, "line": self.sentence.line, "speaker": self.sentence.speaker,
-                "lang": self.sentence.lang, "text": self.sentence.text, "story": getattr(self.sentence, "story", None),
-                "spoken": getattr(self.sentence, "said", self.sentence.text), "steps": self.steps,
-                "render_s": round(t.wall_s, 4) if t else None, "audio_s": round(t.audio_s, 4) if t else None,
-                "rtf": round(t.rtf, 4) if t else None, "ready_s": round(self.ready_s, 4), "error": self.error}
+    def row(self, voice: str | None = None, seed: int | None = None) -> SentenceRow:
+        """This sentence as a take's result reports it (``voice``, ``seed``: the take's)."""
+        t, sentence = self.timings, self.sentence
+        return SentenceRow(sentence.id, sentence.line, sentence.speaker, sentence.lang, sentence.text,
+                           sentence.story, sentence.said, self.steps,
+                           round(t.wall_s, 4) if t else None, round(t.audio_s, 4) if t else None,
+                           round(t.rtf, 4) if t else None, round(self.ready_s, 4), self.error, voice, seed)
 
 
 @dataclass
