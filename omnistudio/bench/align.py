@@ -17,9 +17,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.onsets import RATE, GroundTruth, ground_truth
+
+if TYPE_CHECKING:
+    from omnistudio.voices.align import Hearer
 
 MEDIAN_BOUND_MS = 40.0  # issue 26: the median word-onset error at most this
 P95_BOUND_MS = 120.0  # and the 95th percentile at most this
@@ -30,14 +33,39 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[round(q * (len(ordered) - 1))] if ordered else float("nan")
 
 
-def _summary(errors: list[float]) -> dict[str, Any]:
+class OnsetErrors(TypedDict):
+    """Word-onset errors of a set of words (ms, aligned minus true; None without words)."""
+
+    words: int
+    median_ms: float | None
+    p95_ms: float | None
+    signed_median_ms: float | None
+
+
+class AlignResult(TypedDict):
+    """What :func:`align_benchmark` measures (``main`` adds the model and the thread count)."""
+
+    audio_s: float
+    sentences: int
+    estimated_words: int
+    all: OnsetErrors
+    after_pause: OnsetErrors
+    inside_speech: OnsetErrors
+    cpu_s_per_audio_s: float
+    wall_s_per_audio_s: float
+    cpu_s: float
+    model: NotRequired[str]
+    threads: NotRequired[int]
+
+
+def _summary(errors: list[float]) -> OnsetErrors:
     magnitudes = [abs(e) for e in errors]
     return {"words": len(errors), "median_ms": round(statistics.median(magnitudes), 1) if errors else None,
             "p95_ms": round(_percentile(magnitudes, 0.95), 1) if errors else None,
             "signed_median_ms": round(statistics.median(errors), 1) if errors else None}
 
 
-def align_benchmark(transcriber: Any, truth: GroundTruth) -> dict[str, Any]:
+def align_benchmark(transcriber: Hearer, truth: GroundTruth) -> AlignResult:
     """Align every sentence of ``truth``; the onset errors (ms, aligned minus true) summarised, and the cost."""
     from omnistudio.text import normalize
     from omnistudio.voices.align import align_sentence
@@ -61,7 +89,8 @@ def align_benchmark(transcriber: Any, truth: GroundTruth) -> dict[str, Any]:
             estimated += word.estimated
     audio_s = truth.pcm.size / RATE
     return {"audio_s": round(audio_s, 1), "sentences": len(truth.sentences), "estimated_words": estimated,
-            **{name: _summary(values) for name, values in errors.items()},
+            "all": _summary(errors["all"]), "after_pause": _summary(errors["after_pause"]),
+            "inside_speech": _summary(errors["inside_speech"]),
             "cpu_s_per_audio_s": round(cpu / audio_s, 3), "wall_s_per_audio_s": round(wall / audio_s, 3),
             "cpu_s": round(cpu, 1)}
 

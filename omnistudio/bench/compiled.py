@@ -12,18 +12,22 @@ vocoder times compare directly and the samples are checked against eager's.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Mapping
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.bench.corpus import NEWS, SWEEP_WORDS, reference_prompt
+
+if TYPE_CHECKING:
+    from omnistudio.bench.modes import Modes, OpenEngine, Progress
+    from omnistudio.engine.engine import Engine, Synthesis
 
 DEFAULT_SENTENCES = 20
 SUMMARY = ("{sentences} sentences of distinct lengths, compiled ({compile_mode}) after warm-up: {recompiles} "
            "recompilations; vocoder compiled / eager (median of the last 10) = {vocoder_ratio_last10:.2f}")
 
 
-def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+def add_flags(parser: argparse.ArgumentParser, modes: Modes) -> None:
     modes.add_argument("--lengths", action="store_true", help="sentences of distinct lengths through the compiled "
                        "backbone and vocoder after warm-up: recompilations, vocoder time vs eager (default 20)")
 
@@ -33,8 +37,8 @@ def sweep_texts(n: int) -> list[str]:
     return [" ".join(SWEEP_WORDS[j % len(SWEEP_WORDS)] for j in range(3 + 2 * i)).capitalize() + "." for i in range(n)]
 
 
-def length_sweep(engine: Any, sentences: int = 20, mode: str = "default", num_step: int = 10, seed: int = 0,
-                 progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+def length_sweep(engine: Engine, sentences: int = 20, mode: str = "default", num_step: int = 10, seed: int = 0,
+                 progress: Progress | None = None) -> dict[str, object]:
     import numpy as np
     import torch
 
@@ -49,11 +53,11 @@ def length_sweep(engine: Any, sentences: int = 20, mode: str = "default", num_st
     for text in ("Warm up.", NEWS[0]):
         engine.synthesize(text, prompt, num_step=num_step, seed=seed)
     graphs_warm = dynamo_graphs()
-    rows = []
+    rows: list[dict[str, float]] = []
     for i, text in enumerate(sweep_texts(sentences)):
         say(i, sentences, f"sentence {i + 1}/{sentences}")
         pending = engine.render_tokens([text], [prompt], ["en"], num_step=num_step, seeds=[seed])
-        decoded: dict[str, Any] = {}
+        decoded: dict[str, Synthesis] = {}
         with eager(model):  # untimed: the first vocoder run after a diffusion pass is several times slower
             engine.decode(pending)  # (cold memory) whichever path it takes; measured 3-5x on tiny
         for kind in (("compiled", "eager") if i % 2 == 0 else ("eager", "compiled")):
@@ -76,7 +80,7 @@ def length_sweep(engine: Any, sentences: int = 20, mode: str = "default", num_st
             "max_abs_diff": max(r["max_abs_diff"] for r in rows), "rows": rows}
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
     from omnistudio.bench.speed import compile_modes
 
     mode = (compile_modes(args.compile) or ["default"])[0]
@@ -85,5 +89,5 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
                         num_step=args.num_step, seed=args.seed, progress=args.progress)
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: Mapping[str, object]) -> None:
     print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))

@@ -5,10 +5,15 @@ Nothing here loads a model; ``numpy`` is imported when a reference is made.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
+
+    from omnistudio.engine.engine import Engine
+    from omnistudio.engine.upstream import VoicePrompt
 
 # News sentences of a dozen words (sentence synthesis, the compiled-length warm-up).
 NEWS = [
@@ -71,12 +76,12 @@ def reference_wave(seconds: float = 3.0, sr: int = REF_SR) -> np.ndarray:
     return (0.12 * wave).astype(np.float32)
 
 
-def reference_prompt(engine: Any, seconds: float = 3.0) -> Any:
+def reference_prompt(engine: Engine, seconds: float = 3.0) -> VoicePrompt:
     """``reference_wave`` encoded as ``engine``'s voice prompt (with ``REF_TEXT`` as its transcript)."""
     return engine.prompt_from_audio(reference_wave(seconds), REF_SR, REF_TEXT)
 
 
-def write_reference(path: Any, seconds: float = 3.0) -> None:
+def write_reference(path: Path | str, seconds: float = 3.0) -> None:
     """``reference_wave`` as a WAV file (for benches that drive the CLI with ``--ref-audio``)."""
     import soundfile as sf
 

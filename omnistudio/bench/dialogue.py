@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from omnistudio.bench.corpus import DIALOGUE, reference_prompt, take
 from omnistudio.errors import UserError
@@ -14,21 +15,24 @@ from omnistudio.errors import UserError
 if TYPE_CHECKING:
     import numpy as np
 
+    from omnistudio.bench.modes import Modes, OpenEngine
     from omnistudio.engine.engine import Engine
+    from omnistudio.engine.reference import Reference
+    from omnistudio.engine.upstream import VoicePrompt
 
 DEFAULT_SENTENCES = 8
 SUMMARY = ("{lines} lines: sequential {sequential_s:.2f} s, batched (x{batch}) {batched_s:.2f} s -> "
            "throughput ratio {throughput_ratio:.2f}x (max |diff| {max_abs_diff:.3g})")
 
 
-def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+def add_flags(parser: argparse.ArgumentParser, modes: Modes) -> None:
     modes.add_argument("--dialogue", action="store_true", help="batched vs sequential dialogue throughput "
                        "(default 8 lines)")
     parser.add_argument("--batch", type=int, default=2, help="dialogue batch size (default 2)")
 
 
-def dialogue_benchmark(engine: Engine, voices: list[Any], batch: int = 2, lines: int = 8, repeats: int = 2,
-                       num_step: int = 10, seed: int = 0) -> dict[str, Any]:
+def dialogue_benchmark(engine: Engine, voices: Sequence[Reference | VoicePrompt], batch: int = 2, lines: int = 8,
+                       repeats: int = 2, num_step: int = 10, seed: int = 0) -> dict[str, object]:
     """Render ``lines`` dialogue lines (alternating ``voices``) one at a time and ``batch`` at a time.
 
     Rounds alternate sequential / batched so both see the same machine state;
@@ -71,7 +75,7 @@ def dialogue_benchmark(engine: Engine, voices: list[Any], batch: int = 2, lines:
             "throughput_ratio": round(seq_s / bat_s, 3), "max_abs_diff": diff}
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
     engine = open_engine(args, "fast")
     voices = [reference_prompt(engine, 3.0), reference_prompt(engine, 4.0)]
     args.progress(0, 1, f"dialogue: {args.sentences} lines, sequential vs batches of {args.batch}")
@@ -79,5 +83,5 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
                               seed=args.seed)
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: Mapping[str, object]) -> None:
     print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))

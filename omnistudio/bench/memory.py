@@ -21,9 +21,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.bench.corpus import BULLETIN, REF_TEXT, write_reference
+
+if TYPE_CHECKING:
+    from omnistudio.take.stream import Chunk
 
 
 def _status(field: str) -> int:
@@ -39,7 +42,8 @@ def long_script(kb: int) -> str:
     from omnistudio.script import MAX_SCRIPT_BYTES
 
     limit = min(kb * 1024, MAX_SCRIPT_BYTES)
-    lines, size, i = [], 0, 0
+    lines: list[str] = []
+    size, i = 0, 0
     while True:
         a, b = BULLETIN[i % len(BULLETIN)], BULLETIN[(i * 3 + 1) % len(BULLETIN)]
         line = f"{a} {b} Item {i}."
@@ -51,10 +55,11 @@ def long_script(kb: int) -> str:
 
 
 def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None = None, device: str = "cpu",
-        dtype: str | None = None) -> dict[str, Any]:
+        dtype: str | None = None) -> dict[str, object]:
     import numpy as np
 
     from omnistudio.engine.reference import Reference  # noqa: F401 - imported before sampling starts
+    from omnistudio.engine.settings import EngineConfig
     from omnistudio.take.link import LocalEngine
     from omnistudio.take.options import TakeOptions
     from omnistudio.take.pipeline import build_take
@@ -67,18 +72,18 @@ def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None 
     audio: list[int] = []
     last_chunk = [0.0]
 
-    def on_chunk(chunk: Any) -> None:
+    def on_chunk(chunk: Chunk) -> None:
         audio.append(int(np.asarray(chunk.pcm).size) * 4)
         samples.append((len(samples) + 1, _status("VmRSS")))
         last_chunk[0] = time.perf_counter()
 
-    link = LocalEngine(open_engine(model, device, dtype, "fast"))
+    link = LocalEngine(open_engine(EngineConfig(model, device, dtype, sampler="fast")))
     with tempfile.TemporaryDirectory() as tmp:
         folder = keep or Path(tmp)
         ref = folder / "ref.wav"
         write_reference(ref)
-        options = TakeOptions(num_step=num_step, seed=0, seed_locked=True, normalize=True).validated()
-        script, options = plan_script(long_script(kb), options, VoiceRef.recording_of(ref, REF_TEXT))
+        asked = TakeOptions(num_step=num_step, seed=0, seed_locked=True, normalize=True).validated()
+        script, options = plan_script(long_script(kb), asked, VoiceRef.recording_of(ref, REF_TEXT))
         sink = FileSink(folder / "long.wav")
         started = time.perf_counter()
         build_take(link, script, options).run([sink], on_chunk=on_chunk)

@@ -18,10 +18,14 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from omnistudio.studio.controller import Studio
 
 
-def _until(predicate: Any, what: str, limit_s: float = 900.0) -> None:
+def _until(predicate: Callable[[], bool], what: str, limit_s: float = 900.0) -> None:
     deadline = time.monotonic() + limit_s
     while not predicate():
         if time.monotonic() > deadline:
@@ -29,7 +33,7 @@ def _until(predicate: Any, what: str, limit_s: float = 900.0) -> None:
         time.sleep(0.01)
 
 
-def _play(studio: Any, events: list[object], text: str) -> dict[str, Any]:
+def _play(studio: Studio, events: list[object], text: str) -> dict[str, object]:
     from omnistudio.studio import events as ev
 
     del events[:]
@@ -40,19 +44,20 @@ def _play(studio: Any, events: list[object], text: str) -> dict[str, Any]:
     return {"ttfa_s": round(started.ttfa_s, 3), "prepare_actions": actions}
 
 
-def run(model: str = "tiny", device: str | None = None, dtype: str | None = None) -> dict[str, Any]:
+def run(model: str = "tiny", device: str | None = None, dtype: str | None = None) -> dict[str, object]:
     import torch
 
     from omnistudio.engine.engine import Engine
+    from omnistudio.engine.settings import EngineConfig
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.settings import StudioSettings
     from omnistudio.studio.welcome import EXAMPLE_SCRIPT
     from omnistudio.voices.session import open_engine
 
     torch.set_num_threads(1)
-    loaded = open_engine(model, device, dtype, "fast")
+    loaded = open_engine(EngineConfig(model, device, dtype, sampler="fast"))
     home = os.environ.get("OMNISTUDIO_HOME")
-    out: dict[str, Any] = {"model": model, "device": loaded.loaded.device, "script": "the studio's example"}
+    out: dict[str, object] = {"model": model, "device": loaded.loaded.device, "script": "the studio's example"}
     try:
         for background in (False, True):
             os.environ["OMNISTUDIO_HOME"] = tempfile.mkdtemp(prefix="omnistudio-prebuild-")

@@ -15,15 +15,14 @@ import statistics
 import sys
 import time
 import timeit
-from typing import Any
 
 
 def run(model: str = "tiny", device: str | None = None, dtype: str | None = None, repeat: int = 5,
-        build: bool = False) -> dict[str, Any]:
+        build: bool = False) -> dict[str, object]:
     import torch
 
     from omnistudio.engine.engine import Engine
-    from omnistudio.voices.prompts import PromptCache, cache_for, ensure_prompt
+    from omnistudio.voices.prompts import LoadReport, PromptCache, cache_for, ensure_prompt
     from omnistudio.voices.roster import load_roster
     from omnistudio.voices.startup import warm_up
 
@@ -38,10 +37,14 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
         built_s = time.perf_counter() - started
 
     loads = []
+    cache: PromptCache | None = None
+    report: LoadReport | None = None
     for _ in range(repeat):
         cache = PromptCache()
         report = cache.load_all(roster, engine.loaded.fingerprint, engine.loaded.device)
         loads.append(report.seconds)
+    if cache is None or report is None:
+        raise SystemExit("--repeat must be at least 1")
     keys = cache.keys()
     if not keys:
         raise SystemExit("no ready prompts: run `omnistudio prevectorize` first, or pass --build")

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,18 @@ def _gpu() -> str | None:
     return None
 
 
-def provenance() -> dict[str, Any]:
+class Provenance(TypedDict):
+    """Where a figure was measured (the ``provenance`` field of every bench output)."""
+
+    commit: str
+    date: str
+    cpu: str
+    cores: int | None
+    gpu: str | None
+    load: list[float]
+
+
+def provenance() -> Provenance:
     """commit, date (UTC), cpu, cores, gpu (None without one) and load (1, 5, 15-minute averages), now."""
     try:
         load = [round(x, 2) for x in os.getloadavg()]
@@ -61,7 +72,7 @@ def provenance() -> dict[str, Any]:
             "cpu": _cpu_model(), "cores": os.cpu_count(), "gpu": _gpu(), "load": load}
 
 
-def provenance_line(p: dict[str, Any]) -> str:
+def provenance_line(p: Provenance) -> str:
     load = " ".join(f"{x:.2f}" for x in p.get("load") or []) or "unknown"
     return (f"measured at commit {p['commit']}, {p['date']}, on {p['cpu']} ({p['cores']} cores), "
             f"GPU {p['gpu'] or 'none'}; load average {load}")

@@ -13,9 +13,34 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.bench.modes import OpenEngine
+    from omnistudio.bench.speed import Bench, BenchSettings, SentenceBenchResult
+    from omnistudio.engine.engine import Engine
+
+
+class EngineLoad(TypedDict):
+    """What loading (and quantizing) one engine of the run cost."""
+
+    engine: str
+    dtype: str
+    quantize: str
+    load_s: float
+    quantize_s: float
+    linear_mb: list[float] | None  # the int8 layers' weights before and after (None: not quantized)
+    rss_growth_mb: int
+
+
+class Int8Rule(TypedDict):
+    """The rule for int8 as the CPU default, applied to one run."""
+
+    int8_agreement: float
+    bf16_agreement: float
+    int8_at_least_bf16: bool
 
 
 def quantize_list(value: str | None) -> list[str]:
@@ -38,13 +63,14 @@ def _rss_mb() -> float:
         return 0.0
 
 
-def open_engines(args: argparse.Namespace, open_engine: Any) -> tuple[Any, list[dict[str, Any]]]:
+def open_engines(args: argparse.Namespace,
+                 open_engine: OpenEngine) -> tuple[Engine | dict[str, Engine], list[EngineLoad]]:
     """The bench's engines: one engine (no axis given), or ``{"fp32": e, "fp32 int8": e, ...}``; and what
     each cost to load."""
     quants = quantize_list(getattr(args, "quantize", None))
     dtypes: list[str | None] = list(args.dtypes or [getattr(args, "dtype", None)])
-    engines: dict[str, Any] = {}
-    loads = []
+    engines: dict[str, Engine] = {}
+    loads: list[EngineLoad] = []
     for dtype in dtypes:
         for quant in quants:
             before, started = _rss_mb(), time.perf_counter()
@@ -63,7 +89,7 @@ def open_engines(args: argparse.Namespace, open_engine: Any) -> tuple[Any, list[
     return engines, loads
 
 
-def own_stock(bench: Any) -> None:
+def own_stock(bench: Bench) -> None:
     """Each int8 row's tokens are compared with stock at its dtype unquantized (``stock fp32``), where it
     runs alongside; ``make_variants`` would pair it with stock on its own int8 engine."""
     names = {v.name for v in bench.variants}
@@ -73,31 +99,34 @@ def own_stock(bench: Any) -> None:
             bench.variants[i] = replace(v, stock=plain)
 
 
-def int8_default(result: dict[str, Any]) -> dict[str, Any] | None:
+def int8_default(result: SentenceBenchResult) -> Int8Rule | None:
     """The rule for int8 as the CPU default, applied to this run: stock int8's agreement with stock fp32
     against stock bf16's (None where the run has not both)."""
+    from omnistudio.bench.speed import agreement
+
     rows = {v["name"]: v for v in result["variants"]}
     int8 = rows.get("stock fp32 int8")
     bf16 = rows.get("stock bf16")
     if int8 is None or bf16 is None:
         return None
-    return {"int8_agreement": int8["baseline_agreement"], "bf16_agreement": bf16["baseline_agreement"],
-            "int8_at_least_bf16": int8["baseline_agreement"] >= bf16["baseline_agreement"]}
+    int8_share, bf16_share = agreement(int8, "baseline_agreement"), agreement(bf16, "baseline_agreement")
+    return {"int8_agreement": int8_share, "bf16_agreement": bf16_share, "int8_at_least_bf16": int8_share >= bf16_share}
 
 
-def run(args: argparse.Namespace, open_engine: Any, bench_class: Any, settings: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine, bench_class: type[Bench],
+        settings: BenchSettings) -> SentenceBenchResult:
     """Open the engines, run the sentence bench over them, add what loading cost and the default's rule."""
     engines, loads = open_engines(args, open_engine)
     bench = bench_class(engines, settings, progress=args.progress)
     own_stock(bench)
-    result: dict[str, Any] = bench.run()
+    result = bench.run()
     result["engines"] = loads
     result["quantize"] = quantize_list(getattr(args, "quantize", None))
     result["int8_default"] = int8_default(result)
     return result
 
 
-def print_engines(result: dict[str, Any]) -> None:
+def print_engines(result: SentenceBenchResult) -> None:
     """One line per engine (load and quantize time, the int8 layers' weights), and the default's rule."""
     from rich.console import Console
 

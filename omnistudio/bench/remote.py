@@ -16,8 +16,8 @@ dtype and torch thread count on both ends).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from omnistudio.bench.corpus import BULLETIN, take
 from omnistudio.checks import DEFAULT_NUM_STEP
@@ -25,6 +25,10 @@ from omnistudio.errors import UserError
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from omnistudio.bench.modes import OpenEngine, Progress
+    from omnistudio.bench.stream import TakeTimes
+    from omnistudio.take.link import EngineLink
 
 DEFAULT_VOICE = "ruby"
 DEFAULT_SENTENCES = 12
@@ -34,14 +38,29 @@ SUMMARY = ("same take ({sentences} sentences, voice {voice}), server vs here: TT
            "RTF {remote[engine_rtf]} vs {local[engine_rtf]}; identical samples: {identical}")
 
 
+class RemoteStream(TypedDict):
+    """The same take here and on the server (``local``, ``remote``: :func:`~omnistudio.bench.stream.time_take`'s
+    figures), the ratios remote / local and whether the samples are identical."""
+
+    sentences: int
+    voice: str
+    num_step: int
+    seed: int
+    local: TakeTimes
+    remote: TakeTimes
+    ttfa_ratio: float | None
+    total_ratio: float | None
+    identical: bool
+
+
 def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", default=DEFAULT_VOICE, help="--stream: the anchor (or a+b@alpha) the take speaks "
                         "with; with --server, both runs (default ruby)")
 
 
-def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voice: str = DEFAULT_VOICE,
+def remote_stream_benchmark(local: EngineLink, remote: EngineLink, n_sentences: int = 12, voice: str = DEFAULT_VOICE,
                             num_step: int = DEFAULT_NUM_STEP, seed: int = 0,
-                            progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+                            progress: Progress | None = None) -> RemoteStream:
     """Stream an ``n_sentences`` script through ``local`` then ``remote`` (two EngineLinks); compare."""
     from omnistudio.bench.stream import bench_options, time_take
 
@@ -49,7 +68,7 @@ def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voic
         raise UserError("the stream benchmark needs at least one sentence")
     options = bench_options(voice, num_step, seed)
     text = "\n".join(take(BULLETIN, n_sentences))
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, TakeTimes] = {}
     takes: dict[str, np.ndarray] = {}
     for done, (name, link) in enumerate((("local", local), ("remote", remote))):
         if progress is not None:
@@ -59,7 +78,7 @@ def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voic
 
     loc, rem = rows["local"], rows["remote"]
 
-    def ratio(key: str) -> float | None:
+    def ratio(key: Literal["ttfa_s", "total_s"]) -> float | None:
         return round(rem[key] / loc[key], 3) if loc.get(key) and rem.get(key) is not None else None
 
     return {"sentences": n_sentences, "voice": options.voice.key() if options.voice else voice, "num_step": num_step, "seed": seed,
@@ -67,12 +86,14 @@ def remote_stream_benchmark(local: Any, remote: Any, n_sentences: int = 12, voic
             "identical": bool(np.array_equal(takes["local"], takes["remote"]))}
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
     """--stream --server URL: the same take through this machine's engine and the server's, in one run."""
     from omnistudio.flags.engine import remote_link
     from omnistudio.take.link import LocalEngine
 
     remote = remote_link(args.server, args.api_key_file)
+    if remote is None:  # this mode is the one --server picks: never without a URL
+        raise UserError("bench --stream --server needs the server's URL")
     args.progress(0, 2, f"connecting to {remote.address}")
     info = remote.wait_ready(lambda text: args.progress(0, 2, text))
     args.model = args.model or info.model  # the local run: the server's model unless --model says otherwise
@@ -83,5 +104,5 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
             **result}
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: Mapping[str, object]) -> None:
     print(f"{result['model']} on {result['device']}: " + SUMMARY.format(**result))

@@ -18,17 +18,47 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import serve_text
 from omnistudio.errors import UserError
 from omnistudio.protocol import SpeechRequest
 
+if TYPE_CHECKING:
+    from omnistudio.bench.modes import GraphCounts, Modes, OpenEngine
+    from omnistudio.engine.engine import Engine
+    from omnistudio.server.scheduler import BatchingLink
+
 Progress = Callable[[int, int, str], None]
 DEFAULT_SENTENCES = 8
 
 
-def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+class ServeRow(TypedDict):
+    """The requests sent by ``clients`` threads at once, batching off or on (``throughput_ratio``: against
+    the first row's setting, one client, batching off)."""
+
+    batching: str
+    clients: int
+    wall_s: float
+    audio_s: float
+    throughput: float
+    ttfa_p50_s: float
+    ttfa_p95_s: float
+    mean_batch: float | None
+    throughput_ratio: NotRequired[float]
+
+
+class ServeResult(TypedDict):
+    model: str
+    device: str
+    num_step: int
+    requests: int
+    max_batch: int
+    rows: list[ServeRow]
+    graphs: GraphCounts
+
+
+def add_flags(parser: argparse.ArgumentParser, modes: Modes) -> None:
     modes.add_argument("--serve", action="store_true", help="speech server: throughput and TTFA p50/p95 per "
                        "client count, cross-request batching off vs on (--sentences = requests, default 8)")
     parser.add_argument("--clients", default="1,4,8", help="--serve: concurrent client counts (default 1,4,8)")
@@ -75,8 +105,8 @@ def bench_requests(count: int, num_step: int, voice: str) -> list[SpeechRequest]
             for i in range(count)]
 
 
-def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step: int = 10, max_batch: int = 8,
-                    voice: str = "ruby", progress: Progress | None = None) -> dict[str, Any]:
+def serve_benchmark(engine: Engine, clients: list[int], requests: int = 8, num_step: int = 10, max_batch: int = 8,
+                    voice: str = "ruby", progress: Progress | None = None) -> ServeResult:
     import uvicorn
 
     from omnistudio.server.factory import ServerConfig, build_server
@@ -105,7 +135,7 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
     bodies = bench_requests(requests, num_step, voice)
     links = {"off": BatchingLink(LocalEngine(engine), 1), "on": BatchingLink(LocalEngine(engine), max_batch)}
     total, done = 2 * len(clients) + 1, 0
-    rows: list[dict[str, Any]] = []
+    rows: list[ServeRow] = []
     try:
         say(done, total, "warming up (every batch shape once)")
         for label in ("off", "on"):
@@ -134,7 +164,7 @@ def serve_benchmark(engine: Any, clients: list[int], requests: int = 8, num_step
             "graphs": {"captured": graphs.captured, "capture_s": round(graphs.capture_s, 3), "failed": graphs.failed}}
 
 
-def _measure(url: str, bodies: list[SpeechRequest], clients: int, label: str, link: Any) -> dict[str, Any]:
+def _measure(url: str, bodies: list[SpeechRequest], clients: int, label: str, link: BatchingLink) -> ServeRow:
     from omnistudio.client.speech import speech
 
     passes_before, items_before = link.stats.passes, link.stats.items
@@ -151,13 +181,13 @@ def _measure(url: str, bodies: list[SpeechRequest], clients: int, label: str, li
             "mean_batch": round((link.stats.items - items_before) / passes, 2) if passes else None}
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> ServeResult:
     engine = open_engine(args, "fast")
     return serve_benchmark(engine, args.clients, requests=args.sentences, num_step=args.num_step,
                            max_batch=args.max_batch, progress=args.progress)
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: ServeResult) -> None:
     from rich.console import Console
     from rich.table import Table
 

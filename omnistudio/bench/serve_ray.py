@@ -15,10 +15,13 @@ import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import SERVE_TEXT
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.bench.modes import OpenEngine, Progress
 
 DEFAULT_SENTENCES = 8
 
@@ -67,7 +70,29 @@ def _speech(url: str, num_step: int, seed: int) -> tuple[float, str]:
     return len(reply.audio) / 2 / 24_000, reply.replica
 
 
-def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, Any]:
+class ReplicaRun(TypedDict):
+    """The requests on one replica count (``ratio``: requests per second against the first count's)."""
+
+    replicas: int
+    requests: int
+    wall_s: float
+    requests_per_s: float
+    audio_s_per_s: float
+    replicas_answering: int
+    ratio: NotRequired[float | None]
+
+
+class ServeRayResult(TypedDict):
+    model: str
+    device: str
+    cpus_per_replica: float
+    gpus_per_replica: float
+    concurrency: int
+    num_step: int
+    runs: list[ReplicaRun]
+
+
+def serve_ray_benchmark(bench: ServeBench, progress: Progress | None = None) -> ServeRayResult:
     from omnistudio.cluster import serve as cluster_serve
     from omnistudio.cluster.connect import Cluster, Need
     from omnistudio.engine.settings import EngineConfig
@@ -86,7 +111,7 @@ def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, An
         port = stack.enter_context(cluster_serve.reserved_port("127.0.0.1", 0))
         config = ServerConfig(engine=EngineConfig(bench.model, bench.device, threads=max(1, int(cpus))),
                               warm_up=True, max_queue=max(16, bench.concurrency), port=port)
-        runs: list[dict[str, Any]] = []
+        runs: list[ReplicaRun] = []
         for i, n in enumerate(bench.replicas):
             progress(i, len(bench.replicas), f"starting {n} replicas")
             url = cluster_serve.start(cluster, config, cluster_serve.Scale(replicas=n, cpus=cpus, gpus=gpus,
@@ -114,7 +139,7 @@ def serve_ray_benchmark(bench: ServeBench, progress: Any = None) -> dict[str, An
         cluster_serve.stop(cluster)
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> ServeRayResult:
     from omnistudio.bench.serve import clients_list
 
     clients = args.clients if isinstance(args.clients, list) else clients_list(args.clients)
@@ -123,7 +148,7 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
     return serve_ray_benchmark(bench, progress=args.progress)
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: ServeRayResult) -> None:
     print(f"{result['model']} on {result['device']}, {result['cpus_per_replica']:g} CPU + "
           f"{result['gpus_per_replica']:g} GPU per replica, {result['concurrency']} clients, "
           f"{result['num_step']} steps:")

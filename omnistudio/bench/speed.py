@@ -27,18 +27,25 @@ import argparse
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import NEWS, reference_prompt, take
 from omnistudio.errors import UserError
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
+    from numpy.typing import NDArray
+    from omnivoice.models.omnivoice import OmniVoice
 
+    from omnistudio.bench.modes import GraphCounts, OpenEngine, Progress
+    from omnistudio.bench.quantized import EngineLoad, Int8Rule
+    from omnistudio.engine.engine import Engine
     from omnistudio.engine.sampler import SamplerOptions
+    from omnistudio.engine.upstream import GenerationConfig, GenerationTask, VoicePrompt
 
 DEFAULT_SENTENCES = 3
 
@@ -104,7 +111,7 @@ class VariantResult:
     cpu_ratio: float = 1.0  # stock CPU time / this CPU time
     loop_ratio: float = 1.0  # stock sampler loop / this loop
 
-    def finish(self, stock: VariantResult | None) -> dict[str, Any]:
+    def finish(self, stock: VariantResult | None) -> dict[str, object]:
         import numpy as np
 
         if stock is not None:
@@ -140,7 +147,8 @@ def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None
     from omnistudio.engine.sampler import LOSSLESS, TECHNIQUES, SamplerOptions
 
     out = []
-    for dtype in dtypes or [None]:
+    each: Sequence[str | None] = dtypes or [None]
+    for dtype in each:
         tag = f" {dtype}" if dtypes and len(dtypes) > 1 else ""
         group = [Variant("stock", None)]
         if "techniques" in settings.variants:
@@ -203,17 +211,75 @@ class PeakMemory:
             self.peak_mb = max(peak[0], self._rss_mb())
 
 
+class SentenceInput(TypedDict):
+    """A sentence every variant speaks: its text tokens and the frames OmniVoice plans for it."""
+
+    text: str
+    text_tokens: int
+    target_frames: int
+
+
+class SentenceBenchResult(TypedDict):
+    """What :meth:`Bench.run` reports (``variants``: :meth:`VariantResult.finish`'s rows); the quantisation
+    axis adds ``engines``, ``quantize`` and ``int8_default`` (:func:`omnistudio.bench.quantized.run`)."""
+
+    model: str
+    device: str
+    dtype: str
+    dtypes: list[str]
+    auto_dtype: str
+    auto_dtype_reason: str
+    baseline: str
+    default_variant: str | None
+    torch_threads: int
+    num_step: int
+    guidance_scale: float
+    seed: int
+    sentences: list[SentenceInput]
+    reference_frames: int
+    compile: dict[str, object]
+    graphs: dict[str, GraphCounts]
+    variants: list[dict[str, object]]
+    engines: NotRequired[list[EngineLoad]]
+    quantize: NotRequired[list[str]]
+    int8_default: NotRequired[Int8Rule | None]
+
+
+class _Render(TypedDict, total=False):
+    """One synthesis of :meth:`Bench._once`: its timers, tokens and samples (filled as it runs)."""
+
+    loop_s: float
+    vocoder_s: float
+    tokens: list[torch.Tensor]
+    step_s: list[float]
+    wall_s: float
+    cpu_s: float
+    audio: NDArray[np.float32]
+    peak_mb: float
+    steps: int
+
+
+def agreement(row: Mapping[str, object], key: str) -> float:
+    """A variant row's share of tokens (``token_agreement``, ``baseline_agreement``): the float it holds."""
+    value = row[key]
+    if not isinstance(value, float):
+        raise TypeError(f"{key} of {row.get('name')} is {value!r}, not a share")
+    return value
+
+
 class Bench:
     """Runs the variants on one engine, or on one engine per dtype (``engine`` a dict keyed by dtype name).
 
     ``progress(done, total, label)`` reports each synthesis.
     """
 
-    def __init__(self, engine: Any, settings: BenchSettings,
-                 progress: Callable[[int, int, str], None] | None = None) -> None:
-        self.engines: dict[str | None, Any] = dict(engine) if isinstance(engine, dict) else {None: engine}
+    def __init__(self, engine: Engine | dict[str, Engine], settings: BenchSettings,
+                 progress: Progress | None = None) -> None:
+        self.engines: dict[str | None, Engine] = ({d: e for d, e in engine.items()} if isinstance(engine, dict)
+                                                  else {None: engine})
         first = next(iter(self.engines.values()))
-        self.engine, self.model, self.settings = first, first.model, settings
+        self.engine, self.settings = first, settings
+        self.model: OmniVoice = first.model  # OmniVoice's own object (its text tokenizer is read here)
         self.device = str(first.loaded.device)
         self.progress = progress or (lambda *_: None)
         from omnistudio.engine.sampler import FastSampler
@@ -230,25 +296,28 @@ class Bench:
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()
 
-    def _once(self, variant: Variant, text: str, prompt: Any) -> dict[str, Any]:
+    def _once(self, variant: Variant, text: str, prompt: VoicePrompt) -> _Render:
         """One synthesis with timers around the sampler loop and the vocoder."""
         import numpy as np
         import torch
 
         engine = self.engines[variant.dtype]
-        model = engine.model
+        model: OmniVoice = engine.model  # OmniVoice's own object: its loop and its vocoder's decode are wrapped
         loop = self.samplers.get(variant.name) or (lambda task, cfg: type(model)._generate_iterative(model, task, cfg))
-        rec: dict[str, Any] = {"loop_s": 0.0, "vocoder_s": 0.0, "tokens": []}
+        rec: _Render = {"loop_s": 0.0, "vocoder_s": 0.0, "tokens": []}
         decode = model.audio_tokenizer.decode
 
         marks: list[float] = []
+        # torch leaves torch.compiler.disable unannotated: its type, as used here
+        disable: Callable[[Callable[..., None]], Callable[..., None]] = torch.compiler.disable
 
-        @torch.compiler.disable  # a timer, not part of a compiled backbone's graph (else one graph per step)
-        def mark(*_: Any) -> None:  # a step starts when the backbone is called
+        def mark(*_: object) -> None:  # a step starts when the backbone is called
             self._sync()
             marks.append(time.perf_counter())
 
-        def timed_loop(task: Any, cfg: Any) -> Any:
+        mark = disable(mark)  # a timer, not part of a compiled backbone's graph (else one graph per step)
+
+        def timed_loop(task: GenerationTask, cfg: GenerationConfig) -> list[torch.Tensor]:
             self._sync()
             t0 = time.perf_counter()
             hook = model.llm.register_forward_pre_hook(mark)
@@ -263,7 +332,7 @@ class Bench:
             rec["tokens"] += [t.clone() for t in out]
             return out
 
-        def timed_decode(*args: Any, **kwargs: Any) -> Any:
+        def timed_decode(*args: object, **kwargs: object) -> object:
             t0 = time.perf_counter()
             out = decode(*args, **kwargs)
             self._sync()
@@ -293,14 +362,14 @@ class Bench:
         rec["steps"] = sampler.last_stats.steps if sampler else self.settings.num_step
         return rec
 
-    def _capture_graphs(self) -> dict[str, dict[str, Any]]:
+    def _capture_graphs(self) -> dict[str, GraphCounts]:
         """Every variant whose static step replays CUDA graphs captures them before any timing (as the
         engine's warm-up does): how many, and the seconds it took."""
         from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
         from omnistudio.engine.engine import LONGEST_ROW
 
-        out = {}
+        out: dict[str, GraphCounts] = {}
         for v in self.variants:
             sampler = self.samplers.get(v.name)
             if sampler is None or not (v.options and v.options.static_step) or sampler.runner.graphs is None:
@@ -311,7 +380,7 @@ class Bench:
                            "failed": status.failed}
         return out
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> SentenceBenchResult:
         import numpy as np
         import torch
 
@@ -403,13 +472,13 @@ def compile_modes(value: str) -> list[str]:
     return [n for n in names if n != "off"]
 
 
-def compile_engines(engines: dict[str | None, Any], variants: list[Variant], value: str) -> list[dict[str, Any]]:
+def compile_engines(engines: dict[str | None, Engine], variants: list[Variant], value: str) -> list[dict[str, object]]:
     """Build the persistent compiled backbone (through its cache) on every engine a compiled row runs on,
     before any timing; what each build cost. One mode per run (the backbone holds one graph)."""
     modes = compile_modes(value)
     if len(modes) > 1:
         raise UserError("--compile: one compile mode per run besides off (the backbone holds one graph)")
-    out = []
+    out: list[dict[str, object]] = []
     for dtype in dict.fromkeys(v.dtype for v in variants if v.compiled):
         from omnistudio.engine.compiled_backbone import CompiledBackbone
 
@@ -434,7 +503,7 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> SentenceBenchResult:
     from omnistudio.checks import check_guidance
 
     args.guidance = check_guidance(args.guidance)
@@ -448,7 +517,7 @@ def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
     return quantized.run(args, open_engine, Bench, settings)
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: SentenceBenchResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -459,11 +528,12 @@ def print_result(result: dict[str, Any]) -> None:
                 "peak MB", "tokens = stock", "agree", "agree base", "max |diff|"):
         table.add_column(col, justify="left" if col == "variant" else "right")
     for v in result["variants"]:
-        table.add_row(v["name"], f"{v['total_s']:.2f}", f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x",
+        table.add_row(str(v["name"]), f"{v['total_s']:.2f}", f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x",
                       f"{v['loop_ratio']:.2f}x",
                       f"{v['ms_per_step']:.1f}", f"{v['vocoder_ms']:.0f}", f"{v['rtf']:.2f}", f"{v['ttfa_s']:.2f}",
                       f"{v['peak_mem_mb']:.0f}", "yes" if v["tokens_identical"] else "NO",
-                      f"{100 * v['token_agreement']:.1f}%", f"{100 * v['baseline_agreement']:.1f}%",
+                      f"{100 * agreement(v, 'token_agreement'):.1f}%",
+                      f"{100 * agreement(v, 'baseline_agreement'):.1f}%",
                       f"{v['max_abs_diff']:.3g}")
     Console().print(table)
     frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "text"
 _START_UP = ("import time; t0 = time.perf_counter(); import omnistudio.text as t; t1 = time.perf_counter(); "
@@ -32,7 +32,33 @@ def corpus(lang: str, folder: Path = CORPUS_DIR) -> list[str]:
     return [line.split("\t")[1] for line in lines if line.strip() and not line.startswith("#")]
 
 
-def start_up() -> dict[str, float]:
+class StartUp(TypedDict):
+    """Milliseconds of the import and of the first call in each language, in a fresh interpreter."""
+
+    import_ms: float
+    first_call_es_ms: float
+    first_call_en_ms: float
+
+
+class SentenceCost(TypedDict):
+    """What normalising one language's corpus costs per sentence."""
+
+    sentences: int
+    mean_ms: float
+    p95_ms: float
+    max_ms: float
+    mean_chars: float
+
+
+class TextResult(StartUp):
+    """The start-up, then each language's per-sentence cost, and how many rounds were timed."""
+
+    es: SentenceCost
+    en: SentenceCost
+    rounds: int
+
+
+def start_up() -> StartUp:
     """Import and first-call milliseconds, in a fresh interpreter."""
     out = subprocess.run([sys.executable, "-c", _START_UP], capture_output=True, text=True, check=True).stdout
     imported, first_es, first_en = (float(x) for x in out.split())
@@ -40,7 +66,7 @@ def start_up() -> dict[str, float]:
             "first_call_en_ms": round(first_en, 2)}
 
 
-def per_sentence(sentences: list[str], lang: str, rounds: int) -> dict[str, Any]:
+def per_sentence(sentences: list[str], lang: str, rounds: int) -> SentenceCost:
     from omnistudio.text import normalize
 
     times = []
@@ -55,12 +81,9 @@ def per_sentence(sentences: list[str], lang: str, rounds: int) -> dict[str, Any]
             "mean_chars": round(statistics.fmean(len(s) for s in sentences), 1)}
 
 
-def text_benchmark(rounds: int = 5, folder: Path = CORPUS_DIR) -> dict[str, Any]:
-    result: dict[str, Any] = start_up()
-    for lang in ("es", "en"):
-        result[lang] = per_sentence(corpus(lang, folder), lang, rounds)
-    result["rounds"] = rounds
-    return result
+def text_benchmark(rounds: int = 5, folder: Path = CORPUS_DIR) -> TextResult:
+    return {**start_up(), "es": per_sentence(corpus("es", folder), "es", rounds),
+            "en": per_sentence(corpus("en", folder), "en", rounds), "rounds": rounds}
 
 
 def main(argv: list[str] | None = None) -> int:

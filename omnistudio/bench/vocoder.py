@@ -23,14 +23,45 @@ import argparse
 import copy
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import NEWS, reference_prompt, take
+from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from numpy.typing import NDArray
+    from transformers import HiggsAudioV2TokenizerModel
+
+    from omnistudio.bench.modes import Modes, OpenEngine, Progress
+    from omnistudio.engine.engine import Engine
 
 DEFAULT_SENTENCES = 6
 
 
-def add_flags(parser: argparse.ArgumentParser, modes: Any) -> None:
+class DecodeRow(TypedDict):
+    """One way of decoding, over the sentences (``max_abs_diff``, ``worst_snr_db``: a lower precision's
+    distance to fp32)."""
+
+    median_ms: float
+    first_ms: float
+    worst_ms: float
+    device_allocs: int
+    device_frees: int
+    max_abs_diff: NotRequired[float]
+    worst_snr_db: NotRequired[float]
+
+
+class VocoderResult(TypedDict):
+    model: str
+    device: str
+    sentences: int
+    frames: list[int]
+    rows: dict[str, DecodeRow]
+
+
+def add_flags(parser: argparse.ArgumentParser, modes: Modes) -> None:
     modes.add_argument("--vocoder", action="store_true", help="the vocoder alone on real sentences' tokens: right "
                        "after diffusion vs again, allocator activity, cudnn.benchmark, fp16/bf16 vs fp32 (default 6)")
 
@@ -51,22 +82,28 @@ def _allocations(device: str) -> tuple[int, int]:
     return int(stats.get("num_device_alloc", 0)), int(stats.get("num_device_free", 0))
 
 
-def timed_decode(decoder: Any, codes: Any, device: str) -> tuple[float, Any, tuple[int, int]]:
+def timed_decode(decoder: HiggsAudioV2TokenizerModel, codes: torch.Tensor,
+                 device: str) -> tuple[float, NDArray[np.float32], tuple[int, int]]:
     """Seconds, the samples (float32 on the CPU), and the device allocations and frees of one decode."""
     import torch
+    from transformers.models.higgs_audio_v2_tokenizer.modeling_higgs_audio_v2_tokenizer import (
+        HiggsAudioV2TokenizerDecoderOutput)
 
     before = _allocations(device)
     _sync(device)
     t0 = time.perf_counter()
     with torch.inference_mode():
-        audio = decoder.decode(codes).audio_values
+        decoded = decoder.decode(codes)
     _sync(device)
     seconds = time.perf_counter() - t0
     after = _allocations(device)
+    if not isinstance(decoded, HiggsAudioV2TokenizerDecoderOutput) or decoded.audio_values is None:
+        raise TypeError(f"the vocoder's decode gave {type(decoded).__name__}, not audio values")
+    audio = decoded.audio_values
     return seconds, audio.float().flatten().cpu().numpy(), (after[0] - before[0], after[1] - before[1])
 
 
-def snr_db(reference: Any, other: Any) -> float:
+def snr_db(reference: NDArray[np.float32], other: NDArray[np.float32]) -> float:
     import numpy as np
 
     error = float(np.sum((reference - other) ** 2))
@@ -74,21 +111,24 @@ def snr_db(reference: Any, other: Any) -> float:
     return float("inf") if error == 0 else 10 * float(np.log10(power / error)) if power else float("-inf")
 
 
-def vocoder_bench(engine: Any, sentences: int = DEFAULT_SENTENCES, num_step: int = 10, seed: int = 0,
-                  progress: Any = None) -> dict[str, Any]:
+def vocoder_bench(engine: Engine, sentences: int = DEFAULT_SENTENCES, num_step: int = 10, seed: int = 0,
+                  progress: Progress | None = None) -> VocoderResult:
     import numpy as np
     import torch
+    from transformers import HiggsAudioV2TokenizerModel
 
     say = progress or (lambda *_: None)
     device = str(engine.loaded.device)
     tokenizer = engine.model.audio_tokenizer
+    if not isinstance(tokenizer, HiggsAudioV2TokenizerModel):
+        raise UserError(f"the vocoder bench times transformers' HiggsAudioV2 tokenizer, not {type(tokenizer).__name__}")
     prompt = reference_prompt(engine)
     lowered = {name: copy.deepcopy(tokenizer).to(getattr(torch, name))
                for name in (("float16", "bfloat16") if device.startswith("cuda") else ("bfloat16",))}
     rows: dict[str, list[float]] = {}
     allocs: dict[str, list[tuple[int, int]]] = {}
     errors: dict[str, list[tuple[float, float]]] = {name: [] for name in lowered}
-    frames = []
+    frames: list[int] = []
     texts = take(NEWS, sentences)
     for i, text in enumerate(texts):
         say(i, len(texts), f"sentence {i + 1}/{len(texts)}")
@@ -96,16 +136,16 @@ def vocoder_bench(engine: Any, sentences: int = DEFAULT_SENTENCES, num_step: int
         tokens = pending.tokens.tokens[0]
         codes = (tokens if isinstance(tokens, torch.Tensor) else torch.cat(tokens, dim=-1)).unsqueeze(0)
         frames.append(int(codes.size(-1)))
+        samples: dict[str, NDArray[np.float32]] = {}
         for label, benchmark in (("after_diffusion", False), ("again", False), ("cudnn_benchmark", True)):
             torch.backends.cudnn.benchmark = benchmark
             try:
-                seconds, audio, alloc = timed_decode(tokenizer, codes, device)
+                seconds, samples[label], alloc = timed_decode(tokenizer, codes, device)
             finally:
                 torch.backends.cudnn.benchmark = False
             rows.setdefault(label, []).append(seconds)
             allocs.setdefault(label, []).append(alloc)
-            if label == "again":
-                reference = audio
+        reference = samples["again"]
         for name, decoder in lowered.items():
             seconds, audio, alloc = timed_decode(decoder, codes, device)
             rows.setdefault(name, []).append(seconds)
@@ -113,10 +153,10 @@ def vocoder_bench(engine: Any, sentences: int = DEFAULT_SENTENCES, num_step: int
             n = min(len(audio), len(reference))
             errors[name].append((float(np.max(np.abs(audio[:n] - reference[:n]))), snr_db(reference[:n], audio[:n])))
     say(len(texts), len(texts), "done")
-    out = {"model": engine.loaded.spec.name, "device": device, "sentences": len(texts), "frames": frames,
-           "rows": {}}
+    out: VocoderResult = {"model": engine.loaded.spec.name, "device": device, "sentences": len(texts),
+                          "frames": frames, "rows": {}}
     for label, times in rows.items():
-        row: dict[str, Any] = {"median_ms": round(1000 * statistics.median(times), 2),
+        row: DecodeRow = {"median_ms": round(1000 * statistics.median(times), 2),
                                "first_ms": round(1000 * times[0], 2), "worst_ms": round(1000 * max(times), 2),
                                "device_allocs": sum(a for a, _ in allocs[label]),
                                "device_frees": sum(f for _, f in allocs[label])}
@@ -127,12 +167,12 @@ def vocoder_bench(engine: Any, sentences: int = DEFAULT_SENTENCES, num_step: int
     return out
 
 
-def run(args: argparse.Namespace, open_engine: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, open_engine: OpenEngine) -> VocoderResult:
     engine = open_engine(args, "fast")
     return vocoder_bench(engine, args.sentences, args.num_step, args.seed, progress=args.progress)
 
 
-def print_result(result: dict[str, Any]) -> None:
+def print_result(result: VocoderResult) -> None:
     print(f"vocoder on {result['device']} ({result['model']}, {result['sentences']} sentences of "
           f"{min(result['frames'])}-{max(result['frames'])} frames):")
     for label, row in result["rows"].items():

@@ -10,10 +10,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.client.engine import RemoteEngine
+    from omnistudio.engine.engine import Engine
+    from omnistudio.take.link import EngineLink
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -36,23 +41,36 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
                         "(sent as Authorization: Bearer)")
 
 
-def engine_config(args: argparse.Namespace, **given: Any) -> EngineConfig:
+class EngineSettings(TypedDict, total=False):
+    """:class:`EngineConfig`'s fields, any of them: what a command decides itself in ``engine_config``."""
+
+    model: str | None
+    device: str | None
+    dtype: str | None
+    sampler: str
+    quantize: str
+    compile: bool | None
+    threads: int | None
+
+
+def engine_config(args: argparse.Namespace, **given: Unpack[EngineSettings]) -> EngineConfig:
     """``--model/--device/--dtype/--quantize/--sampler`` as the one engine settings value (``given``: settings
     the command decides itself, e.g. the sampler of a bench row); checked by name, nothing loaded."""
-    values = {"model": getattr(args, "model", None), "device": getattr(args, "device", None),
-              "dtype": getattr(args, "dtype", None), "quantize": getattr(args, "quantize", None) or "none",
-              "sampler": getattr(args, "sampler", None) or "fast", **given}
+    values: EngineSettings = {"model": getattr(args, "model", None), "device": getattr(args, "device", None),
+                              "dtype": getattr(args, "dtype", None),
+                              "quantize": getattr(args, "quantize", None) or "none",
+                              "sampler": getattr(args, "sampler", None) or "fast", **given}
     return EngineConfig(**values).checked()
 
 
-def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> Any:
+def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> Engine:
     """The flags' engine, loaded (through the core's open_engine)."""
     from omnistudio.voices.session import open_engine
 
     return open_engine(engine_config(args), progress=progress)
 
 
-def remote_link(server: str | None, api_key_file: Any = None) -> Any:
+def remote_link(server: str | None, api_key_file: Path | str | None = None) -> RemoteEngine | None:
     """A RemoteEngine for ``server`` (checked, key read), or None when no server is given."""
     from omnistudio.client.connection import parse_server_url, read_api_key
     from omnistudio.client.engine import RemoteEngine
@@ -64,7 +82,7 @@ def remote_link(server: str | None, api_key_file: Any = None) -> Any:
     return RemoteEngine(parse_server_url(server), read_api_key(api_key_file))
 
 
-def check_link_args(args: argparse.Namespace) -> Any:
+def check_link_args(args: argparse.Namespace) -> RemoteEngine | None:
     """The cheap checks of --server/--api-key-file (before anything loads); the remote link or None."""
     link = remote_link(getattr(args, "server", None), getattr(args, "api_key_file", None))
     if link is not None and getattr(args, "model", None):
@@ -72,7 +90,7 @@ def check_link_args(args: argparse.Namespace) -> Any:
     return link
 
 
-def open_link(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> Any:
+def open_link(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> EngineLink:
     """The link a command renders through: the server's when --server is given, else a local engine."""
     link = check_link_args(args)
     if link is not None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
 
 from omnistudio.checks import DEFAULT_NUM_STEP
 
@@ -14,9 +13,12 @@ DEFAULT_GUIDANCE = 2.0
 
 
 def add_num_step(parser: argparse.ArgumentParser, default: int = DEFAULT_NUM_STEP,
-                 convert: Callable[[str], Any] | None = None) -> None:
+                 convert: Callable[[str], int] | None = None) -> None:
     """``--num-step``: checked later by ``check_num_step`` (one line), unless ``convert`` is argparse's type."""
-    parser.add_argument("--num-step", default=default, type=convert, help=f"diffusion steps (default {default})")
+    if convert is None:  # argparse's default: the string as given
+        parser.add_argument("--num-step", default=default, help=f"diffusion steps (default {default})")
+    else:
+        parser.add_argument("--num-step", default=default, type=convert, help=f"diffusion steps (default {default})")
 
 
 def add_seed(parser: argparse.ArgumentParser, seed_help: str) -> None:

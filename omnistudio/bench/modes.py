@@ -1,0 +1,27 @@
+"""What the bench command hands each mode module, as types: the group its mode flag joins
+(``add_flags(parser, modes)``), the engine opener and the progress callback of ``run(args, open_engine)``,
+and the step-graph counts several modes report. Nothing here runs or loads anything."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
+
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
+
+# The mutually exclusive group of the mode flags (--stream, --dialogue, ...).
+Modes: TypeAlias = argparse._MutuallyExclusiveGroup
+# progress(done, total, label): each step of a run.
+Progress: TypeAlias = Callable[[int, int, str], None]
+# open_engine(args, sampler): the engine the flags name, loaded with the sampler ("fast" or "stock").
+OpenEngine: TypeAlias = "Callable[[argparse.Namespace, str], Engine]"
+
+
+class GraphCounts(TypedDict):
+    """The diffusion step's CUDA graphs a warm-up captured (``GraphStatus``), as a mode reports them."""
+
+    captured: int
+    capture_s: float
+    failed: int
