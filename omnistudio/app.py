@@ -143,7 +143,7 @@ class StudioApp(App[None]):
             transport = screen.query_one(Transport)
             transport.state = "paused" if snap.paused and snap.playing else ("playing" if snap.playing else "stopped")
             transport.position = (f"sentence {snap.sentence + 1}/{len(self.sentences)}"
-                                  if span is not None and snap.playing else "")
+                                  if span is not None and snap.sentence is not None and snap.playing else "")
             screen.query_one(Telemetry).underruns = snap.underruns
             screen.query_one(Telemetry).backbone = getattr(self.studio.engine, "compile_state", "off")
             screen.query_one(Telemetry).graphs = graph_status(self.studio.engine)

@@ -8,8 +8,14 @@ a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
-import _signal  # the C half of `signal`: installing through it costs nothing to import (signal imports enum)
 import os
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before the handlers are in
+if TYPE_CHECKING:
+    import signal as _signal  # the stubs describe `signal`, whose C half `_signal` is
+    from types import ModuleType
+else:
+    import _signal  # the C half of `signal`: installing through it costs nothing to import (signal imports enum)
 
 
 def _leave_now(signum: int, _frame: object) -> None:
@@ -53,7 +59,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _command_module(name: str):  # noqa: ANN202
+def _command_module(name: str) -> ModuleType | None:
     try:
         return importlib.import_module(f"omnistudio.commands.{name}")
     except ModuleNotFoundError as exc:
@@ -185,7 +191,9 @@ def _command(argv: list[str] | None) -> int:
     # Until here a signal exits at once (nothing is open); from now on it is an exception, so the
     # command's finally blocks remove its temp files before the one line and the exit status.
     signals.install()
-    return int(_command_module(command).run(args) or 0)
+    module = _command_module(command)
+    assert module is not None  # the parser offered only the commands whose module is there
+    return int(module.run(args) or 0)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
 
 from omnistudio.errors import UserError, first_line
 
@@ -25,8 +25,9 @@ INSTALL_HINT = "Ray is not installed: pip install 'omnistudio[ray]' (or pip inst
 REACH_TIMEOUT_S = 3.0
 
 
-def import_ray() -> Any:
-    """The ``ray`` module, or one line saying how to install it."""
+def import_ray() -> ModuleType:
+    """The ``ray`` module, or one line saying how to install it (its functions are partly annotated, some
+    not at all: the callers use it as a module, untyped)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
@@ -35,7 +36,7 @@ def import_ray() -> Any:
     return ray
 
 
-def import_serve() -> Any:
+def import_serve() -> ModuleType:
     import_ray()
     try:
         from ray import serve
@@ -117,8 +118,8 @@ class Cluster:
         self.started = False  # True when this object started Ray (a local instance or a client session)
         if self.ray.is_initialized():
             return  # a test or an embedding program already joined one: use it
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "logging_level": "ERROR", "configure_logging": True}
+        kwargs: dict[str, object] = {"include_dashboard": False, "log_to_driver": False,
+                                     "logging_level": "ERROR", "configure_logging": True}
         if self.address is None and local_cpus is not None:
             kwargs["num_cpus"] = local_cpus
         if self.address is None:

@@ -11,9 +11,13 @@ response that already started streaming is never replayed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.protocol import REPLICA_HEADER as REPLICA, error_json  # loaded with the proxy, not on its first error
+
+if TYPE_CHECKING:
+    from starlette.middleware import Middleware
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 CALLBACK_PATH = "omnistudio.cluster.proxy:middlewares"
@@ -22,14 +26,14 @@ MAX_REPLAY_BYTES = 2 << 20
 RETRIES = 1
 
 
-def middlewares() -> list[Any]:
+def middlewares() -> list[Middleware]:
     """What Serve's proxy calls (through the environment variable) for its middlewares."""
     from starlette.middleware import Middleware
 
     return [Middleware(ReplicaLoss)]
 
 
-def _json_error(status: int, message: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _json_error(status: int, message: str) -> tuple[dict[str, object], dict[str, object]]:
     body = error_json(status, message, "server_error")  # the proxy's own answers are all server errors
     start = {"type": "http.response.start", "status": status,
              "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
@@ -38,10 +42,10 @@ def _json_error(status: int, message: str) -> tuple[dict[str, Any], dict[str, An
 
 
 class ReplicaLoss:
-    def __init__(self, app: Any, retries: int = RETRIES) -> None:
+    def __init__(self, app: ASGIApp, retries: int = RETRIES) -> None:
         self.app, self.retries = app, retries
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -66,31 +70,32 @@ class ReplicaLoss:
         for part in _json_error(503, f"no replica could finish the request ({why}); retry shortly"):
             await send(part)
 
-    async def _attempt(self, scope: dict[str, Any], body: bytes, receive: Any, send: Any) -> str | None:
+    async def _attempt(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> str | None:
         """None when a replica answered (passed through); else why the proxy could not get an answer."""
-        replay = [{"type": "http.request", "body": body, "more_body": False}]
-        state = {"started": False, "lost": ""}
+        replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+        started, lost = False, ""
 
-        async def replayed() -> dict[str, Any]:
+        async def replayed() -> Message:
             return replay.pop() if replay else await receive()
 
-        async def watched(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start" and not state["started"]:
+        async def watched(message: Message) -> None:
+            nonlocal started, lost
+            if message["type"] == "http.response.start" and not started:
                 headers = dict(message.get("headers", []))
                 if REPLICA_HEADER not in headers and message["status"] >= 500:
-                    state["lost"] = f"proxy status {message['status']}"
+                    lost = f"proxy status {message['status']}"
                     return
-                state["started"] = True
-            if state["lost"]:
+                started = True
+            if lost:
                 return  # the proxy's own error body: replaced by ours
             await send(message)
 
         try:
             await self.app(scope, replayed, watched)
         except Exception as exc:  # noqa: BLE001 - the proxy raised before any answer: a lost replica
-            if state["started"]:
+            if started:
                 raise
             return type(exc).__name__
-        if not state["started"] and not state["lost"]:
+        if not started and not lost:
             return "the replica was lost"  # the proxy returns without answering (uvicorn would send a bare 500)
-        return state["lost"] or None
+        return lost or None

@@ -17,12 +17,17 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from omnistudio.cluster.connect import Cluster, Need, import_serve
 from omnistudio.cluster.proxy import REPLICA_HEADER
 from omnistudio.errors import UserError
 from omnistudio.server.factory import ServerConfig
+
+if TYPE_CHECKING:
+    from ray.serve import Application
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 APP_NAME = "omnistudio"
 
@@ -59,8 +64,8 @@ class Scale:
             return self.replicas
         return min(max(self.replicas, self.min_replicas), self.max_replicas)
 
-    def deployment_options(self, config: ServerConfig) -> dict[str, Any]:
-        options: dict[str, Any] = {
+    def deployment_options(self, config: ServerConfig) -> dict[str, object]:
+        options: dict[str, object] = {
             "ray_actor_options": {"num_cpus": self.cpus, "num_gpus": self.gpus},
             "max_ongoing_requests": config.max_queue,  # the replica's own 429 answers past this
             "health_check_period_s": 2.0, "health_check_timeout_s": 10.0,
@@ -95,7 +100,7 @@ class SpeechReplica:
         if self.state.status != "ready":
             raise RuntimeError(f"replica {self.replica}: {self.state.detail or self.state.status}")
 
-    def __serve_build_asgi_app__(self) -> Any:
+    def __serve_build_asgi_app__(self) -> ReplicaTag:
         return ReplicaTag(self.server_app, self.replica)
 
     def check_health(self) -> None:
@@ -139,19 +144,19 @@ def label_metrics(body: bytes, replica: str) -> bytes:
 class ReplicaTag:
     """ASGI wrapper: the replica's id in a header of every response, in /health's body and /metrics' labels."""
 
-    def __init__(self, app: Any, replica: str) -> None:
+    def __init__(self, app: ASGIApp, replica: str) -> None:
         self.app, self.replica = app, replica
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope.get("path", "")
         rewrite = path in ("/health", "/metrics")
-        start: dict[str, Any] = {}
+        start: Message = {}
         body: list[bytes] = []
 
-        async def tagged(message: dict[str, Any]) -> None:
+        async def tagged(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if not (rewrite and k == b"content-length")]
                 message = {**message, "headers": [*headers, (REPLICA_HEADER, self.replica.encode())]}
@@ -181,11 +186,12 @@ class ReplicaTag:
         return json.dumps({**parsed, "replica": self.replica}).encode() if isinstance(parsed, dict) else data
 
 
-def deployment(config: ServerConfig, scale: Scale) -> Any:
+def deployment(config: ServerConfig, scale: Scale) -> Application:
     """The bound Serve application (not started)."""
     serve = import_serve()
     ingress = serve.deployment(name="SpeechReplica")(serve.ingress()(SpeechReplica))
-    return ingress.options(**scale.deployment_options(config)).bind(config)
+    bound: Application = ingress.options(**scale.deployment_options(config)).bind(config)
+    return bound
 
 
 def start(cluster: Cluster, config: ServerConfig, scale: Scale, timeout_s: float = 600.0) -> str:
@@ -266,7 +272,7 @@ def _wait_proxy(url: str, deadline: float) -> None:
         time.sleep(0.2)
 
 
-def _wait_running(serve: Any, timeout_s: float) -> None:
+def _wait_running(serve: ModuleType, timeout_s: float) -> None:
     import time
 
     deadline = time.monotonic() + timeout_s

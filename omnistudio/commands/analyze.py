@@ -22,7 +22,7 @@ LABELS = [
 ]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("analyze", help="print every loudness figure of an audio file")
     p.add_argument("file", type=Path, help="audio file (WAV, FLAC, ...)")
     p.add_argument("--mono-as", choices=["dual-mono", "mono"], default="dual-mono",

@@ -12,11 +12,14 @@ import argparse
 import json
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.bench import compiled, dialogue, meter, remote, serve, serve_ray, speed, stream, vocoder
 from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
 
 __all__ = ["MODES", "add_parser", "clients_list", "run"]
 
@@ -26,7 +29,7 @@ MODES: dict[str, ModuleType] = {
     "serve": serve, "lengths": compiled, "serve_ray": serve_ray, "vocoder": vocoder}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options, add_server_options
     from omnistudio.flags.synthesis import add_synthesis_options
 
@@ -92,16 +95,17 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     result = _with_progress(args, lambda a: module.run(a, _open))
     result["mode"] = mode
-    result["provenance"] = provenance()
+    measured = provenance()
+    result["provenance"] = measured
     if args.json:
         print(json.dumps(result))
     else:
         module.print_result(result)
-        print(provenance_line(result["provenance"]))
+        print(provenance_line(measured))
     return 0
 
 
-def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
+def _open(args: argparse.Namespace, sampler: str = "stock") -> Engine:
     from omnistudio.flags.engine import engine_from_args
 
     args.sampler = sampler
@@ -109,7 +113,8 @@ def _open(args: argparse.Namespace, sampler: str = "stock") -> Any:
     return engine_from_args(args)
 
 
-def _with_progress(args: argparse.Namespace, runner: Callable[[argparse.Namespace], Any]) -> Any:
+def _with_progress(args: argparse.Namespace,
+                   runner: Callable[[argparse.Namespace], dict[str, object]]) -> dict[str, object]:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 

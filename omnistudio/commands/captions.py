@@ -10,12 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from omnistudio.captions.timing import SentenceTiming
+    from omnistudio.commands.flags.frontend import FrontendOptions
+    from omnistudio.voices.align import Hearer
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.commands.flags.captions import add_caption_options
     from omnistudio.commands.flags.frontend import add_frontend_options
 
@@ -72,14 +77,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _frontend(args: argparse.Namespace, project: Path | None) -> dict[str, object]:
+def _frontend(args: argparse.Namespace, project: Path | None) -> FrontendOptions:
     from omnistudio.commands.flags.frontend import frontend_options
 
     args.project = project  # the project's lexicon over the global one, as render --project speaks
     return frontend_options(args)
 
 
-def _file_sentences(args: argparse.Namespace, text: str | None, hearer: Any) -> list[Any]:
+def _file_sentences(args: argparse.Namespace, text: str | None, hearer: Hearer | None) -> list[SentenceTiming]:
     from omnistudio.console import err_console
     from omnistudio.take.file_sentences import file_sentences
     from omnistudio.take.options import TakeOptions
@@ -90,7 +95,7 @@ def _file_sentences(args: argparse.Namespace, text: str | None, hearer: Any) -> 
     return sentences
 
 
-def _project_sentences(args: argparse.Namespace, hearer: Any) -> list[Any]:
+def _project_sentences(args: argparse.Namespace, hearer: Hearer | None) -> list[SentenceTiming]:
     from omnistudio.console import err_console
     from omnistudio.projects.captions import chosen_sentences
     from omnistudio.projects.project import Project

@@ -9,13 +9,33 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from omnistudio.projects.project import Project
+    from omnistudio.projects.speech_check import AsrResult, TakeChecker
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One checked take: a row of the table, an object of the JSON's ``checked``."""
+
+    sentence: int | None  # 1-based; None for a file
+    take: str
+    text: str
+    asr: AsrResult
+    chosen: bool | None = None  # a project's take: whether it is the sentence's chosen one (None: a file)
+
+    def as_dict(self) -> dict[str, object]:
+        chosen = {} if self.chosen is None else {"chosen": self.chosen}
+        return {"sentence": self.sentence, "take": self.take, "text": self.text, **chosen, **self.asr.as_dict()}
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="speech-recognition check of a project's takes or of an audio file")
     p.add_argument("target", type=Path, help="NAME.omniproj folder, or a .wav/.flac file (with --text)")
     p.add_argument("--asr-model", type=Path, metavar="DIR",
@@ -50,29 +70,29 @@ def run(args: argparse.Namespace) -> int:
     project = _open_project(args) if is_project else None  # a bad project fails before the model loads
     checker = _checker(args.asr_model, threshold)
     rows = _check_project(args, project, checker) if project is not None else [_check_file(args, checker)]
-    failed = [row for row in rows if row["passed"] is False]
+    failed = [row for row in rows if row.asr.passed is False]
     if args.json:
-        print(json.dumps({"target": str(args.target), "threshold": threshold, "checked": rows,
-                          "failed": len(failed)}))
+        print(json.dumps({"target": str(args.target), "threshold": threshold,
+                          "checked": [row.as_dict() for row in rows], "failed": len(failed)}))
     else:
         _print_table(rows, threshold)
     return 1 if failed else 0
 
 
-def _checker(model_dir: Path | None, threshold: float) -> Any:
+def _checker(model_dir: Path | None, threshold: float) -> TakeChecker:
     from omnistudio.projects.speech_check import open_checker
 
     return open_checker(model_dir, threshold)
 
 
-def _check_file(args: argparse.Namespace, checker: Any) -> dict[str, Any]:
+def _check_file(args: argparse.Namespace, checker: TakeChecker) -> CheckRow:
     from omnistudio.projects.speech_check import check_file
 
     result = check_file(args.target, args.text, args.lang, checker)
-    return {"sentence": None, "take": args.target.name, "text": args.text, **result.as_dict()}
+    return CheckRow(None, args.target.name, args.text, result)
 
 
-def _open_project(args: argparse.Namespace) -> Any:
+def _open_project(args: argparse.Namespace) -> Project:
     from omnistudio.console import err_console
     from omnistudio.projects.project import Project
 
@@ -85,7 +105,7 @@ def _open_project(args: argparse.Namespace) -> Any:
     return project
 
 
-def _check_project(args: argparse.Namespace, project: Any, checker: Any) -> list[dict[str, Any]]:
+def _check_project(args: argparse.Namespace, project: Project, checker: TakeChecker) -> list[CheckRow]:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
     from omnistudio.console import progress_bar
 
@@ -99,14 +119,15 @@ def _check_project(args: argparse.Namespace, project: Any, checker: Any) -> list
         task = bar.add_task("", total=len(todo))
         for index, take in todo:
             take = check_take(project, index, take, checker)
-            rows.append({"sentence": index + 1, "take": take.id, "text": project.lines[index].text,
-                         "chosen": take.id == project.lines[index].chosen, **take.asr.as_dict()})
+            assert take.asr is not None  # check_take records the check with the take
+            rows.append(CheckRow(index + 1, take.id, project.lines[index].text, take.asr,
+                                 chosen=take.id == project.lines[index].chosen))
             bar.update(task, advance=1)
     project.save()
     return rows
 
 
-def _print_table(rows: list[dict[str, Any]], threshold: float) -> None:
+def _print_table(rows: list[CheckRow], threshold: float) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -115,8 +136,8 @@ def _print_table(rows: list[dict[str, Any]], threshold: float) -> None:
     for column in ("sentence", "take", "WER", "result", "heard"):
         table.add_column(column)
     for row in rows:
-        verdict = {True: "ok", False: "[red]FAILED[/red]", None: "not checked"}[row["passed"]]
-        table.add_row(str(row["sentence"] or "-"), row["take"][:12],
-                      "-" if row["wer"] is None else f"{row['wer']:.0%}", verdict,
-                      escape(row["heard"] if row["heard"] is not None else row["note"]))
+        asr = row.asr
+        verdict = {True: "ok", False: "[red]FAILED[/red]", None: "not checked"}[asr.passed]
+        table.add_row(str(row.sentence or "-"), row.take[:12], "-" if asr.wer is None else f"{asr.wer:.0%}", verdict,
+                      escape(asr.heard if asr.heard is not None else asr.note))
     Console().print(table)

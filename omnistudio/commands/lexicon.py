@@ -17,7 +17,7 @@ WHERE = ("this project's lexicon (NAME.omniproj/lexicon.toml, created if missing
 USAGE = "give an action: omnistudio lexicon add | remove | list | test | import | export"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.commands.flags.lexicon import add_project_option
     from omnistudio.commands.flags.parser import OneLineParser
 

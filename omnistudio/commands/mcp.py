@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("mcp", help="MCP server over stdio for a local agent (speak, render_script, check_take...)")

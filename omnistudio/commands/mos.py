@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from omnistudio.mos.gateway import MosConfig
+
 # option: (default, kind) for what a config file may hold
-SETTINGS: dict[str, Any] = {"mos_id": None, "ncs_id": None, "ncs_host": "127.0.0.1", "ncs_ports": "10540,10541",
-                            "host": "127.0.0.1", "ports": "10540,10541,10542", "delivery": None, "state": None,
-                            "heartbeat": 10.0, "voice": None, "lang": "en", "format": "wav"}
+SETTINGS: Mapping[str, object] = {"mos_id": None, "ncs_id": None, "ncs_host": "127.0.0.1",
+                                  "ncs_ports": "10540,10541", "host": "127.0.0.1", "ports": "10540,10541,10542",
+                                  "delivery": None, "state": None, "heartbeat": 10.0, "voice": None, "lang": "en",
+                                  "format": "wav"}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.commands.flags.captions import add_caption_options
     from omnistudio.commands.flags.finishing import add_finishing_options
     from omnistudio.commands.flags.frontend import add_frontend_options
@@ -55,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """The options: the config file's, then the flags given; checked, one line each."""
-    values = dict(SETTINGS)
+    values: dict[str, Any] = dict(SETTINGS)  # the flags' and the config file's (TOML: any type), checked below
     if args.config is not None:
         values.update(_config_file(args.config))
     for key in SETTINGS:
@@ -73,7 +78,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def _config_file(path: Path) -> dict[str, Any]:
+def _config_file(path: Path) -> dict[str, object]:
     import tomllib
 
     try:
@@ -88,7 +93,7 @@ def _config_file(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _ports(value: Any, count: int, flag: str) -> list[int]:
+def _ports(value: object, count: int, flag: str) -> list[int]:
     parts = str(value).split(",")
     try:
         ports = [int(p) for p in parts]
@@ -151,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_ports(config: Any) -> None:
+def _check_ports(config: MosConfig) -> None:
     from omnistudio.commands.serve import check_port
 
     for port in (config.lower, config.upper, config.query):

@@ -8,7 +8,7 @@ import argparse
 import json
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.commands.flags.lexicon import add_project_option
 
     p = sub.add_parser("normalize", help="print the spoken form of a text (numbers, money, dates, lexicon...)")

@@ -6,11 +6,29 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Required, TypedDict
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+class PromptRow(TypedDict, total=False):
+    """One prompt's line of the report (``--json``: one JSON object a prompt, keys in this order)."""
+
+    anchor: Required[str]
+    lang: Required[str]
+    action: str  # skipped, built, rebuilt or failed
+    ref_text: str
+    transcript: str  # where the transcript came from
+    agreement: float | None
+    note: str
+    seconds: float
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("prevectorize", help="build the anchors' voice prompts (skips those already ready)")
@@ -50,22 +68,22 @@ def run(args: argparse.Namespace) -> int:
     with status("loading model") as update:
         engine = engine_from_args(args, progress=update)
 
-    rows: list[dict] = []
+    rows: list[PromptRow] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with progress_bar(*columns, transient=False) as bar:
         task = bar.add_task("voice prompts", total=len(pairs))
         for anchor_id, lang in pairs:
             bar.update(task, description=f"{anchor_id} ({lang})")
             started = time.perf_counter()
-            row = {"anchor": anchor_id, "lang": lang}
+            row: PromptRow = {"anchor": anchor_id, "lang": lang}
             try:
                 prompt, action, cal = ensure_prompt(engine, roster, anchor_id, lang, transcriber=transcriber,
                                                     force=args.force)
-                row.update(action=action, ref_text=prompt.ref_text,
-                           transcript=(cal.source if cal else prompt.meta.get("transcript_source", "")),
-                           agreement=cal.agreement if cal else None, note=cal.note if cal else "")
+                row.update({"action": action, "ref_text": prompt.ref_text,
+                            "transcript": (cal.source if cal else prompt.meta.get("transcript_source", "")),
+                            "agreement": cal.agreement if cal else None, "note": cal.note if cal else ""})
             except UserError as exc:  # one bad anchor does not stop the others
-                row.update(action="failed", note=str(exc))
+                row.update({"action": "failed", "note": str(exc)})
             row["seconds"] = round(time.perf_counter() - started, 3)
             rows.append(row)
             bar.advance(task)
@@ -82,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(console, table_cls, rows: list[dict]) -> None:  # noqa: ANN001
+def _summary(console: Console, table_cls: type[Table], rows: list[PromptRow]) -> None:
     """A table of what was built (skipped prompts are only counted), then each failure in full."""
     counts: dict[str, int] = {}
     for row in rows:

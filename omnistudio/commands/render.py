@@ -6,12 +6,22 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from omnistudio.audio.finishing import FinishingOptions
+    from omnistudio.audio.player import Player
+    from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.script import Script
+    from omnistudio.take.link import PrepareEvent
+    from omnistudio.take.options import TakeOptions
+    from omnistudio.take.sinks import Sink
+    from omnistudio.take.stream import Chunk
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.commands.flags.captions import add_caption_options
     from omnistudio.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.finishing import add_finishing_options
@@ -67,7 +77,7 @@ def _audio_device(value: str | None) -> int | str | None:
     return int(value) if value.strip().isdigit() else value
 
 
-def _open_player(args: argparse.Namespace, sample_rate: int) -> Any:
+def _open_player(args: argparse.Namespace, sample_rate: int) -> Player | None:
     """The player for --play, or None (with one warning) when there is no device but -o still works."""
     from omnistudio.audio.player import Player
     from omnistudio.console import err_console
@@ -158,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, captions: Any = None) -> dict[str, Any]:
+def _render(args: argparse.Namespace, script: Script, options: TakeOptions, player: Player | None,
+            captions: CaptionOptions | None = None) -> dict[str, object]:
     """Build the take (the same function the studio and the server use) with this command's sinks."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
@@ -174,7 +185,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, ca
     with status("loading model") as update:
         link = open_link(args, progress=update)  # the model here, or the server's (--server)
     take = build_take(link, script, options)
-    sinks: list[Any] = []
+    sinks: list[Sink] = []
     from omnistudio.take.delivery import Delivery
 
     named = Delivery(title=args.script.stem if str(args.script) != "-" else "")
@@ -190,11 +201,11 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, ca
         prep = bar.add_task("", total=len(voices), phase="preparing voices")
         task = bar.add_task("", total=len(take.sentences), phase="rendering", visible=False)
 
-        def on_prepare(event: Any) -> None:
+        def on_prepare(event: PrepareEvent) -> None:
             bar.update(prep, completed=event.done - (event.action != "done"),
                        description=f"{event.voice} ({event.lang})")
 
-        def on_chunk(chunk: Any) -> None:
+        def on_chunk(chunk: Chunk) -> None:
             bar.update(prep, visible=False)
             bar.update(task, visible=True, advance=1, description=f"sentence {chunk.sentence_id + 1}")
             # a failed chunk stops the take (its UserError is the one line that names it) unless skipped
@@ -216,7 +227,7 @@ def _render(args: argparse.Namespace, script: Any, options: Any, player: Any, ca
     return out
 
 
-def _report(args: argparse.Namespace, finishing: Any, quiet: bool = False) -> dict[str, Any]:
+def _report(args: argparse.Namespace, finishing: FinishingOptions, quiet: bool = False) -> dict[str, object]:
     """The compliance report of the written file, beside it (the rule: --profile with the targets used)."""
     from omnistudio.console import err_console
     from omnistudio.take.qc import check_file, report_path, write_report

@@ -6,12 +6,19 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.cluster.batch import BatchReport, RenderSpec, ScriptJob
+    from omnistudio.script import Script
+    from omnistudio.take.options import TakeOptions
+    from omnistudio.voices.align import Hearer
 
-def _batch_spec(args: argparse.Namespace) -> Any:
+
+def _batch_spec(args: argparse.Namespace) -> RenderSpec:
     """The batch's spec from the render command's own option checks (default voice still unset)."""
     from omnistudio.cluster.batch import RenderSpec
     from omnistudio.commands.flags.ray import actor_threads
@@ -38,7 +45,7 @@ def _batch_spec(args: argparse.Namespace) -> Any:
     return RenderSpec(engine=engine, options=options, ref_bytes=ref_bytes)
 
 
-def spoken_digest(script: Any, options: Any) -> str:
+def spoken_digest(script: Script, options: TakeOptions) -> str:
     """sha256 of what the model is asked to say for every sentence of ``script`` (the take's plan)."""
     import hashlib
 
@@ -59,7 +66,7 @@ def refuse_takes(args: argparse.Namespace) -> None:
                         f"no takes; render one script with {flag} -o OUT.wav, without --ray")
 
 
-def run_batch(args: argparse.Namespace, captions: Any = None) -> int:
+def run_batch(args: argparse.Namespace, captions: CaptionOptions | None = None) -> int:
     """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch;
     ``captions`` (checked options): NAME.srt / NAME.vtt beside each NAME.wav, as ``render -o --captions``."""
     from omnistudio.cluster.batch import plan_jobs, split_done
@@ -121,8 +128,8 @@ def run_batch(args: argparse.Namespace, captions: Any = None) -> int:
     return 0
 
 
-def _render_on_ray(args: argparse.Namespace, spec: Any, todo: list[Any], report: Any, captions: Any = None,
-                   hearer: Any = None) -> Any:
+def _render_on_ray(args: argparse.Namespace, spec: RenderSpec, todo: list[ScriptJob], report: BatchReport,
+                   captions: CaptionOptions | None = None, hearer: Hearer | None = None) -> BatchReport:
     from omnistudio.cluster.batch import render_batch
     from omnistudio.cluster.connect import Cluster, Need
     from omnistudio.commands.flags.ray import local_threads

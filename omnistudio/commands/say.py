@@ -9,7 +9,7 @@ from pathlib import Path
 from omnistudio.errors import UserError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.frontend import add_frontend_options
     from omnistudio.flags.synthesis import add_synthesis_options

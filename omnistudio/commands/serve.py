@@ -13,7 +13,7 @@ from omnistudio.errors import UserError
 from omnistudio.server.factory import ServerConfig
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("serve", help="speech server: OpenAI /v1/audio/speech, /tts/generate, WebSocket stream")

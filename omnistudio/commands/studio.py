@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import argparse
 from pathlib import Path
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options, add_server_options
 
     p = sub.add_parser("studio", help="open the studio (the default when no command is given)")
@@ -39,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     link = remote_link(server, key_file) if server else None
     if link is not None:
         studio = Studio(link=link, settings=settings, audio=getattr(args, "audio", "auto"))
-        app_args: dict[str, Any] = {"subtitle": f"server {link.address}"}
+        subtitle, banner = f"server {link.address}", None
     else:
         model, banner = studio_model(getattr(args, "model", None))  # tiny + a demo banner when offline
         spec = resolve_model(model)  # a bad --model is one line and exit 2, before any screen
@@ -54,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
             quantize = check_quantize(quantize, pick_device(getattr(args, "device", None)))
         studio = Studio(EngineConfig(model, getattr(args, "device", None), dtype, quantize=quantize),
                         settings=settings, audio=getattr(args, "audio", "auto"))
-        app_args = {"subtitle": f"model {model}" + (" (demo: noise, not speech)" if banner else ""),
-                    "banner": banner}
+        subtitle = f"model {model}" + (" (demo: noise, not speech)" if banner else "")
     if getattr(args, "project", None) is not None:
         from omnistudio.projects.project import MANIFEST, SCRIPT, check_project_path
 
@@ -64,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.studio.welcome import EXAMPLE_SCRIPT
 
         studio.takes.open(path, None if exists else EXAMPLE_SCRIPT)
-    app = StudioApp(studio, **app_args)
+    app = StudioApp(studio, subtitle=subtitle, banner=banner)
     if warning:
         app.call_later(app.notify, warning, severity="warning")
     app.run()

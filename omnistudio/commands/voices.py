@@ -6,12 +6,15 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from omnistudio.voices.roster import Anchor
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options
     from omnistudio.commands.flags.parser import OneLineParser
 
@@ -56,16 +59,19 @@ def list_voices(args: argparse.Namespace) -> int:
     with status("checking the model") as update:
         update("fingerprinting the model")
         fingerprint = offline_fingerprint(getattr(args, "model", None))
-    anchors: list[dict[str, Any]] = []
+    anchors: list[dict[str, object]] = []
+    listed: list[tuple[Anchor, dict[str, dict[str, str]]]] = []  # each anchor with its prompts by language
     counts: dict[str, int] = {}
     for anchor in roster.anchors.values():
         entry = anchor.as_dict()
-        entry["prompts"] = {}
+        prompts: dict[str, dict[str, str]] = {}
+        entry["prompts"] = prompts
         for lang in LANGS:
             state, why = prompt_state(roster, anchor.id, lang, fingerprint)
             counts[state] = counts.get(state, 0) + 1
-            entry["prompts"][lang] = {"state": state, "why": why, "path": str(prompt_path(anchor.id, lang))}
+            prompts[lang] = {"state": state, "why": why, "path": str(prompt_path(anchor.id, lang))}
         anchors.append(entry)
+        listed.append((anchor, prompts))
     if args.json:
         duos = [{"anchors": list(d.anchors), "langs": list(d.langs), "ratio": d.ratio} for d in roster.duos]
         print(json.dumps({"roster": [str(p) for p in roster.sources], "model_fingerprint": fingerprint,
@@ -74,15 +80,15 @@ def list_voices(args: argparse.Namespace) -> int:
     table = Table(title=f"{len(anchors)} anchors")
     for col in ("id", "name", "voice design", *LANGS):
         table.add_column(col)
-    for entry in anchors:
-        design = ", ".join(v for v in (entry["gender"], entry["age"], entry["pitch"], entry["style"],
-                                       entry["accent"]) if v)
+    for anchor, prompts in listed:
+        design = ", ".join(v for v in (anchor.gender, anchor.age, anchor.pitch, anchor.style, anchor.accent) if v)
         cells = []
         for lang in LANGS:
-            voice = entry["voices"][lang]
-            how = f"= {voice['matched']}" if "matched" in voice else ("rec" if "recording" in voice else "design")
-            cells.append(f"{entry['prompts'][lang]['state']} ({how})")
-        table.add_row(entry["id"], entry["name"], design, *cells)
+            voice = anchor.voice(lang)  # as its entry's "voices" says it (the fields that are set)
+            how = (f"= {voice.matched}" if voice.matched is not None
+                   else ("rec" if voice.recording is not None else "design"))
+            cells.append(f"{prompts[lang]['state']} ({how})")
+        table.add_row(anchor.id, anchor.name, design, *cells)
     console = Console()
     console.print(table)
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False, highlight=False)

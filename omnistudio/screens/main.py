@@ -13,16 +13,18 @@ keeps at least ``EDITOR_SHARE`` of the width either way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, Label, OptionList, Static
+from textual.widgets.text_area import Document
 
 from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
@@ -46,6 +48,7 @@ from omnistudio.widgets.transport import Transport
 if TYPE_CHECKING:
     from omnistudio.studio.autosave import Autosave
     from omnistudio.studio.controller import Studio
+    from omnistudio.text.lexicon import Entry
 
 
 class StudioHost(Protocol):
@@ -93,8 +96,11 @@ FOOTER_FULL = 140  # from here the (compact) footer has room for every key, a ta
 FOOTER_FEW = {"play", "pause", "stop", "export", "settings", "panel"}
 
 
+T = TypeVar("T")
+
+
 class MainScreen(Screen[None]):
-    BINDINGS = BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*BINDINGS]
     last_export: ExportChoice | None = None  # the export dialog's last answer (path, captions)
     panel = "anchors"  # on a narrow screen, the side panel shown: anchors | meter
     fitted = 0  # the terminal width the layout was last fitted to (fit)
@@ -181,7 +187,7 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------ helpers
     @property
-    def studio(self):  # noqa: ANN201
+    def studio(self) -> Studio:
         return self.host.studio
 
     @property
@@ -193,7 +199,7 @@ class MainScreen(Screen[None]):
     def editor(self) -> ScriptEditor:
         return self.query_one(ScriptEditor)
 
-    def _try(self, fn, *args):  # noqa: ANN001, ANN202
+    def _try(self, fn: Callable[..., T], *args: object) -> T | None:
         """Run a controller call; a UserError becomes the error modal."""
         try:
             return fn(*args)
@@ -332,7 +338,7 @@ class MainScreen(Screen[None]):
             return
         sentence = self.sentence_under_cursor()
 
-        def done(result: tuple[object, bool] | None) -> None:
+        def done(result: tuple[Entry, bool] | None) -> None:
             if result is not None:
                 try:
                     self.studio.lexicon.add(*result)
@@ -347,7 +353,7 @@ class MainScreen(Screen[None]):
         sentence = self.sentence_under_cursor()
         return None if sentence is None else sentence.id
 
-    def _on_sentence(self, fn, *args) -> None:  # noqa: ANN001
+    def _on_sentence(self, fn: Callable[..., object], *args: object) -> None:
         index = self.sentence_at_cursor()
         if index is not None:
             self._try(fn, self.editor.text, index, *args)
@@ -392,7 +398,9 @@ class MainScreen(Screen[None]):
         """A sentence picked in the take strip: the editor's cursor to its start (as last played)."""
         span = self.host.sentences.get(event.sentence)
         if span is not None:
-            self.editor.move_cursor(self.editor.document.get_location_from_index(min(span[0], len(self.editor.text))))
+            document = self.editor.document
+            assert isinstance(document, Document)  # a TextArea's (DocumentBase names no index lookup)
+            self.editor.move_cursor(document.get_location_from_index(min(span[0], len(self.editor.text))))
             self.editor.focus()
 
     # ------------------------------------------------------------ widget events

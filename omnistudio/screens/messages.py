@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from textual.message import Message
 
@@ -67,7 +66,7 @@ class Exported(Message):
     event: ev.Exported
 
 
-MESSAGES: dict[type, Callable[[Any], Message]] = {
+MESSAGES: dict[type, Callable[..., Message]] = {  # an event's type -> the message that takes such an event
     ev.EngineState: EngineStateChanged, ev.EngineReady: EngineReady, ev.VoicesListed: VoicesListed,
     ev.SentenceRendered: SentenceRendered, ev.PlaybackStarted: PlaybackStarted, ev.Notice: NoticeRaised,
     ev.Failure: FailureRaised, ev.TakesChanged: TakesChanged, ev.LexiconChanged: LexiconChanged,

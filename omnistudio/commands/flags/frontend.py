@@ -5,7 +5,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from omnistudio.text.lexicon import Lexicon
+
+
+class FrontendOptions(TypedDict):
+    """TakeOptions' ``normalize`` and ``lexicon`` (``TakeOptions(**frontend_options(args))``)."""
+
+    normalize: bool
+    lexicon: Lexicon
 
 
 def add_frontend_options(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +24,7 @@ def add_frontend_options(parser: argparse.ArgumentParser) -> None:
                              "pronunciation lexicon (default on; --no-normalize sends the text as written)")
 
 
-def frontend_options(args: argparse.Namespace) -> dict[str, Any]:
+def frontend_options(args: argparse.Namespace) -> FrontendOptions:
     """``normalize`` and ``lexicon`` for TakeOptions: the global lexicon, with a ``--project``'s over it."""
     from omnistudio.projects.project import check_project_path
     from omnistudio.text.lexicon import Lexicon

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from omnistudio.errors import UserError
 
 
-def add_address_option(group: Any) -> None:
+def add_address_option(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--address", default=None, help="Ray cluster: auto (the one this machine joined), "
                        "ray://HOST:10001 or HOST:6379 (default: a private local instance)")
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.projects.speech_check import TakeChecker
 
 MAX_RETAKES = 20
 
@@ -44,7 +47,7 @@ def check_project_args(args: argparse.Namespace) -> None:
             check_outside_projects(path, flag)
 
 
-def open_checker(args: argparse.Namespace) -> Any:
+def open_checker(args: argparse.Namespace) -> TakeChecker | None:
     """The take checker for --verify (None without it); fails in one line before any model loads."""
     from omnistudio.projects.speech_check import TakeChecker, check_threshold
 

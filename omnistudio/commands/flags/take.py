@@ -4,18 +4,22 @@ parsed script, shared by ``render``, ``render --project`` and ``render --ray``."
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from omnistudio.script import Script
+    from omnistudio.take.options import TakeOptions
+    from omnistudio.voices.resolve import VoiceRef
 
 
-
-def check_voice_options(args: argparse.Namespace) -> Any:
+def check_voice_options(args: argparse.Namespace) -> VoiceRef | None:
     """The voice of untagged lines (a VoiceRef, or None when the flags name none)."""
     from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
 
     return voice_from_args(args) if check_voice_args(args) is not None else None
 
 
-def take_options(args: argparse.Namespace) -> Any:
+def take_options(args: argparse.Namespace) -> TakeOptions:
     """The take options the flags name (checked), without the default voice."""
     from omnistudio.checks import check_batch
     from omnistudio.commands.flags.finishing import finishing_options
@@ -29,7 +33,7 @@ def take_options(args: argparse.Namespace) -> Any:
                        lang=args.lang, finishing=finishing, **frontend_options(args)).validated()
 
 
-def plan_script(args: argparse.Namespace, text: str, options: Any) -> tuple[Any, Any]:
+def plan_script(args: argparse.Namespace, text: str, options: TakeOptions) -> tuple[Script, TakeOptions]:
     """The parsed script (speakers checked against the roster) and the options with its default voice
     (the core's :func:`omnistudio.take.scripts.plan_script`, with the flags' voice)."""
     from omnistudio.take.scripts import plan_script as plan
