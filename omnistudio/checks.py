@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import SupportsFloat, SupportsIndex, SupportsInt
 
 from omnistudio.errors import UserError
 
@@ -24,6 +24,9 @@ MAX_LEXICON_SAY_CHARS = 300
 MAX_LEXICON_ENTRIES = 10_000
 MAX_LEXICON_FILE_BYTES = 8 << 20
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# What int() and float() take (a flag's text, a JSON number): the checks below turn anything else into one line.
+IntLike = str | SupportsInt | SupportsIndex
+FloatLike = str | SupportsFloat | SupportsIndex
 
 
 def check_unicode(text: str, what: str = "the text") -> str:
@@ -92,7 +95,7 @@ def check_language(lang: str | None) -> str:
     return code
 
 
-def check_num_step(num_step: Any) -> int:
+def check_num_step(num_step: object) -> int:
     lo, hi = NUM_STEP_RANGE
     try:
         value = int(str(num_step).strip())
@@ -103,7 +106,7 @@ def check_num_step(num_step: Any) -> int:
     return value
 
 
-def check_seed(seed: Any) -> int:
+def check_seed(seed: object) -> int:
     try:
         value = int(str(seed).strip())
     except ValueError:
@@ -113,7 +116,7 @@ def check_seed(seed: Any) -> int:
     return value
 
 
-def check_batch(value: Any, name: str = "batch size", lo: int = 1, hi: int = MAX_BATCH) -> int:
+def check_batch(value: IntLike, name: str = "batch size", lo: int = 1, hi: int = MAX_BATCH) -> int:
     """A batch size in ``lo..hi``, or one line naming it as ``name`` (the flag, e.g. ``--max-batch``)."""
     batch = int(value)
     if not lo <= batch <= hi:
@@ -124,7 +127,7 @@ def check_batch(value: Any, name: str = "batch size", lo: int = 1, hi: int = MAX
 GUIDANCE_RANGE = (0.0, 20.0)
 
 
-def check_number(value: Any, lo: float, hi: float, not_a_number: str, out_of_range: str) -> float:
+def check_number(value: FloatLike, lo: float, hi: float, not_a_number: str, out_of_range: str) -> float:
     """``value`` as a finite float in ``lo..hi``, or a UserError with the matching message."""
     try:
         number = float(value)
@@ -135,14 +138,14 @@ def check_number(value: Any, lo: float, hi: float, not_a_number: str, out_of_ran
     return number
 
 
-def check_guidance(value: Any) -> float:
+def check_guidance(value: FloatLike) -> float:
     """Classifier-free guidance scale: a finite number in 0..20, or one clear line."""
     lo, hi = GUIDANCE_RANGE
     return check_number(value, lo, hi, f"guidance must be a number in {lo:g}..{hi:g}, got '{value}'",
                         f"guidance {value} is outside {lo:g}..{hi:g} (2 is the usual value)")
 
 
-def check_alpha(alpha: Any) -> float:
+def check_alpha(alpha: FloatLike) -> float:
     """alpha as a float in [0, 1], or one clear line."""
     return check_number(alpha, 0.0, 1.0, f"blend alpha must be a number in [0, 1], got '{alpha}'",
                         f"blend alpha {alpha} is outside [0, 1]")

@@ -19,12 +19,15 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
+
+if TYPE_CHECKING:
+    from omnistudio.audio.loudness import LoudnessReport
 
 BEXT_FIXED = 602  # bytes before the coding history (EBU Tech 3285 v2)
 NOT_SET = 0x7FFF  # a loudness field that is not known
@@ -70,7 +73,7 @@ class LoudnessFields:
     short_term_max_lufs: float
 
     @classmethod
-    def of(cls, report: Any) -> LoudnessFields:
+    def of(cls, report: LoudnessReport) -> LoudnessFields:
         return cls(report.integrated_lufs, report.loudness_range_lu, report.true_peak_dbtp,
                    report.momentary_max_lufs, report.short_term_max_lufs)
 
@@ -216,14 +219,14 @@ def read_broadcast(path: Path, sample_rate: int) -> ReadBack:
     chunks = riff_chunks(path)
     if chunks is None:
         return ReadBack()
-    out: dict[str, Any] = {}
+    out = ReadBack()
     if b"bext" in chunks:
-        out.update(_read_bext(chunks[b"bext"], path))
+        out = _read_bext(chunks[b"bext"], path)
     if b"iXML" in chunks:
-        out["ixml"] = _read_ixml(chunks[b"iXML"], path)
+        out = replace(out, ixml=_read_ixml(chunks[b"iXML"], path))
     if b"cue " in chunks:
-        out["markers"] = _read_cues(chunks[b"cue "], chunks.get(b"LIST", b""), sample_rate, path)
-    return ReadBack(**out)
+        out = replace(out, markers=_read_cues(chunks[b"cue "], chunks.get(b"LIST", b""), sample_rate, path))
+    return out
 
 
 def riff_chunks(path: Path) -> dict[bytes, bytes] | None:
@@ -255,7 +258,7 @@ def riff_chunks(path: Path) -> dict[bytes, bytes] | None:
                 fh.read(1)
 
 
-def _read_bext(body: bytes, path: Path) -> dict[str, Any]:
+def _read_bext(body: bytes, path: Path) -> ReadBack:
     if len(body) < BEXT_FIXED:
         raise UserError(f"{path}: its bext chunk is damaged ({len(body)} bytes; a bext chunk holds at least "
                         f"{BEXT_FIXED})")
@@ -269,8 +272,8 @@ def _read_bext(body: bytes, path: Path) -> dict[str, Any]:
         keys = ("integrated_lufs", "loudness_range_lu", "true_peak_dbtp", "momentary_max_lufs", "short_term_max_lufs")
         values = struct.unpack("<5h", body[412:422])
         loudness = {k: (None if v == NOT_SET else v / 100) for k, v in zip(keys, values)}
-    return {"description": text(0, 256), "originator": text(256, 32), "reference": text(288, 32),
-            "loudness": loudness}
+    return ReadBack(description=text(0, 256), originator=text(256, 32), reference=text(288, 32),
+                    loudness=loudness)
 
 
 def _read_ixml(body: bytes, path: Path) -> dict[str, str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -42,7 +41,7 @@ class Segment:
     integrated_lufs: float = -math.inf
     true_peak_dbtp: float = -math.inf
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "label": self.label, "start_s": round(self.start_s, 3),
                 "end_s": round(self.end_s, 3), "integrated_lufs": _finite(self.integrated_lufs),
                 "true_peak_dbtp": _finite(self.true_peak_dbtp)}
@@ -58,7 +57,7 @@ class Compliance:
     segments: tuple[Segment, ...]
     overshoots: tuple[tuple[float, float], ...]  # (time s, true peak dBTP) of each 100 ms over the ceiling
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {**self.verdict.as_dict(), "loudness": self.report.as_dict(),
                 "overshoots": [{"time_s": round(t, 2), "true_peak_dbtp": _finite(p)} for t, p in self.overshoots],
                 "segments": [s.as_dict() for s in self.segments]}

@@ -20,15 +20,14 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from omnistudio.checks import check_number
+from omnistudio.checks import FloatLike, check_number
 from omnistudio.errors import UserError
 
 FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24"), ".mp3": ("MP3", "LAME"), ".m4a": ("M4A", "AAC")}
@@ -301,11 +300,11 @@ def as_pcm24(pcm: np.ndarray) -> NDArray[np.float32]:
     return (np.clip(np.round(data * scale), -scale, scale - 1) / scale).astype(np.float32)
 
 
-def json_writer(payload: dict[str, Any]) -> Callable[[Path], object]:
+def json_writer(payload: Mapping[str, object]) -> Callable[[Path], object]:
     return lambda tmp: tmp.write_text(json.dumps(payload, indent=2) + "\n")
 
 
-def write_json(path: Path, payload: dict[str, Any]) -> None:
+def write_json(path: Path, payload: Mapping[str, object]) -> None:
     """Write a JSON document atomically."""
     atomic_write_bytes(path, json_writer(payload), suffix=".json")
 
@@ -325,7 +324,7 @@ def _presets() -> dict[str, float]:
 PRESETS = _presets()  # a profile's name as a target (--target-lufs ebu): the rules' table (audio/profiles.py)
 
 
-def check_target_lufs(value: Any) -> float:
+def check_target_lufs(value: FloatLike) -> float:
     """A target loudness in LUFS: a number in -70..0 or a preset name (ebu, podcast, streaming)."""
     if isinstance(value, str) and value.strip().lower() in PRESETS:
         return PRESETS[value.strip().lower()]
@@ -333,7 +332,7 @@ def check_target_lufs(value: Any) -> float:
                         f"-14, or one of {', '.join(PRESETS)})", f"target loudness {value} LUFS is outside -70..0")
 
 
-def check_true_peak(value: Any) -> float:
+def check_true_peak(value: FloatLike) -> float:
     """A true-peak ceiling in dBTP: a number in -20..0."""
     return check_number(value, -20.0, 0.0, f"true-peak ceiling {value!r} is not a number (dBTP, e.g. -1)",
                         f"true-peak ceiling {value} dBTP is outside -20..0")
@@ -360,7 +359,7 @@ def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: object) -> object:
     if isinstance(value, float):
         return round(value, 4) if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -370,15 +369,16 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _json_safe_dict(value: dict[str, Any]) -> dict[str, Any]:
+def _json_safe_dict(value: Mapping[str, object]) -> dict[str, object]:
     return {k: _json_safe(v) for k, v in value.items()}
 
 
-def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: dict[str, Any], *,
-                     sentences: list[dict[str, Any]] | None = None, timings: dict[str, Any] | None = None,
-                     settings: dict[str, Any] | None = None, audio_bytes: int | None = None,
-                     engine: dict[str, Any] | None = None, source: dict[str, Any] | None = None,
-                     take: dict[str, Any] | None = None) -> dict[str, Any]:
+def finished_sidecar(path: Path, sample_rate: int, frames: int, loudness: Mapping[str, object], *,
+                     sentences: Sequence[Mapping[str, object]] | None = None,
+                     timings: Mapping[str, object] | None = None, settings: Mapping[str, object] | None = None,
+                     audio_bytes: int | None = None, engine: Mapping[str, object] | None = None,
+                     source: Mapping[str, object] | None = None,
+                     take: Mapping[str, object] | None = None) -> dict[str, object]:
     """The telemetry sidecar of a finished file (JSON-safe); ``engine``: what rendered it (model, device,
     backbone dtype, sampler, torch threads, quantisation); ``take``: the take's options (base seed, steps...)."""
     payload = {"output": str(path), "format": path.suffix.lower().lstrip("."), "sample_rate": sample_rate,

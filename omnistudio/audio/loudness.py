@@ -26,7 +26,6 @@ import math
 from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyebur128 as eb
@@ -64,7 +63,7 @@ class LoudnessReport:
     channels: int
     channel_mode: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """JSON-friendly: floats rounded to 3 decimals, -inf as None."""
         return {k: (_finite_or_none(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from omnistudio.audio.ring import Ring
 from omnistudio.errors import UserError, first_line
+
+if TYPE_CHECKING:
+    from sounddevice import CallbackFlags, OutputStream
 
 DEFAULT_RING_SECONDS = 30.0
 DEFAULT_TAP_SECONDS = 2.0
@@ -89,7 +92,7 @@ class Player:
         self._xruns = 0
         self._played = 0
         self._tap_dropped = 0
-        self._stream: Any = None
+        self._stream: OutputStream | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ setup
@@ -126,7 +129,7 @@ class Player:
         self.close()
 
     # ---------------------------------------------------------------- callback
-    def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+    def _callback(self, outdata: np.ndarray, frames: int, time_info: object, status: CallbackFlags) -> None:
         try:
             self._callbacks += 1
             if status and status.output_underflow:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from omnistudio.errors import UserError
 
@@ -40,7 +39,7 @@ class Verdict:
     loudness_ok: bool
     true_peak_ok: bool
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"profile": self.rule.key, "rule": self.rule.name, "passed": self.passed,
                 "loudness_ok": self.loudness_ok, "true_peak_ok": self.true_peak_ok,
                 "target_lufs": self.rule.target_lufs, "tolerance_lu": self.rule.tolerance_lu,
@@ -56,7 +55,7 @@ RULES: dict[str, LoudnessRule] = {rule.key: rule for rule in (
 DEFAULT_PROFILE = "ebu"
 
 
-def check_profile(value: Any) -> LoudnessRule:
+def check_profile(value: object) -> LoudnessRule:
     """A rule by its key (one line naming the keys when it is not one)."""
     key = str(value or "").strip().lower()
     if key not in RULES:

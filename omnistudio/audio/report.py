@@ -11,8 +11,8 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -116,7 +116,7 @@ def report_html(result: Compliance, name: str, note: str = "") -> str:
                        f=_figure, note=note)
 
 
-def html_writer(result: Compliance, name: str, note: str = "") -> Any:
+def html_writer(result: Compliance, name: str, note: str = "") -> Callable[[Path], object]:
     """``write(tmp)`` for :func:`~omnistudio.audio.export.stage` (the page made now, written then)."""
     text = report_html(result, name, note)
     return lambda tmp: Path(tmp).write_text(text, encoding="utf-8")

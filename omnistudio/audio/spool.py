@@ -13,7 +13,6 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,9 +67,9 @@ class ChunkSpool:
 
     def __init__(self, folder: Path | None = None) -> None:
         self._pcm = PcmSpool(folder)
-        self._index: list[tuple[int, int, float, Any, bool]] = []
+        self._index: list[tuple[int, int, float, int | None, bool]] = []
 
-    def add(self, pcm: np.ndarray, pause_s: float, sentence_id: Any = None, breath: bool = True) -> None:
+    def add(self, pcm: np.ndarray, pause_s: float, sentence_id: int | None = None, breath: bool = True) -> None:
         data = np.asarray(pcm, dtype=np.float32).ravel()
         self._index.append((self._pcm.append(data), data.size, float(pause_s), sentence_id, bool(breath)))
 
@@ -81,11 +80,11 @@ class ChunkSpool:
     def frames(self) -> int:
         return self._pcm.frames
 
-    def __getitem__(self, i: int) -> tuple[np.ndarray, float, Any, bool]:
+    def __getitem__(self, i: int) -> tuple[np.ndarray, float, int | None, bool]:
         start, frames, pause, sentence_id, breath = self._index[i]
         return self._pcm.read(start, frames), pause, sentence_id, breath
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, float, Any, bool]]:
+    def __iter__(self) -> Iterator[tuple[np.ndarray, float, int | None, bool]]:
         for i in range(len(self._index)):
             yield self[i]
 

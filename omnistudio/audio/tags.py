@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from omnistudio.audio.bwf import Broadcast, LoudnessFields
@@ -45,7 +46,7 @@ def _clock(seconds: float) -> str:
 
 
 def tag_flac(path: Path, info: Broadcast, loudness: LoudnessFields | None, frames: int, sample_rate: int) -> None:
-    mutagen_flac: Any = import_module("mutagen.flac")  # mutagen is untyped
+    mutagen_flac: ModuleType = import_module("mutagen.flac")  # mutagen is untyped: its names are Any
     flac = mutagen_flac.FLAC(str(path))
     fields = {"TITLE": info.title, "ARTIST": info.artist, "DESCRIPTION": info.description,
               "ORGANIZATION": info.originator, "PROJECT": info.project, "SCENE": info.scene, "TAKE": info.reference,
@@ -70,7 +71,7 @@ def tag_flac(path: Path, info: Broadcast, loudness: LoudnessFields | None, frame
 
 
 def tag_mp3(path: Path, info: Broadcast, loudness: LoudnessFields | None, duration_s: float) -> None:
-    id3: Any = import_module("mutagen.id3")  # mutagen is untyped
+    id3: ModuleType = import_module("mutagen.id3")  # mutagen is untyped: its names are Any
     tags = id3.ID3(str(path)) if _has_id3(path) else id3.ID3()
     tags.delall("CHAP")
     tags.delall("CTOC")
@@ -130,7 +131,7 @@ def _has_id3(path: Path) -> bool:
 
 
 def tag_m4a(path: Path, info: Broadcast, loudness: LoudnessFields | None) -> None:
-    mp4_module: Any = import_module("mutagen.mp4")  # mutagen is untyped
+    mp4_module: ModuleType = import_module("mutagen.mp4")  # mutagen is untyped: its names are Any
     mp4 = mp4_module.MP4(str(path))
     tags: Any = mp4.tags
     if tags is None:

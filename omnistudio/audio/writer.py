@@ -19,8 +19,9 @@ from __future__ import annotations
 import errno
 import os
 from fractions import Fraction
+from io import BufferedWriter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -28,10 +29,25 @@ from omnistudio.audio.bwf import Broadcast, LoudnessFields, cue_chunks, wav_head
 from omnistudio.audio.export import FORMATS, atomic_write_bytes, check_output_path
 from omnistudio.errors import UserError
 
+if TYPE_CHECKING:
+    from av.audio.frame import AudioFrame
+    from av.audio.stream import AudioStream
+    from av.container.core import Chapter
+    from av.container.output import OutputContainer
+
 # container, codec, bit/s (None: LAME's VBR -V 2, whose level stays within 0.05 LU of the source where a
 # 64-128 kbit/s CBR at 24 kHz loses 0.4 LU of the top octave: docs/decisions.md)
-ENCODERS = {".mp3": ("mp3", "libmp3lame", None), ".m4a": ("ipod", "aac", 96_000)}
+ENCODERS: dict[str, tuple[str, Literal["libmp3lame", "aac"], int | None]] = {
+    ".mp3": ("mp3", "libmp3lame", None), ".m4a": ("ipod", "aac", 96_000)}
 LAME_QUALITY = 2  # -V 2 (PyAV's global_quality is LAME's VBR quality as it is: measured, 2 gives lame -V 2's file)
+
+
+class _Blocks(Protocol):
+    """What FLAC (libsndfile's SoundFile) and MP3/M4A (:class:`_Encoder`) are written with: float32 blocks."""
+
+    def write(self, data: np.ndarray, /) -> object: ...
+
+    def close(self) -> None: ...
 
 
 class AudioWriter:
@@ -43,7 +59,7 @@ class AudioWriter:
         self.info = info if info is not None else Broadcast()
         self.loudness: LoudnessFields | None = None  # set once measured (before close)
         kind = FORMATS[suffix][0]
-        self._fh: Any
+        self._fh: BufferedWriter | _Blocks  # a WAV's file (its header is written again at close), else blocks
         if kind == "WAV":
             self._fh = open(self.path, "wb")  # noqa: SIM115 - closed by close()
             self._fh.write(wav_header(self.info, self.sample_rate, 0))
@@ -58,7 +74,7 @@ class AudioWriter:
     def write(self, block: np.ndarray) -> None:
         data = np.ascontiguousarray(block, dtype="<f4").ravel()
         try:
-            if self._kind == "WAV":
+            if isinstance(self._fh, BufferedWriter):  # WAV
                 self._fh.write(data.tobytes())
             else:
                 self._fh.write(data)
@@ -70,7 +86,7 @@ class AudioWriter:
         from omnistudio.audio import tags
 
         try:
-            if self._kind == "WAV":
+            if isinstance(self._fh, BufferedWriter):  # WAV
                 tail = cue_chunks(self.info.markers, self.sample_rate)
                 self._fh.write(tail)
                 self._fh.seek(0)
@@ -100,7 +116,7 @@ class AudioWriter:
                 pass
 
 
-def write_audio(path: Path, pcm: np.ndarray, sample_rate: int, info: Any = None) -> None:
+def write_audio(path: Path, pcm: np.ndarray, sample_rate: int, info: Broadcast | None = None) -> None:
     """Write mono float32 PCM as Broadcast WAV (float), FLAC (24-bit), MP3 or M4A, atomically; ``info``: what
     the file says about itself (a :class:`~omnistudio.audio.bwf.Broadcast`; None: a bare one)."""
     suffix = check_output_path(path)
@@ -124,16 +140,17 @@ class _Encoder:
 
         container, codec, bit_rate = ENCODERS[suffix]
         self.info, self.sample_rate, self.suffix = info, sample_rate, suffix
-        output: Any = av.open(str(path), "w", format=container)
-        stream: Any = output.add_stream(codec, rate=sample_rate, layout="mono")
+        output = av.open(str(path), "w", format=container)
+        stream = output.add_stream(codec, rate=sample_rate, layout="mono")
         if bit_rate is None:
             stream.codec_context.qscale = True
             stream.codec_context.global_quality = LAME_QUALITY
         else:
             stream.bit_rate = bit_rate
-        self.container: Any = output
-        self.stream: Any = stream
+        self.container: OutputContainer = output
+        self.stream: AudioStream = stream
         self.pts = 0
+        self.closed = False
 
     def write(self, data: np.ndarray) -> None:
         import av
@@ -145,12 +162,12 @@ class _Encoder:
             self.pts += piece.shape[1]
             self._mux(frame)
 
-    def _mux(self, frame: Any) -> None:
+    def _mux(self, frame: AudioFrame | None) -> None:
         for packet in self.stream.encode(frame):
             self.container.mux(packet)
 
     def close(self) -> None:
-        if self.container is None:
+        if self.closed:
             return
         try:
             self._mux(None)
@@ -158,10 +175,10 @@ class _Encoder:
                 self.container.set_chapters(_av_chapters(self.info, self.pts / self.sample_rate))
         finally:
             self.container.close()
-            self.container = None
+            self.closed = True
 
 
-def _av_chapters(info: Broadcast, duration_s: float) -> list[Any]:
+def _av_chapters(info: Broadcast, duration_s: float) -> list[Chapter]:
     from omnistudio.audio.tags import chapter_spans
 
     base = Fraction(1, 1000)

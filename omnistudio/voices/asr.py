@@ -16,7 +16,6 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -40,7 +39,7 @@ class Calibration:
     agreement: float | None = None  # 1 - WER of the ASR text against the roster text
     note: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

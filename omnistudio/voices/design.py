@@ -15,7 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from omnistudio.checks import check_language, check_seed
 from omnistudio.errors import UserError
@@ -141,7 +141,7 @@ def add_design_voice(name: str, instructions: str | Design, seed: int, *, replac
     refuse_shipped(anchor_id, user_file)
     created = [True]
 
-    def change(raws: list[dict[str, Any]]) -> None:
+    def change(raws: list[dict[str, object]]) -> None:
         index = next((i for i, r in enumerate(raws) if r.get("id") == anchor_id), None)
         created[0] = index is None
         if index is not None and not replace:

@@ -19,9 +19,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from omnistudio.checks import check_language, check_seed
 from omnistudio.errors import UserError
@@ -29,6 +30,8 @@ from omnistudio.voices import roster as rosters
 from omnistudio.voices.roster import ID_RE, LANGS, attribute_choices, slug
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from omnistudio.voices.asr import Transcriber
 
 RECORDINGS = "recordings"  # beside the user roster file
@@ -76,7 +79,7 @@ class AddedVoice:
     attributes: dict[str, str | None] = field(default_factory=dict)  # gender, age, pitch, style, accent
     roster: Path = Path()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
 
 
@@ -181,7 +184,7 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
         stored = Path(RECORDINGS) / f"{sha[:32]}{ext}"
         created = [True]
 
-        def change(raws: list[dict[str, Any]]) -> None:
+        def change(raws: list[dict[str, object]]) -> None:
             """Under the roster lock: add the entry, or (with replace) update it."""
             entry = next((r for r in raws if r.get("id") == anchor_id), None)
             created[0] = entry is None
@@ -229,25 +232,25 @@ def refuse_shipped(anchor_id: str, user_file: Path) -> None:
         raise BuiltInVoice(f"'{anchor_id}' is a built-in anchor (the shipped roster): choose another name")
 
 
-def _new_entry(raws: list[dict[str, Any]], anchor_id: str, name: str, attrs: dict[str, str | None],
-               max_custom: int | None) -> dict[str, Any]:
+def _new_entry(raws: list[dict[str, object]], anchor_id: str, name: str, attrs: dict[str, str | None],
+               max_custom: int | None) -> dict[str, object]:
     check_room(raws, max_custom)
     if not attrs.get("gender"):
         raise UserError("a new voice needs a gender (male or female) for its voice design in the other language")
     seed = int(hashlib.sha256(anchor_id.encode()).hexdigest()[:8], 16)
-    entry: dict[str, Any] = {"id": anchor_id, "name": check_voice_name(name), **attrs, "seed": seed}
+    entry: dict[str, object] = {"id": anchor_id, "name": check_voice_name(name), **attrs, "seed": seed}
     raws.append(entry)
     return entry
 
 
-def check_room(raws: list[dict[str, Any]], max_custom: int | None) -> None:
+def check_room(raws: Sequence[Mapping[str, object]], max_custom: int | None) -> None:
     """A :class:`VoiceLimit` when the user roster's entries (``raws``) leave no room for a new voice."""
     if max_custom is not None and len(raws) >= max_custom:
         raise VoiceLimit(f"the roster already holds {len(raws)} custom voices, the most allowed "
                          f"({max_custom}): delete one first")
 
 
-def _set_attributes(entry: dict[str, Any], attrs: dict[str, str | None], seed: int | None) -> None:
+def _set_attributes(entry: dict[str, object], attrs: dict[str, str | None], seed: int | None) -> None:
     entry.update({attr: value for attr, value in attrs.items() if value is not None})
     for attr, default in DEFAULTS.items():
         entry[attr] = entry.get(attr) or default
@@ -274,7 +277,7 @@ def _stage(recording: Path | bytes, folder: Path) -> Path:
     return Path(name)
 
 
-def _read(staged: Path, recording: Path | bytes, label: str | None) -> tuple[Any, int]:
+def _read(staged: Path, recording: Path | bytes, label: str | None) -> tuple[np.ndarray, int]:
     from omnistudio.engine.reference import read_reference
 
     return read_reference(staged, label or (None if staged == recording else "the uploaded recording"))
@@ -302,7 +305,7 @@ def _copy(source: Path, target: Path) -> None:
 Heard = tuple[str, Literal["given", "asr"], str | None, float | None, str]
 
 
-def _transcript(wave: Any, sr: int, lang: str, transcript: str | None, transcriber: Transcriber | None) -> Heard:
+def _transcript(wave: np.ndarray, sr: int, lang: str, transcript: str | None, transcriber: Transcriber | None) -> Heard:
     """(transcript to store, where it came from, what the ASR heard, agreement, note)."""
     from omnistudio.engine.reference import check_transcript
     from omnistudio.voices.asr import calibrate
@@ -353,15 +356,15 @@ def remove_voice(anchor_id: str) -> RemovedVoice:
         raise UnknownVoice(f"no voice '{key}' (see GET /v1/audio/voices or `omnistudio voices list`)")
     if existing.origin != user_file:
         raise BuiltInVoice(f"'{key}' is a built-in anchor (the shipped roster): only custom voices can be removed")
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, object]] = []
     counts = [0, 0]
 
-    def change(raws: list[dict[str, Any]]) -> None:
+    def change(raws: list[dict[str, object]]) -> None:
         found.extend(r for r in raws if r.get("id") == key)
         if not found:
             raise UnknownVoice(f"no voice '{key}' (removed meanwhile)")
         users = [f"'{r.get('id')}' ({lang})" for r in raws for lang in LANGS
-                 if isinstance(r.get(lang), dict) and r[lang].get("matched") == key]
+                 if isinstance(table := r.get(lang), dict) and table.get("matched") == key]
         if users:
             raise UserError(f"voice '{key}' is matched by {', '.join(users)}: remove or change that first")
         raws[:] = [r for r in raws if r.get("id") != key]
@@ -402,7 +405,7 @@ class VoiceDetails:
     attributes: dict[str, str | None]
     languages: dict[str, VoiceLanguage]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -18,7 +18,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -100,7 +100,7 @@ class Anchor:
             items.append(self.accent)
         return ", ".join(items)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         voices = {lang: {k: (str(v) if isinstance(v, Path) else v)
                          for k, v in vars(self.voice(lang)).items() if v is not None} for lang in LANGS}
         return {"id": self.id, "name": self.name, "gender": self.gender, "age": self.age,
@@ -173,14 +173,14 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 @overload
-def _choice(where: str, attr: str, value: Any, choices: list[str], optional: Literal[False] = False) -> str: ...
+def _choice(where: str, attr: str, value: object, choices: list[str], optional: Literal[False] = False) -> str: ...
 
 
 @overload
-def _choice(where: str, attr: str, value: Any, choices: list[str], optional: bool) -> str | None: ...
+def _choice(where: str, attr: str, value: object, choices: list[str], optional: bool) -> str | None: ...
 
 
-def _choice(where: str, attr: str, value: Any, choices: list[str], optional: bool = False) -> str | None:
+def _choice(where: str, attr: str, value: object, choices: list[str], optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     text = str(value).strip().lower() if isinstance(value, str) else None
@@ -192,13 +192,13 @@ def _choice(where: str, attr: str, value: Any, choices: list[str], optional: boo
     return text
 
 
-def _text(where: str, key: str, value: Any) -> str:
+def _text(where: str, key: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{where}: '{key}' must be a non-empty string")
     return " ".join(value.split())
 
 
-def _voice(where: str, raw: Any, base: Path) -> Voice:
+def _voice(where: str, raw: object, base: Path) -> Voice:
     if not isinstance(raw, dict):
         raise UserError(f"{where}: must be a table with recording/transcript or matched")
     unknown = set(raw) - VOICE_KEYS
@@ -220,7 +220,7 @@ def _voice(where: str, raw: Any, base: Path) -> Voice:
     return Voice()
 
 
-def parse_anchor(raw: Any, origin: Path, index: int) -> Anchor:
+def parse_anchor(raw: object, origin: Path, index: int) -> Anchor:
     """One ``[[anchor]]`` table, checked field by field."""
     where = f"roster {origin}: anchor #{index + 1}"
     if not isinstance(raw, dict):
@@ -252,10 +252,10 @@ def parse_anchor(raw: Any, origin: Path, index: int) -> Anchor:
     return anchor
 
 
-def _parse_duo(raw: Any, origin: Path, index: int, anchors: dict[str, Anchor]) -> Duo:
+def _parse_duo(raw: object, origin: Path, index: int, anchors: dict[str, Anchor]) -> Duo:
     where = f"roster {origin}: duo #{index + 1}"
     pair = raw.get("anchors") if isinstance(raw, dict) else None
-    if not isinstance(pair, list) or len(pair) != 2 or pair[0] == pair[1]:
+    if not isinstance(raw, dict) or not isinstance(pair, list) or len(pair) != 2 or pair[0] == pair[1]:
         raise UserError(f"{where}: 'anchors' must list two different anchor ids")
     for a in pair:
         if a not in anchors:
@@ -285,7 +285,7 @@ def _check_matches(anchors: dict[str, Anchor]) -> None:
                                 "match to an anchor with its own voice")
 
 
-def _check_design(origin: Path, design: dict[str, Any]) -> dict[str, float]:
+def _check_design(origin: Path, design: Mapping[str, object]) -> dict[str, float]:
     from omnistudio.checks import check_num_step
 
     unknown = set(design) - set(DEFAULT_DESIGN)
@@ -313,9 +313,9 @@ def load_files(files: list[Path]) -> Roster:
     """Read, check and merge roster files (the first one sets [design])."""
     main = files[0]
     anchors: dict[str, Anchor] = {}
-    duos_raw: list[tuple[Any, Path, int]] = []
+    duos_raw: list[tuple[object, Path, int]] = []
     calibration: dict[str, str] = {}
-    design = dict(DEFAULT_DESIGN)
+    merged: dict[str, object] = dict(DEFAULT_DESIGN)  # checked once every file is read
     for file in files:
         if not file.is_file():
             raise UserError(f"roster {file} does not exist")
@@ -337,8 +337,8 @@ def load_files(files: list[Path]) -> Roster:
                 raise UserError(f"roster {file}: calibration language '{lang}' is not one of {', '.join(LANGS)}")
             calibration.setdefault(lang, _text(f"roster {file}: calibration", lang, text))
         if file == main:
-            design.update(data.get("design", {}))
-    design = _check_design(main, design)
+            merged.update(data.get("design", {}))
+    design = _check_design(main, merged)
     missing = [lang for lang in LANGS if lang not in calibration]
     if missing:
         raise UserError(f"roster {main}: [calibration] needs a sentence for {', '.join(missing)}")
@@ -348,7 +348,7 @@ def load_files(files: list[Path]) -> Roster:
 
 
 # ------------------------------------------------------------------ user roster (voices add)
-def _toml_value(value: Any) -> str:
+def _toml_value(value: object) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
     if isinstance(value, dict):
@@ -356,7 +356,7 @@ def _toml_value(value: Any) -> str:
     return str(value)
 
 
-def dump_anchors(anchors: list[dict[str, Any]]) -> str:
+def dump_anchors(anchors: Sequence[Mapping[str, object]]) -> str:
     """A user roster file for ``anchors`` (plain dicts in roster form)."""
     out = ["# Anchors added with `omnistudio voices add` (merged with the shipped roster).", "",
            f"format = {FORMAT}", ""]
@@ -389,7 +389,7 @@ def recording_inputs(roster: Roster | None = None) -> dict[str, Path]:
             for a in roster.anchors.values() for lang, v in a.voices.items() if v.recording is not None}
 
 
-def update_user_roster(change: Callable[[list[dict[str, Any]]], None],
+def update_user_roster(change: Callable[[list[dict[str, object]]], None],
                        before_commit: Callable[[], None] | None = None,
                        after_commit: Callable[[], None] | None = None) -> Path:
     """Read-modify-write the user roster under an exclusive file lock, so two ``voices add`` at
@@ -404,7 +404,7 @@ def update_user_roster(change: Callable[[list[dict[str, Any]]], None],
     user_file = user_roster_path()
     user_file.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(user_file.with_name(user_file.name + ".lock")):
-        raws: list[dict[str, Any]] = read_toml(user_file).get("anchor", []) if user_file.is_file() else []
+        raws: list[dict[str, object]] = read_toml(user_file).get("anchor", []) if user_file.is_file() else []
         change(raws)
         fd, tmp_name = tempfile.mkstemp(prefix=".anchors.", suffix=".toml", dir=user_file.parent)
         os.close(fd)

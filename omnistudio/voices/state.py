@@ -9,10 +9,12 @@ its prompts and every blend it is part of, rebuilt on next use. Call on the engi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
+    from omnistudio.engine.morph import BlendedPrompt
+    from omnistudio.voices.prompts import AnchorPrompt
 
 BlendKey = tuple[str, str, str, float]
 
@@ -21,9 +23,9 @@ class VoiceState:
     """An engine's voices: anchor prompts, loaded prompt files, blends."""
 
     def __init__(self) -> None:
-        self.prompts: dict[tuple[str, str], Any] = {}  # (anchor, lang) -> AnchorPrompt on the device
-        self.prompt_files: dict[str, Any] = {}  # a prompt file's sha256 -> its AnchorPrompt
-        self.blends: dict[BlendKey, Any] = {}  # (a, b, lang, alpha) -> BlendedPrompt
+        self.prompts: dict[tuple[str, str], AnchorPrompt] = {}  # (anchor, lang) -> its prompt on the device
+        self.prompt_files: dict[str, AnchorPrompt] = {}  # a prompt file's sha256 -> its prompt
+        self.blends: dict[BlendKey, BlendedPrompt] = {}  # (a, b, lang, alpha) -> its blend
 
     def forget(self, anchor: str) -> None:
         """Drop every prompt of ``anchor`` and every blend with it (its recording was replaced or removed)."""
