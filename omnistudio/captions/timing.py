@@ -7,7 +7,6 @@ their sentence's exact span by syllable count, never measured, and say so."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,7 @@ class WordTime:
     written_start: int = 0  # character span of the word in the sentence's written text
     written_end: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["start"], out["end"] = round(self.start, 3), round(self.end, 3)
         if self.confidence is not None:
@@ -43,6 +42,6 @@ class SentenceTiming:
     end: float
     words: tuple[WordTime, ...] = field(default=())
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"index": self.index, "text": self.text, "spoken": self.spoken, "lang": self.lang,
                 "start": round(self.start, 3), "end": round(self.end, 3), "words": [w.as_dict() for w in self.words]}

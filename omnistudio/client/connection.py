@@ -220,7 +220,7 @@ def health(address: ServerAddress, api_key: str | None) -> Health:
 
 
 @contextmanager
-def post_stream(address: ServerAddress, route: str, body: dict[str, Any], api_key: str | None,
+def post_stream(address: ServerAddress, route: str, body: dict[str, object], api_key: str | None,
                 timeout: float = 600.0) -> Iterator[httpx.Response]:
     """POST ``body`` as JSON to ``route`` and hold the streamed response (its status already checked)."""
     try:

@@ -194,7 +194,7 @@ def build_in_child(backbone: CompiledBackbone) -> None:
                            f"(log: {backbone.slot.log_file})")
 
 
-def trial_inputs(rows: int, length: int, hidden: int, dtype: torch.dtype, device: Any) -> dict[str, Any]:
+def trial_inputs(rows: int, length: int, hidden: int, dtype: torch.dtype, device: Any) -> dict[str, object]:
     """Backbone inputs shaped as the fast sampler's packed layout makes them (embeddings, a 4-D bool mask,
     positions): the graph a trial builds is the one the sampler's calls find."""
     import torch

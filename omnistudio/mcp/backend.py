@@ -11,9 +11,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from omnistudio.engine.settings import EngineConfig
+
+if TYPE_CHECKING:
+    from omnistudio.take.link import EngineLink
 
 
 class Backend(Protocol):
@@ -21,7 +24,7 @@ class Backend(Protocol):
 
     asr_model: Path | None  # the Whisper model of check_take and measured caption words (None: the default)
 
-    def link(self, progress: Callable[[str], None] | None = None) -> Any:
+    def link(self, progress: Callable[[str], None] | None = None) -> EngineLink:
         """The EngineLink (loaded now if it is not yet); a UserError when there is none."""
 
     def admitted(self, cancel: threading.Event) -> AbstractContextManager[None]:
@@ -38,11 +41,11 @@ class LocalBackend:
     def __init__(self, config: EngineConfig | None = None, asr_model: Path | None = None) -> None:
         self.config = config or EngineConfig()
         self.asr_model = asr_model
-        self._link: Any = None
+        self._link: EngineLink | None = None
         self._loading = threading.Lock()
         self._rendering = threading.Lock()
 
-    def link(self, progress: Callable[[str], None] | None = None) -> Any:
+    def link(self, progress: Callable[[str], None] | None = None) -> EngineLink:
         with self._loading:
             if self._link is None:
                 from omnistudio.take.link import LocalEngine

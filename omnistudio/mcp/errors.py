@@ -34,7 +34,7 @@ def tool_error(message: str) -> CallToolResult:
 class StudioMCP(FastMCP[Any]):
     """FastMCP whose tool errors are the CLI's one-line messages."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, object]) -> Any:
         try:
             return await super().call_tool(name, arguments)
         except ToolError as exc:

@@ -11,15 +11,47 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from omnistudio.errors import Unavailable, UserError, ran_past
 from omnistudio.mcp.folder import OutputFolder
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.types import Receive, Scope, Send
+
+    from omnistudio.take.link import EngineLink
+
 MCP_ROUTE = "/mcp"
+
+
+class _Admission(Protocol):
+    def enter(self) -> None: ...
+
+    def leave(self) -> None: ...
+
+
+class ServedState(Protocol):
+    """What the tools read of the server's state (its ``ServerState``): its link, status, admission, time
+    limit and its one forget."""
+
+    @property
+    def link(self) -> EngineLink | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def admission(self) -> _Admission: ...
+
+    @property
+    def time_limit_s(self) -> float: ...
+
+    def forget_voice(self, anchor: str) -> None: ...
 
 
 class ServerBackend:
@@ -27,10 +59,10 @@ class ServerBackend:
 
     asr_model: Path | None = None
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: ServedState) -> None:
         self.state = state
 
-    def link(self, progress: Any = None) -> Any:
+    def link(self, progress: Callable[[str], None] | None = None) -> EngineLink:
         if self.state.link is None:
             raise Unavailable(f"the engine is {self.state.status}; retry shortly")
         return self.state.link
@@ -73,7 +105,7 @@ class ServerBackend:
 class LazySessions:
     """The SDK's session manager as an ASGI app, started on its first request."""
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
         self.manager = manager
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -84,7 +116,7 @@ class LazySessions:
             self._ready.set()
             await asyncio.Event().wait()  # for as long as the server runs
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._ready is None:
             self._ready = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._keep())
@@ -92,7 +124,7 @@ class LazySessions:
         await self.manager.handle_request(scope, receive, send)
 
 
-def mount_mcp(app: Any, state: Any, output_dir: str | None, loopback: bool) -> None:
+def mount_mcp(app: FastAPI, state: ServedState, output_dir: str | None, loopback: bool) -> None:
     """Add ``/mcp`` to the server ``app`` (state: its ServerState). ``loopback``: the server is bound
     to a loopback address, where the SDK's DNS-rebinding protection applies (a browser page must not
     reach a keyless local server); elsewhere the API keys guard it."""
@@ -116,14 +148,14 @@ NO_MCP_ON_RAY = ("serve --ray has no MCP tools at /mcp: an MCP session, its canc
                  "--ray for /mcp")
 
 
-def refuse_mcp(app: Any) -> None:
+def refuse_mcp(app: FastAPI) -> None:
     """``/mcp`` on a server built without the tools (every ``serve --ray`` replica): a 404 in the API's
     JSON error shape that says why, for every method the transport uses, rather than a bare Not Found."""
     from starlette.responses import JSONResponse
 
     from omnistudio.protocol import error_body, error_kind
 
-    async def no_mcp() -> Any:
+    async def no_mcp() -> Any:  # (FastAPI reads this annotation; the response class is imported here)
         return JSONResponse(error_body(NO_MCP_ON_RAY, error_kind(404), code="404"), status_code=404)
 
     app.add_api_route(MCP_ROUTE, no_mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -16,6 +16,9 @@ from omnistudio.errors import UserError
 from omnistudio.mcp.backend import Backend
 from omnistudio.mcp.folder import OutputFolder
 from omnistudio.mcp.running import Report, Steps
+
+if TYPE_CHECKING:
+    from omnistudio.protocol import NormalizeResponse, VoiceListing
 
 AudioFormat = Literal["wav", "flac"]
 CaptionFormat = Literal["srt", "vtt"]
@@ -63,8 +66,8 @@ def render(backend: Backend, folder: OutputFolder, ask: RenderAsk, cancel: threa
     # Every cheap check first: nothing is loaded or written for bad input.
     voice, voice_lang = checked_voice(ask.voice) if ask.voice is not None else (None, None)
     lang = check_language(ask.language or voice_lang or "en")
-    options = TakeOptions(num_step=ask.num_step, seed=ask.seed, lang=lang, normalize=True,
-                          lexicon=effective_lexicon(None)).validated()
+    options: TakeOptions = TakeOptions(num_step=ask.num_step, seed=ask.seed, lang=lang, normalize=True,
+                                       lexicon=effective_lexicon(None)).validated()
     script, options = plan_script(ask.script, options, voice, "give a voice (an anchor id, anchor:lang or a+b@0.7)")
     captions = hearer = None
     if ask.captions:
@@ -82,7 +85,7 @@ def render(backend: Backend, folder: OutputFolder, ask: RenderAsk, cancel: threa
         total = len(take.sentences)
         done = [0]
 
-        def on_chunk(_chunk: Any) -> None:
+        def on_chunk(_chunk: object) -> None:
             done[0] += 1
             report(done[0], total, f"sentence {done[0]}/{total} rendered")
 
@@ -124,13 +127,13 @@ def check_take(backend: Backend, folder: OutputFolder, name: str, text: str, lan
     return TakeCheck(name=folder.name_of(path), **result.as_dict())
 
 
-def list_voices(backend: Backend) -> Any:
+def list_voices(backend: Backend) -> VoiceListing:
     from omnistudio.take.listing import voice_listing
 
     return voice_listing(backend.link().voices())
 
 
-def normalize_text(text: str, language: str) -> Any:
+def normalize_text(text: str, language: str) -> NormalizeResponse:
     from omnistudio.text.answer import normalize_answer
     from omnistudio.text.lexicon_files import effective_lexicon
 

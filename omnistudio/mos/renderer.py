@@ -21,9 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.mos.rundown import RunningOrder, Story
+
+if TYPE_CHECKING:
+    from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.take.link import EngineLink
+    from omnistudio.take.options import TakeOptions
 
 log = logging.getLogger("omnistudio.mos")
 Key = tuple[str, str]  # (roID, storyID)
@@ -57,8 +62,8 @@ def delivery_path(folder: Path, ro_id: str, story_id: str, suffix: str = ".wav")
 class StoryRenderer:
     """The render queue: ``submit`` a story (again), ``cancel`` one, ``close`` at the end."""
 
-    def __init__(self, link: Any, options: Any, folder: Path, lookup: Callable[[Key], tuple[RunningOrder, Story] | None],
-                 report: Callable[[Rendered], None], captions: Any = None, suffix: str = ".wav") -> None:
+    def __init__(self, link: EngineLink, options: TakeOptions, folder: Path, lookup: Callable[[Key], tuple[RunningOrder, Story] | None],
+                 report: Callable[[Rendered], None], captions: CaptionOptions | None = None, suffix: str = ".wav") -> None:
         from omnistudio.take.pipeline import TakeCache
 
         self.link, self.options, self.folder = link, options, Path(folder)

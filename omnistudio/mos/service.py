@@ -5,22 +5,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from omnistudio.mos.gateway import Gateway, MosConfig
 from omnistudio.mos.network import listen
 from omnistudio.mos.renderer import StoryRenderer
 
+if TYPE_CHECKING:
+    from omnistudio.captions.formats import CaptionOptions
+    from omnistudio.take.link import EngineLink
+    from omnistudio.take.options import TakeOptions
+
 log = logging.getLogger("omnistudio.mos")
 
 
-def run(config: MosConfig, link: Any, options: Any, captions: Any = None,
-        ready: Any = None) -> None:
+def run(config: MosConfig, link: EngineLink, options: TakeOptions, captions: CaptionOptions | None = None,
+        ready: Callable[[list[int]], None] | None = None) -> None:
     """Serve until SIGINT or SIGTERM; ``ready(ports)`` is called once every port listens."""
     asyncio.run(_serve(config, link, options, captions, ready))
 
 
-async def _serve(config: MosConfig, link: Any, options: Any, captions: Any, ready: Any) -> None:
+async def _serve(config: MosConfig, link: EngineLink, options: TakeOptions, captions: CaptionOptions | None,
+                 ready: Callable[[list[int]], None] | None) -> None:
     gateway = Gateway(config)
     gateway.loop = asyncio.get_running_loop()
     config.delivery.mkdir(parents=True, exist_ok=True)

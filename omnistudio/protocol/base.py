@@ -32,7 +32,7 @@ class ProtocolError(UserError):
 MAX_JSON_DEPTH = 64  # no request of this protocol nests deeper
 
 
-def loads_object(raw: str | bytes, who: str = "the request body") -> dict[str, Any]:
+def loads_object(raw: str | bytes, who: str = "the request body") -> dict[str, object]:
     """A JSON object from a client, or one :class:`ProtocolError` line: not JSON, not an object, nested
     deeper than any request of this protocol, or holding text that cannot be UTF-8 (a lone surrogate)."""
     from omnistudio.checks import check_unicode
@@ -71,7 +71,7 @@ def error_kind(status: int) -> str:
 
 
 def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None,
-               code: str | None = None) -> dict[str, Any]:
+               code: str | None = None) -> dict[str, object]:
     """OpenAI's error shape: ``{"error": {"message", "type", "param", "code"}}`` (the one builder: the
     routes, the guard in front of them and Ray Serve's proxy middleware all answer with it)."""
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.requests import ClientDisconnect, HTTPConnection
 
 from omnistudio.protocol import MAX_BODY_BYTES, ProtocolError, error_body, error_kind, loads_object
+from omnistudio.protocol.base import Body
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.metrics import Metrics
 from omnistudio.server.pipeline import TakeCache
@@ -80,7 +81,7 @@ def validation_line(exc: ValidationError | RequestValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}"
 
 
-async def read_json(request: Request, model: type[BaseModel]) -> Any:
+async def read_json(request: Request, model: type[Body]) -> Body:
     parts, size = [], 0
     try:
         async for part in request.stream():  # counted as it arrives: a chunked body has no length header
@@ -151,7 +152,7 @@ async def first_events(state: ServerState, request: Request, run: TakeRun,
             return seen, events
 
 
-def link_info(state: ServerState) -> dict[str, Any]:
+def link_info(state: ServerState) -> dict[str, object]:
     from dataclasses import asdict
 
     if state.link is None:

@@ -14,9 +14,12 @@ import base64
 import io
 import json
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 MEDIA_TYPES = {"wav": "audio/wav", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg",
                "pcm": "audio/pcm"}
@@ -64,7 +67,7 @@ class _Pages(io.BytesIO):
         super().__init__()
         self.sent = 0
 
-    def write(self, b: Any) -> int:
+    def write(self, b: Buffer) -> int:
         if self.tell() < self.sent:
             raise RuntimeError("the encoder went back over bytes already sent")
         return super().write(b)
@@ -124,7 +127,7 @@ def decode_wav(body: bytes) -> tuple[np.ndarray, int]:
     return data, rate
 
 
-def sse(event: str, **fields: Any) -> bytes:
+def sse(event: str, **fields: object) -> bytes:
     """One server-sent event: ``data: {"type": event, ...}`` and a blank line."""
     return f"data: {json.dumps({'type': event, **fields})}\n\n".encode()
 

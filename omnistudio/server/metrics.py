@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+
+if TYPE_CHECKING:
+    from omnistudio.server.scheduler import BatchingLink
+    from omnistudio.take.pipeline import TakeCache
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: they only add noise
 
@@ -34,7 +38,7 @@ class Metrics:
         self.cancelled_passes = Gauge("omnistudio_cancelled_passes", "Diffusion passes stopped by a cancel",
                                       registry=r)
 
-    def render(self, link: Any, active: int, cache: Any = None) -> bytes:
+    def render(self, link: BatchingLink | None, active: int, cache: TakeCache | None = None) -> bytes:
         self.queue_depth.set(active)
         if cache is not None:
             self.cache_hits.set(cache.hits)

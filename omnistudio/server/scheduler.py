@@ -22,14 +22,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.server.pipeline import CancelFlag, RenderItem, Rendered, TakeOptions, WholeGroupLink
-from omnistudio.take.link import PrepareProgress
+from omnistudio.take.link import EngineLink, LinkInfo, PrepareProgress, VoiceList
 from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LENGTH_BUCKETS = (48, 96, 192, 384)  # characters; items of one pass come from one bucket
 
@@ -92,7 +93,7 @@ class _Flag:
 class BatchingLink(WholeGroupLink):
     """An EngineLink over ``inner`` (the in-process link) shared by every request of the server."""
 
-    def __init__(self, inner: Any, max_batch: int = 8, on_pass: Callable[[int, float], None] | None = None) -> None:
+    def __init__(self, inner: EngineLink, max_batch: int = 8, on_pass: Callable[[int, float], None] | None = None) -> None:
         if not 1 <= int(max_batch) <= 16:
             raise UserError(f"--max-batch {max_batch} is out of range 1..16")
         self.inner = inner
@@ -101,7 +102,7 @@ class BatchingLink(WholeGroupLink):
         self.stats = Stats()
         self._on_pass = on_pass
         self._waiting: list[_Ticket] = []
-        self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []  # prepare etc., run on the worker
+        self._calls: list[Callable[[], None]] = []  # prepare etc., run on the worker (each sets its future)
         self._cond = threading.Condition()
         self._closed = False
         self._held = False
@@ -110,14 +111,21 @@ class BatchingLink(WholeGroupLink):
 
     # ------------------------------------------------------------- the link
     @property
-    def info(self) -> Any:
+    def info(self) -> LinkInfo:
         return self.inner.info
 
-    def call(self, fn: Callable[[], Any]) -> Any:
+    def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the engine thread (voice preparation, listings) and return its result."""
-        future: Future[Any] = Future()
+        future: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+
         with self._cond:
-            self._calls.append((fn, future))
+            self._calls.append(run)
             self._cond.notify()
         return future.result()
 
@@ -125,10 +133,10 @@ class BatchingLink(WholeGroupLink):
                 cancel: CancelFlag | None = None) -> None:
         self.call(lambda: self.inner.prepare(voices, progress, cancel))
 
-    def voices(self) -> Any:
+    def voices(self) -> VoiceList:
         return self.call(self.inner.voices)
 
-    def build_voice(self, ref: Any, lang: str) -> None:
+    def build_voice(self, ref: VoiceRef, lang: str) -> None:
         """On the engine thread, between diffusion passes."""
         self.call(lambda: self.inner.build_voice(ref, lang))
 
@@ -189,14 +197,7 @@ class BatchingLink(WholeGroupLink):
     def _next_group(self) -> list[_Ticket] | Callable[[], None] | None:
         """Under the lock: a call to run, or the next batch (oldest item + compatible others)."""
         if self._calls:
-            fn, future = self._calls.pop(0)
-
-            def run() -> None:
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                    future.set_exception(exc)
-            return run
+            return self._calls.pop(0)
         for ticket in [t for t in self._waiting if t.cancel.is_set()]:
             self._waiting.remove(ticket)
             ticket.future.set_exception(Cancelled("request cancelled"))

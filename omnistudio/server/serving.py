@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -52,8 +52,8 @@ class SentenceEnd:
     sentence: PlannedSentence
     frames: int
     steps: int
-    timings: dict[str, Any]
-    loudness: dict[str, Any]
+    timings: Mapping[str, object]
+    loudness: Mapping[str, object]
     timing: SentenceTiming | None = None  # its span in the take (and words): only when the job asks
 
 

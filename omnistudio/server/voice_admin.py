@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from fastapi import Request
 from starlette.requests import ClientDisconnect
@@ -24,11 +25,18 @@ from omnistudio.errors import UserError
 from omnistudio.server.app import CLIENT_CLOSED, HTTPError, ServerState, current_link, validation_line
 from omnistudio.voices import manage
 
+if TYPE_CHECKING:
+    from omnistudio.engine.engine import Engine
+    from omnistudio.voices.asr import Transcriber
+    from omnistudio.voices.resolve import VoiceRef
+
+T = TypeVar("T")
+
 STATUS = {manage.VoiceExists: 409, manage.VoiceLimit: 409, manage.BuiltInVoice: 403, manage.UnknownVoice: 404}
 MAX_FIELD_BYTES = 16 << 10  # a form field other than the recording
 
 _ASR_LOCK = threading.Lock()
-_ASR: list[Any] = []  # [] until a voice arrives without a transcript: then [the transcriber] or [None]
+_ASR: list[Transcriber | None] = []  # [] until a voice arrives without a transcript: then [the transcriber] or [None]
 
 
 def refusal(exc: UserError) -> HTTPError:
@@ -36,7 +44,7 @@ def refusal(exc: UserError) -> HTTPError:
     return HTTPError(next((code for kind, code in STATUS.items() if isinstance(exc, kind)), 400), str(exc))
 
 
-def engine_of(state: ServerState) -> Any:
+def engine_of(state: ServerState) -> Engine:
     """The engine this server opened (voices are designed on it), or a 501 where it is not in this process."""
     current_link(state)  # 503 while loading
     if state.engine is None:
@@ -44,7 +52,7 @@ def engine_of(state: ServerState) -> Any:
     return state.engine
 
 
-async def on_engine(state: ServerState, fn: Any) -> Any:
+async def on_engine(state: ServerState, fn: Callable[[Engine], T]) -> T:
     """``fn(engine)`` on the engine thread (between diffusion passes), awaited."""
     link, engine = current_link(state), engine_of(state)
     return await asyncio.to_thread(link.call, lambda: fn(engine))
@@ -70,7 +78,7 @@ async def read_upload(request: Request) -> tuple[wire.VoiceUpload, bytes | None]
     except ClientDisconnect:
         raise HTTPError(CLIENT_CLOSED, "the client closed the connection before its upload ended") from None
 
-    async def body() -> Any:
+    async def body() -> AsyncGenerator[bytes, None]:
         yield b"".join(parts)
 
     try:
@@ -103,7 +111,7 @@ async def read_upload(request: Request) -> tuple[wire.VoiceUpload, bytes | None]
         raise
 
 
-def _transcriber() -> Any:
+def _transcriber() -> Transcriber | None:
     """The process's speech model for uploads without a transcript (``$OMNISTUDIO_ASR_MODEL``, else the
     packaged Whisper), loaded once on first use; None when there is none."""
     with _ASR_LOCK:
@@ -208,7 +216,7 @@ async def delete(state: ServerState, anchor_id: str) -> wire.VoiceDeleted:
 
 
 # ---------------------------------------------------------------- design voice
-async def design_voice(state: ServerState, req: wire.SpeechRequest) -> tuple[Any, dict[str, str]] | None:
+async def design_voice(state: ServerState, req: wire.SpeechRequest) -> tuple[VoiceRef, dict[str, str]] | None:
     """A speech request's design voice: None when it asks for none; else the prompt's voice reference and
     the headers that say what the model was given. ``instructions`` with any other voice is a 400 (never
     ignored): an anchor's voice is its recording or its saved design."""

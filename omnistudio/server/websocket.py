@@ -156,8 +156,8 @@ async def serve_session(ws: WebSocket, state: ServerState, link: Callable[[], Ba
             elif isinstance(event, SentenceEnd):
                 timing = sentence_time(event.timing, job.timestamps) if event.timing and job.timestamps else None
                 await ws.send_text(wire.frame(wire.WsSentenceEnd(index=event.sentence.id, frames=event.frames,
-                                                                 steps=event.steps, timings=event.timings,
-                                                                 loudness=event.loudness, timing=timing)))
+                                                                 steps=event.steps, timings=dict(event.timings),
+                                                                 loudness=dict(event.loudness), timing=timing)))
             elif isinstance(event, Done):
                 ended = True
                 await ws.send_text(wire.frame(wire.WsDone(**event.summary)))

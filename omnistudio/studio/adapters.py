@@ -3,9 +3,13 @@ settings. (The editor's sentences, with their spans in its text, are the parser'
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnistudio.take.link import AnchorInfo, local_voices
+
+if TYPE_CHECKING:
+    from omnistudio.audio.finishing import FinishingOptions
+    from omnistudio.studio.settings import StudioSettings
 
 
 AnchorRow = AnchorInfo  # a picker row: id, name, langs, state per language
@@ -22,7 +26,7 @@ def duos(source: Any = None) -> list[tuple[str, str, float, tuple[str, ...]]]:
     return list(source.voices().duos if hasattr(source, "voices") else local_voices().duos)
 
 
-def finishing_options(settings: Any) -> Any:
+def finishing_options(settings: StudioSettings) -> FinishingOptions:
     """The studio settings as render finishing options (the loudness rule's target and ceiling, room tone,
     breaths)."""
     from omnistudio.audio.finishing import FinishingOptions

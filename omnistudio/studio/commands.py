@@ -12,9 +12,10 @@ import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from omnistudio.voices.align import Hearer
     from omnistudio.captions.formats import CaptionOptions
     from omnistudio.script import Sentence
     from omnistudio.take.options import TakeOptions
@@ -67,7 +68,7 @@ class Export:
     path: Path
     options: TakeOptions
     captions: CaptionOptions | None
-    hearer: Any  # the speech model that measures caption words (None: estimated)
+    hearer: Hearer | None  # the speech model that measures caption words (None: estimated)
 
 
 # --- the open project's actions (omnistudio.studio.takes runs them on the engine thread)

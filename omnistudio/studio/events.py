@@ -73,7 +73,7 @@ class PlaybackFinished:
 class Exported:
     path: Path
     sidecar: Path | None
-    report: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,17 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError, first_line
 from omnistudio.studio.events import LexiconChanged, Notice
 from omnistudio.take.options import TakeOptions
 from omnistudio.text import Entry, Lexicon, Spoken, normalize
 from omnistudio.text.lexicon_files import edit_lexicon, effective_lexicon, global_lexicon_path, project_lexicon_path
+
+if TYPE_CHECKING:
+    from omnistudio.studio.controller import Studio
 
 log = logging.getLogger(__name__)
 Signature = tuple[tuple[str, tuple[int, int, int] | None], ...]  # each file: its path and (mtime, size, inode)
@@ -61,7 +65,7 @@ def word_at(text: str, offset: int) -> str:
 
 
 class StudioLexicon:
-    def __init__(self, studio: Any) -> None:
+    def __init__(self, studio: Studio) -> None:
         self.studio = studio
         self.current = Lexicon()
         self._signature: Signature | None = None
@@ -93,9 +97,9 @@ class StudioLexicon:
         self._worker.submit(self._guarded, self._add, entry, path)
 
     # --------------------------------------------------- other threads
-    def refreshed(self, options: Any) -> Any:
-        """``options`` (a :class:`TakeOptions`, else returned as is) with the lexicon as the files hold it now."""
-        if not isinstance(options, TakeOptions) or not options.normalize:
+    def refreshed(self, options: TakeOptions) -> TakeOptions:
+        """``options`` with the lexicon as the files hold it now."""
+        if not options.normalize:
             return options
         self._read(force=False)
         return replace(options, lexicon=self.current)
@@ -127,7 +131,7 @@ class StudioLexicon:
         where = "the project's lexicon" if path.parent == self.project else "the global lexicon"
         self._read(added=f"'{entry.word}' is said '{entry.say}'{f' ({entry.lang})' if entry.lang else ''}: {where}")
 
-    def _guarded(self, fn: Any, *args: Any) -> None:
+    def _guarded(self, fn: Callable[..., object], *args: object) -> None:
         try:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - the worker must report, never die silently

@@ -26,12 +26,15 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from omnistudio.audio.player import Player
 from omnistudio.captions.timing import SentenceTiming, WordTime
+
+if TYPE_CHECKING:
+    from omnistudio.text.lexicon import Lexicon
 
 BLOCK_S = 0.02
 
@@ -66,7 +69,7 @@ def word_marks(words: Sequence[WordTime], start_frame: int, offset_s: float, sam
 
 
 def estimated_marks(text: str, spoken: str, lang: str, start_frame: int, frames: int, sample_rate: int,
-                    lexicon: Any = None) -> tuple[WordMark, ...]:
+                    lexicon: Lexicon | None = None) -> tuple[WordMark, ...]:
     """The words of a sentence whose audio is ``frames`` long from ``start_frame``, spread by syllables
     (the captions' estimate, through the same front-end and ``lexicon`` the take was spoken with)."""
     from omnistudio.voices.words import sentence_words

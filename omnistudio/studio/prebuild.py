@@ -30,13 +30,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import Cancelled, Unavailable, UserError
 from omnistudio.take.stream import sentence_voice
 from omnistudio.studio.commands import CommandQueue
 from omnistudio.studio.commands import Prebuild as PrebuildWake
 from omnistudio.voices.resolve import VoiceRef
+
+if TYPE_CHECKING:
+    from omnistudio.studio.controller import Studio
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ class Preempted:
 class Prebuild:
     """The studio's background builds: wants from the UI thread, built on the engine thread."""
 
-    def __init__(self, studio: Any) -> None:
+    def __init__(self, studio: Studio) -> None:
         self.studio = studio
         # a studio whose link resolves voices itself (tests' fixed references) has no prompts to build
         self.enabled = studio.voice_resolver is None
@@ -181,7 +184,7 @@ class Prebuild:
 
     def _build(self, want: Want, preempted: Preempted) -> bool:
         voice, lang = want
-        link = self.studio.link
+        link = self.studio.loaded_link()
         engine = getattr(link, "engine", None)
         self.building = want
         self._mark(voice, lang, "building")

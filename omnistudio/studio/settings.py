@@ -102,7 +102,7 @@ class StudioSettings:
             return check_profile(self.profile)
         return next((r for r in RULES.values() if r.target_lufs == self.target_lufs), RULES["ebu"])
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -22,7 +22,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +33,10 @@ from omnistudio.errors import UserError
 from omnistudio.take.result import TakeResult
 from omnistudio.take.sinks import Sink, TakeView as PlayingTake
 from omnistudio.take.stream import Chunk
+
+if TYPE_CHECKING:
+    from omnistudio.audio.player import Player
+    from omnistudio.audio.ring import Ring
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +120,11 @@ class TakeView:
     shape: Shape = EMPTY
     origin: int = 0  # the player frame (ring.total_read) the take starts at
     history: list[LoudPoint] = field(default_factory=list)
-    _player: Any = None  # the player the take was queued on
+    _player: Player | None = None  # the player the take was queued on
     _takes: int = 0  # takes begun (a new one starts a new history)
-    _fed: tuple[Any, int] | None = None  # the meter and take the history is of
+    _fed: tuple[LoudnessMeter, int] | None = None  # the meter and take the history is of
 
-    def sink(self, player: Any, sentences: bool = True, preempted: Callable[[], bool] | None = None) -> Sink:
+    def sink(self, player: Player, sentences: bool = True, preempted: Callable[[], bool] | None = None) -> Sink:
         """A sink beside the player's: the take's shape as it is queued, then as the export writes it.
         ``sentences`` False (an audition): no sentences to go to. ``preempted`` (the engine thread's "a
         command is waiting"): checked between blocks of the finishing pass (about 0.6 CPU-s per minute of
@@ -136,7 +140,7 @@ class TakeView:
         """The take's frame being heard now (0 before any take)."""
         return 0 if self._player is None else self.position(self._player.ring.total_read)
 
-    def feed(self, tap: Any, meter: LoudnessMeter, buf: NDArray[np.float32]) -> None:
+    def feed(self, tap: Ring, meter: LoudnessMeter, buf: NDArray[np.float32]) -> None:
         """Move what the output played (``tap``, its copy ring) into ``meter``, then keep a point of history
         at the frame heard: the meter's short-term loudness, and whether a block fed went over the
         ceiling. A new meter or a new take starts a new history."""
@@ -159,7 +163,7 @@ class _Preempted(Exception):
 
 
 class _ShapeSink(Sink):
-    def __init__(self, view: TakeView, player: Any, sentences: bool, preempted: Callable[[], bool]) -> None:
+    def __init__(self, view: TakeView, player: Player, sentences: bool, preempted: Callable[[], bool]) -> None:
         self.view, self.player, self.with_sentences, self.preempted = view, player, sentences, preempted
         self.take: PlayingTake | None = None
         self.peaks: list[NDArray[np.float32]] = []

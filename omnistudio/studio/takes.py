@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 from omnistudio.studio import commands as cmd
@@ -22,11 +22,16 @@ from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
 from omnistudio.projects.project import Project, open_or_create
 from omnistudio.projects.retake import pipeline_synth, regenerate
 from omnistudio.take.delivery import Delivery
-from omnistudio.take.pipeline import Take, TakeResult, build_take
+from omnistudio.take.options import TakeOptions
+from omnistudio.take.pipeline import PlannedSentence, Take, TakeResult, build_take
+from omnistudio.voices.resolve import VoiceRef
+
+if TYPE_CHECKING:
+    from omnistudio.studio.controller import Studio
 
 
 class ProjectTakes:
-    def __init__(self, studio: Any) -> None:
+    def __init__(self, studio: Studio) -> None:
         self.studio = studio
         self.project: Project | None = None
         self.cursor: dict[int, str] = {}  # sentence -> the take Alt+Left/Right is on
@@ -121,24 +126,24 @@ class ProjectTakes:
         sentences = use_chosen(self.project, take.sentences, take.options, take.link, take.cache)
         return Take(take.link, sentences, take.options, take.cache, take.base_seed, take.lookahead)
 
-    def keep(self, take: Take, result: Any) -> None:
+    def keep(self, take: Take, result: TakeResult) -> None:
         if self.project is not None and keep_rendered(self.project, take.sentences, result.chunks, take.options,
                                                       result.engine):
             self._save()
 
-    def _sync(self, text: str, voice: Any) -> None:
+    def _sync(self, text: str, voice: VoiceRef | None) -> None:
         assert self.project is not None
         if voice is not None:
             self.project.voice = voice.key()
         self.project.lang = self.studio.settings.language
         self.project.set_script(text)
 
-    def _planned(self, index: int, options: Any) -> Any:
+    def _planned(self, index: int, options: TakeOptions) -> PlannedSentence:
         assert self.project is not None
         sentences = [s for s in self.studio.parse(self.project.script) if s.id == index]
         if not sentences:
             raise UserError(f"there is no sentence {index + 1}")
-        return build_take(self.studio.link, sentences, options, self.studio.cache).sentences[0]
+        return build_take(self.studio.loaded_link(), sentences, options, self.studio.cache).sentences[0]
 
     @contextmanager
     def _playing(self) -> Iterator[None]:
@@ -159,23 +164,23 @@ class ProjectTakes:
         from omnistudio.take.sinks import PlayerSink
 
         studio = self.studio
-        return take.run([PlayerSink(studio.player, cancel, lambda start, end, chunk:
+        return take.run([PlayerSink(studio.loaded_player(), cancel, lambda start, end, chunk:
                                     studio.schedule.add(start, end, chunk.sentence.id)),
                          # the take strip shows the take chosen and played
-                         studio.view.sink(studio.player, preempted=studio.prebuild.command_waiting.is_set)],
+                         studio.view.sink(studio.loaded_player(), preempted=studio.prebuild.command_waiting.is_set)],
                         progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
 
-    def _play(self, cancel: threading.Event, planned: list[Any], options: Any) -> TakeResult:
+    def _play(self, cancel: threading.Event, planned: list[PlannedSentence], options: TakeOptions) -> TakeResult:
         """Play planned sentences (cache hits or rendered) through the controller's player."""
         with self._playing():
-            return self._run(Take(self.studio.link, planned, options, self.studio.cache), cancel)
+            return self._run(Take(self.studio.loaded_link(), planned, options, self.studio.cache), cancel)
 
-    def _regenerate(self, index: int, cancel: threading.Event, options: Any) -> None:
+    def _regenerate(self, index: int, cancel: threading.Event, options: TakeOptions) -> None:
         """F9: :func:`regenerate`, its try played as it renders; the new take is chosen and saved
         before the play is reported finished."""
         assert self.project is not None
         planned = self._planned(index, options)
-        synth = pipeline_synth(self.project, [planned], self.studio.link, options, self.studio.cache,
+        synth = pipeline_synth(self.project, [planned], self.studio.loaded_link(), options, self.studio.cache,
                                run=lambda take: self._run(take, cancel))
         with self._playing():
             take = regenerate(self.project, index, synth, base_seed=planned.seed, num_step=options.num_step,
@@ -184,19 +189,19 @@ class ProjectTakes:
             self.played.append(take.id)
             self._save(take.id)
 
-    def _step(self, index: int, offset: int, cancel: threading.Event, options: Any) -> None:
+    def _step(self, index: int, offset: int, cancel: threading.Event, options: TakeOptions) -> None:
         assert self.project is not None
         take = self.project.lines[index].step(self.cursor.get(index), offset)
         if take is None:
             raise UserError(f"sentence {index + 1} has no takes yet: play it or press F9")
         self.cursor[index] = take.id
         self.played.append(take.id)
-        planned = use_take(self.project, self._planned(index, options), take, options, self.studio.link,
+        planned = use_take(self.project, self._planned(index, options), take, options, self.studio.loaded_link(),
                            self.studio.cache)
         self._play(cancel, [planned], options)
         self._report(take.id)
 
-    def _compare(self, index: int, cancel: threading.Event, options: Any) -> None:
+    def _compare(self, index: int, cancel: threading.Event, options: TakeOptions) -> None:
         assert self.project is not None
         line = self.project.lines[index]
         a, b = line.chosen_take, line.previous_take()
@@ -204,7 +209,7 @@ class ProjectTakes:
             raise UserError(f"sentence {index + 1} needs a chosen take and an earlier choice to compare")
         planned = self._planned(index, options)
         self.played.extend([a.id, b.id])
-        self._play(cancel, [use_take(self.project, planned, t, options, self.studio.link, self.studio.cache)
+        self._play(cancel, [use_take(self.project, planned, t, options, self.studio.loaded_link(), self.studio.cache)
                             for t in (a, b)], options)
 
     def _choose(self, index: int, take_id: str | None) -> None:

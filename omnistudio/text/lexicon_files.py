@@ -109,7 +109,7 @@ def dump_lexicon(lexicon: Lexicon) -> str:
 
     chunks = [HEADER]
     for entry in lexicon.entries:
-        table: dict[str, Any] = {"word": entry.word, "say": entry.say}
+        table: dict[str, object] = {"word": entry.word, "say": entry.say}
         if entry.lang is not None:
             table["lang"] = entry.lang
         if entry.case_sensitive:

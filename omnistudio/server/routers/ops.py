@@ -19,7 +19,7 @@ async def health(request: Request) -> JSONResponse:
                   max_queue=state.admission.max_queue)
     if state.link is not None:
         body.sample_rate = state.link.sample_rate
-        body.engine = EngineInfo(**link_info(state))
+        body.engine = EngineInfo.model_validate(link_info(state))
     return JSONResponse(body.model_dump(exclude_none=True), status_code=200 if state.status == "ready" else 503)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,8 +19,8 @@ from omnistudio.errors import UserError
 from omnistudio.server import encode
 from omnistudio import protocol as wire
 from omnistudio.server import jobs
-from omnistudio.server.app import finish, first_events, link_info, read_json, server_state, start_take
-from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd
+from omnistudio.server.app import ServerState, finish, first_events, link_info, read_json, server_state, start_take
+from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd, TakeRun
 from omnistudio.server.timestamps import sentence_time
 from omnistudio.server.voice_admin import design_voice
 
@@ -42,7 +43,7 @@ async def speech(request: Request) -> Response:
     streaming = fmt in encode.STREAMABLE and job.target_lufs is None
     seen, events = await first_events(state, request, run, (Audio, Done) if streaming else (Done,))
 
-    async def chunks() -> Any:
+    async def chunks() -> Any:  # bytes, and with SSE timestamps wire.SseSentence too
         completed = False
         stream = encode.StreamEncoder(fmt, run.link.sample_rate) if streaming else None
         try:
@@ -69,7 +70,7 @@ async def speech(request: Request) -> Response:
     return StreamingResponse(chunks(), media_type=encode.MEDIA_TYPES[fmt], headers=headers)
 
 
-async def _timed(state: Any, request: Request, run: Any, fmt: str, mode: wire.Timestamps,
+async def _timed(state: ServerState, request: Request, run: TakeRun, fmt: str, mode: wire.Timestamps,
                  headers: dict[str, str] | None = None) -> JSONResponse:
     """The whole take as one JSON answer: the file in base64, and every sentence's span (and words)."""
     seen, _ = await first_events(state, request, run, (Done,))
@@ -83,13 +84,13 @@ async def _timed(state: Any, request: Request, run: Any, fmt: str, mode: wire.Ti
 
 
 @router.get("/v1/models")
-async def models(request: Request) -> dict[str, Any]:
+async def models(request: Request) -> dict[str, object]:
     info = link_info(server_state(request))
     return {"object": "list", "data": [{"id": wire.MODEL_ID, "object": "model", "created": 0,
                                         "owned_by": "omnistudio", "omnistudio": info}]}
 
 
-def _piece(event: Any, fmt: str, stream: encode.StreamEncoder | None, sample_rate: int,
+def _piece(event: object, fmt: str, stream: encode.StreamEncoder | None, sample_rate: int,
            mode: wire.Timestamps | None = None) -> bytes | wire.SseSentence:
     """What one take event adds to the response body: a streamed piece, or the whole file at the end; or,
     with ``mode`` (timestamps: SSE only), a sentence's timing once it is rendered."""
@@ -104,7 +105,7 @@ def _piece(event: Any, fmt: str, stream: encode.StreamEncoder | None, sample_rat
     return encode.encode(event.pcm, sample_rate, fmt) if isinstance(event, Done) else b""
 
 
-async def _sse(chunks: Any) -> Any:
+async def _sse(chunks: AsyncGenerator[bytes | wire.SseSentence, None]) -> AsyncGenerator[bytes, None]:
     started = time.perf_counter()
     try:
         async for chunk in chunks:

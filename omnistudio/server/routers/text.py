@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict
-from typing import Any
 
 from fastapi import APIRouter, Request
 
@@ -18,7 +17,7 @@ router = APIRouter()
 
 
 @router.post("/v1/text/normalize")
-async def normalize(request: Request) -> dict[str, Any]:
+async def normalize(request: Request) -> dict[str, object]:
     from omnistudio.text.answer import normalize_answer
     from omnistudio.text.lexicon_files import effective_lexicon
 
@@ -27,19 +26,19 @@ async def normalize(request: Request) -> dict[str, Any]:
     return normalize_answer(body.text, body.language, lexicon).model_dump()
 
 
-def _listing(lexicon: Lexicon) -> dict[str, Any]:
+def _listing(lexicon: Lexicon) -> dict[str, object]:
     return LexiconBody(entries=[LexiconEntryBody(**asdict(entry)) for entry in lexicon.entries]).model_dump()
 
 
 @router.get("/v1/lexicon")
-async def get_lexicon() -> dict[str, Any]:
+async def get_lexicon() -> dict[str, object]:
     from omnistudio.text.lexicon_files import global_lexicon_path, load_lexicon
 
     return _listing(await asyncio.to_thread(load_lexicon, global_lexicon_path()))
 
 
 @router.put("/v1/lexicon")
-async def put_lexicon(request: Request) -> dict[str, Any]:
+async def put_lexicon(request: Request) -> dict[str, object]:
     """Replace the global lexicon (checked whole first: one bad entry changes nothing), atomically."""
     from omnistudio.text.lexicon_files import edit_lexicon, global_lexicon_path
 

@@ -4,7 +4,6 @@ one voice's details (``GET /{id}``) and its removal (``DELETE /{id}``): :mod:`om
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -17,7 +16,7 @@ router = APIRouter()
 
 
 @router.get(VOICES_ROUTE)
-async def voices(request: Request) -> dict[str, Any]:
+async def voices(request: Request) -> dict[str, object]:
     from omnistudio.server.listing import voice_listing
 
     return voice_listing(await asyncio.to_thread(current_link(server_state(request)).voices)).model_dump()
@@ -30,10 +29,10 @@ async def add_voice(request: Request) -> JSONResponse:
 
 
 @router.get(VOICES_ROUTE + "/{voice_id}")
-async def voice(request: Request, voice_id: str) -> dict[str, Any]:
+async def voice(request: Request, voice_id: str) -> dict[str, object]:
     return (await voice_admin.detail_of(server_state(request), voice_id)).model_dump()
 
 
 @router.delete(VOICES_ROUTE + "/{voice_id}")
-async def delete_voice(request: Request, voice_id: str) -> dict[str, Any]:
+async def delete_voice(request: Request, voice_id: str) -> dict[str, object]:
     return (await voice_admin.delete(server_state(request), voice_id)).model_dump()
