@@ -5,7 +5,7 @@ and the step-graph counts several modes report. Nothing here runs or loads anyth
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
@@ -25,3 +25,11 @@ class GraphCounts(TypedDict):
     captured: int
     capture_s: float
     failed: int
+
+
+def agreement(row: Mapping[str, object], key: str) -> float:
+    """A variant row's share of tokens (``token_agreement``, ``baseline_agreement``): the float it holds."""
+    value = row[key]
+    if not isinstance(value, float):
+        raise TypeError(f"{key} of {row.get('name')} is {value!r}, not a share")
+    return value

@@ -102,7 +102,7 @@ def own_stock(bench: Bench) -> None:
 def int8_default(result: SentenceBenchResult) -> Int8Rule | None:
     """The rule for int8 as the CPU default, applied to this run: stock int8's agreement with stock fp32
     against stock bf16's (None where the run has not both)."""
-    from omnistudio.bench.speed import agreement
+    from omnistudio.bench.modes import agreement
 
     rows = {v["name"]: v for v in result["variants"]}
     int8 = rows.get("stock fp32 int8")

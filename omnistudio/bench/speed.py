@@ -27,12 +27,13 @@ import argparse
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import NEWS, reference_prompt, take
+from omnistudio.bench.modes import agreement
 from omnistudio.errors import UserError
 
 if TYPE_CHECKING:
@@ -257,14 +258,6 @@ class _Render(TypedDict, total=False):
     audio: NDArray[np.float32]
     peak_mb: float
     steps: int
-
-
-def agreement(row: Mapping[str, object], key: str) -> float:
-    """A variant row's share of tokens (``token_agreement``, ``baseline_agreement``): the float it holds."""
-    value = row[key]
-    if not isinstance(value, float):
-        raise TypeError(f"{key} of {row.get('name')} is {value!r}, not a share")
-    return value
 
 
 class Bench:
