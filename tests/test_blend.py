@@ -69,7 +69,8 @@ def test_alpha_zero_is_b_written_at_a_positions(engine_name: str, voice_roster, 
     """At alpha 0 (and B as long as A) the blend conditions on B's frames at A's reference positions,
     with A's transcript: the same audio as a plain prompt made of B's tokens and A's transcript,
     which OmniVoice embeds itself (no blend code on that side)."""
-    from omnistudio.voices.prompts import AnchorPrompt, anchor_prompt
+    from omnistudio.voices.prompts import anchor_prompt
+    from omnistudio.voices.state import AnchorPrompt
 
     engine = request.getfixturevalue(engine_name)
     # A is the shorter of two recorded anchors, B the longer one cut to A's length.

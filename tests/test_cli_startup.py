@@ -69,7 +69,8 @@ def test_voices_list_judges_prompt_files_without_torch(tmp_path, monkeypatch) ->
     valid file and a damaged one are told apart, and torch (seconds of start-up) is never loaded."""
     import torch
 
-    from omnistudio.voices.prompts import AnchorPrompt, prompt_path, save_prompt
+    from omnistudio.voices.prompts import prompt_path, save_prompt
+    from omnistudio.voices.state import AnchorPrompt
 
     home = tmp_path / "home"
     monkeypatch.setenv("OMNISTUDIO_HOME", str(home))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from support.audio import REF_TEXT, make_reference
+from omnistudio.voices.state import AnchorPrompt
 from omnistudio.voices import prompts
 from omnistudio.voices.prompts import (PromptCache, PromptError, anchor_prompt, cache_for, ensure_prompt,
                                        load_prompt, prompt_path, prompt_state, save_prompt)
@@ -107,7 +108,7 @@ def test_bad_prompt_files_fail_alone(tiny_engine, ref_wav: Path, desk: Path, mon
     shutil.copy(prompt_path("good", "en"), prompt_path("other", "en"))  # right name, another anchor's metadata
     save_file({"x": torch.zeros(3)}, str(prompt_path("foreign", "en")))
     prompt_path("empty", "en").write_bytes(b"")
-    bad_shape = prompts.AnchorPrompt(good.ref_audio_tokens[:3], good.ref_text, good.ref_rms, "shape", "en",
+    bad_shape = AnchorPrompt(good.ref_audio_tokens[:3], good.ref_text, good.ref_rms, "shape", "en",
                                      dict(good.meta))
     save_prompt(prompt_path("shape", "en"), bad_shape)
 

@@ -60,7 +60,7 @@ def test_stop_takes_effect_within_one_diffusion_step(studio) -> None:  # noqa: A
         long = "This is a long sentence about the evening news that takes several diffusion steps to render."
         studio._start_play([Sentence(0, long, None, "en", 1, end=len(long))])
         wait(lambda: len(steps) >= 3, what="three steps")
-        wait(lambda: studio.state == "ready" and not studio._rendering_play, what="back to ready")
+        wait(lambda: studio.state == "ready" and not studio.rendering_play, what="back to ready")
     finally:
         handle.remove()
     assert len(steps) == 3  # the cancelled step never ran its forward pass; no further step started

@@ -72,7 +72,7 @@ async def play_and_hear(pilot, link: FakeLink, said: str, rendered: bool = True)
     link.said.clear()
     studio.last_take = None
     await pilot.press("f5")
-    await wait_for(pilot, lambda: studio.last_take is not None and not studio._rendering_play  # noqa: SLF001
+    await wait_for(pilot, lambda: studio.last_take is not None and not studio.rendering_play
                    and studio.state == "ready", what="the play")
     assert [s.said for s in studio.last_take.sentences] == [said]
     assert link.said == ([said] if rendered else [])

@@ -13,34 +13,17 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 
+from omnistudio.bench.sentence_result import EngineLoad, Int8Rule
+
 if TYPE_CHECKING:
+    from omnistudio.bench.sentence_result import SentenceBenchResult
     from omnistudio.bench.modes import OpenEngine
-    from omnistudio.bench.speed import Bench, BenchSettings, SentenceBenchResult
+    from omnistudio.bench.speed import Bench, BenchSettings
     from omnistudio.engine.engine import Engine
-
-
-class EngineLoad(TypedDict):
-    """What loading (and quantizing) one engine of the run cost."""
-
-    engine: str
-    dtype: str
-    quantize: str
-    load_s: float
-    quantize_s: float
-    linear_mb: list[float] | None  # the int8 layers' weights before and after (None: not quantized)
-    rss_growth_mb: int
-
-
-class Int8Rule(TypedDict):
-    """The rule for int8 as the CPU default, applied to one run."""
-
-    int8_agreement: float
-    bf16_agreement: float
-    int8_at_least_bf16: bool
 
 
 def quantize_list(value: str | None) -> list[str]:

@@ -30,10 +30,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from omnistudio.bench.corpus import NEWS, reference_prompt, take
-from omnistudio.bench.modes import agreement
 from omnistudio.errors import UserError
 
 if TYPE_CHECKING:
@@ -42,8 +41,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from omnivoice.models.omnivoice import OmniVoice
 
-    from omnistudio.bench.modes import GraphCounts, OpenEngine, Progress
-    from omnistudio.bench.quantized import EngineLoad, Int8Rule
+    from omnistudio.bench.modes import GraphCounts, Progress
+    from omnistudio.bench.sentence_result import SentenceBenchResult
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.sampler import SamplerOptions
     from omnistudio.engine.upstream import GenerationConfig, GenerationTask, VoicePrompt
@@ -210,40 +209,6 @@ class PeakMemory:
             stop.set()
             thread.join()
             self.peak_mb = max(peak[0], self._rss_mb())
-
-
-class SentenceInput(TypedDict):
-    """A sentence every variant speaks: its text tokens and the frames OmniVoice plans for it."""
-
-    text: str
-    text_tokens: int
-    target_frames: int
-
-
-class SentenceBenchResult(TypedDict):
-    """What :meth:`Bench.run` reports (``variants``: :meth:`VariantResult.finish`'s rows); the quantisation
-    axis adds ``engines``, ``quantize`` and ``int8_default`` (:func:`omnistudio.bench.quantized.run`)."""
-
-    model: str
-    device: str
-    dtype: str
-    dtypes: list[str]
-    auto_dtype: str
-    auto_dtype_reason: str
-    baseline: str
-    default_variant: str | None
-    torch_threads: int
-    num_step: int
-    guidance_scale: float
-    seed: int
-    sentences: list[SentenceInput]
-    reference_frames: int
-    compile: dict[str, object]
-    graphs: dict[str, GraphCounts]
-    variants: list[dict[str, object]]
-    engines: NotRequired[list[EngineLoad]]
-    quantize: NotRequired[list[str]]
-    int8_default: NotRequired[Int8Rule | None]
 
 
 class _Render(TypedDict, total=False):
@@ -494,50 +459,3 @@ def _agreement(mine: list[torch.Tensor], stock: list[torch.Tensor]) -> float:
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
-
-
-def run(args: argparse.Namespace, open_engine: OpenEngine) -> SentenceBenchResult:
-    from omnistudio.checks import check_guidance
-
-    args.guidance = check_guidance(args.guidance)
-    compile_modes(args.compile)  # a bad --compile refused before any model loads
-    settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
-                             guidance=args.guidance, variants=args.variants, compile=args.compile)
-    from omnistudio.bench import quantized
-
-    # one engine per dtype and quantisation (--dtypes, --quantize), every variant at each; "stock": the
-    # sentence bench installs its own samplers per variant
-    return quantized.run(args, open_engine, Bench, settings)
-
-
-def print_result(result: SentenceBenchResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{result['model']} on {result['device']} ({','.join(result['dtypes'])}, "
-                  f"{result['torch_threads']} threads, {result['num_step']} steps); ratios against "
-                  f"{result['baseline']}")
-    for col in ("variant", "wall s", "ratio", "step ratio", "loop ratio", "ms/step", "vocoder ms", "RTF", "TTFA s",
-                "peak MB", "tokens = stock", "agree", "agree base", "max |diff|"):
-        table.add_column(col, justify="left" if col == "variant" else "right")
-    for v in result["variants"]:
-        table.add_row(str(v["name"]), f"{v['total_s']:.2f}", f"{v['ratio']:.2f}x", f"{v['step_ratio']:.2f}x",
-                      f"{v['loop_ratio']:.2f}x",
-                      f"{v['ms_per_step']:.1f}", f"{v['vocoder_ms']:.0f}", f"{v['rtf']:.2f}", f"{v['ttfa_s']:.2f}",
-                      f"{v['peak_mem_mb']:.0f}", "yes" if v["tokens_identical"] else "NO",
-                      f"{100 * agreement(v, 'token_agreement'):.1f}%",
-                      f"{100 * agreement(v, 'baseline_agreement'):.1f}%",
-                      f"{v['max_abs_diff']:.3g}")
-    Console().print(table)
-    frames = ", ".join(f"{s['text_tokens']} text tokens / {s['target_frames']} frames" for s in result["sentences"])
-    Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
-    if result.get("graphs"):
-        Console().print(f"step graphs captured before timing: {result['graphs']}")
-    from omnistudio.bench.quantized import print_engines
-
-    print_engines(result)
-    default = next((v for v in result["variants"] if v["name"] == result.get("default_variant")), None)
-    if default is not None and len(result["dtypes"]) > 1:
-        Console().print(f"what a user gets by default ({default['name']}: auto dtype = {result['auto_dtype']}, "
-                        f"{result['auto_dtype_reason']}; fast sampler): {default['ratio']:.2f}x stock "
-                        f"{result['dtypes'][0]}, RTF {default['rtf']:.2f}")

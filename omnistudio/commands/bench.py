@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from omnistudio.bench import compiled, dialogue, meter, remote, serve, serve_ray, speed, stream, vocoder
+from omnistudio.bench import compiled, dialogue, meter, remote, sentences, serve, serve_ray, speed, stream, vocoder
 from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
 
@@ -25,7 +25,7 @@ __all__ = ["MODES", "add_parser", "clients_list", "run"]
 
 MAX_SENTENCES = 50
 MODES: dict[str, ModuleType] = {
-    "sentences": speed, "stream": stream, "stream-server": remote, "dialogue": dialogue, "meter": meter,
+    "sentences": sentences, "stream": stream, "stream-server": remote, "dialogue": dialogue, "meter": meter,
     "serve": serve, "lengths": compiled, "serve_ray": serve_ray, "vocoder": vocoder}
 
 

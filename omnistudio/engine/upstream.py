@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 class VoicePrompt(Protocol):
     """A voice: ``VoiceClonePrompt`` (reference tokens, transcript, RMS), or a prompt built on one
-    (:class:`~omnistudio.engine.morph.BlendedPrompt`, :class:`~omnistudio.voices.prompts.AnchorPrompt`)."""
+    (:class:`~omnistudio.engine.morph.BlendedPrompt`, :class:`~omnistudio.voices.state.AnchorPrompt`)."""
 
     @property
     def ref_audio_tokens(self) -> torch.Tensor: ...  # (C, T) long

@@ -34,7 +34,17 @@ class Quit:
 
 @dataclass(frozen=True)
 class Reconnect:
-    """Offline: look for the engine again (put by the engine thread itself, with backoff)."""
+    """Offline: look for the engine again (put by the engine thread itself, with backoff: :class:`Retry`)."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Backoff between looks for an unreachable engine: 0.5 s, doubling, at most 10 s."""
+
+    delay: float = 0.5
+
+    def next(self) -> Retry:
+        return Retry(min(self.delay * 2, 10.0))
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,8 @@ thread-safe (the app passes ``post_message``), and through :meth:`Studio.poll`, 
 calls on a timer to pull the meter, the sentence and the word being heard and the underrun count.
 
 Words: each played sentence's written words are timed on the engine thread as its audio is queued
-(:mod:`.playback`: estimated by syllables, as captions estimate them; measured ones where an export
-with captions measured this very rendering), so a poll only looks them up. An export may write
-captions beside the file (``NAME.srt``/``NAME.vtt``, through the file sink: the same path as ``render
---captions``), their words measured by the speech model where it hears the language.
+(:mod:`.words`: measured where an export measured this rendering, else estimated), so a poll only looks
+them up. An export writes captions as ``render --captions`` does (the file sink).
 """
 
 from __future__ import annotations
@@ -29,9 +27,9 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,7 +42,8 @@ from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first
 from omnistudio.script import Blend, Sentence, parse_script
 from omnistudio.studio import adapters
 from omnistudio.studio import commands as cmd
-from omnistudio.studio.commands import CommandQueue
+from omnistudio.studio.commands import CommandQueue, Retry
+from omnistudio.studio.core import VoiceFor
 from omnistudio.studio.events import (
     EngineReady,
     EngineState,
@@ -75,6 +74,7 @@ from omnistudio.take.sinks import FileSink, PlayerSink
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
+    from omnistudio.projects.project import Project
     from omnistudio.engine.engine import Engine
     from omnistudio.take.stream import Chunk
     from omnistudio.voices.align import Hearer
@@ -83,26 +83,15 @@ log = logging.getLogger(__name__)
 
 AUDITION = {"en": "Good evening, and welcome to the news at nine.",
             "es": "Buenas noches, estas son las noticias de las nueve."}
-VoiceFor = Callable[[Any], Any]  # a RenderItem -> the prompt object (tests: one fixed reference)
-
-
-@dataclass(frozen=True)
-class Retry:
-    """Backoff between looks for an unreachable engine: 0.5 s, doubling, at most 10 s."""
-
-    delay: float = 0.5
-
-    def next(self) -> Retry:
-        return Retry(min(self.delay * 2, 10.0))
 
 
 class Studio:
     """Headless studio: everything the Textual app shows comes from here."""
 
-    def __init__(self, config: EngineConfig | None = None, *, engine: Engine | None = None, link: EngineLink | None = None, settings: StudioSettings | None = None,
-                 report: Callable[[object], None] | None = None, audio: str = "auto", virtual_rate: float = 1.0,
-                 voice_resolver: VoiceFor | None = None, warm: bool = True,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(self, config: EngineConfig | None = None, *, engine: Engine | None = None, link: EngineLink | None = None,
+                 settings: StudioSettings | None = None, report: Callable[[object], None] | None = None,
+                 audio: str = "auto", virtual_rate: float = 1.0, voice_resolver: VoiceFor | None = None,
+                 warm: bool = True, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         if audio not in ("auto", "device", "virtual"):
             raise UserError(f"audio mode '{audio}': use auto, device or virtual")
         self.config = config or EngineConfig()  # the engine to load (unless ``engine`` or ``link`` is given)
@@ -110,16 +99,14 @@ class Studio:
         self.link: EngineLink | None = link  # made over ``engine`` once it is loaded (LocalEngine)
         self.settings = (settings or StudioSettings()).validated()
         self.report: Callable[[object], None] = report or (lambda event: None)
-        self.audio_mode = audio
-        self.virtual_rate = virtual_rate
-        self.voice_resolver = voice_resolver
+        self.audio_mode, self.virtual_rate, self.voice_resolver = audio, virtual_rate, voice_resolver
         self.warm = warm  # load saved prompts and warm up the engine before reporting ready
         self.state = "loading"
         self.anchor: str | None = self.settings.anchor or None
         self.partner: str | None = None  # the morph slider's other anchor (held here only; the UI reads it)
         self.blend: Blend | None = None  # the blend of the selected anchor with the partner (None at 1.0)
         self.player: Player | None = None
-        self.output: VirtualOutput | None = None
+        self.output: VirtualOutput | None = None  # the player's clock when there is no sound card (silent)
         self.silent = False
         self.schedule = Schedule()
         self.meter = LoudnessMeter(SAMPLE_RATE)
@@ -129,15 +116,13 @@ class Studio:
         self._played_seed: int | None = None  # base seed of the last take played (export reuses it)
         self._tap_buf = np.zeros(SAMPLE_RATE, dtype=np.float32)
         self.commands = CommandQueue()  # the engine thread's, typed (studio/commands.py)
-        self._rendering_play = False
-        self._cancel = threading.Event()  # the current play's; stop() sets it, the next play gets a new one
-        self._loaded = False  # the link is up and has answered once
+        self.rendering_play = False
+        self.play_cancel = threading.Event()  # the current play's; stop() sets it, the next play gets a new one
+        self.loaded = False  # the link is up and has answered once
         self._retry: Retry | None = None  # set while the engine cannot be reached
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
         self._hearer: Hearer | None = None  # the speech model that measures caption words (loaded on first use)
-        # words an export measured, by the rendering they were measured on (its take-cache key): the
-        # highlight uses them when that rendering plays again; in seconds from the sentence's start
-        self.words = HeardWords(lambda: self.link)
+        self.words = HeardWords(lambda: self.link)  # words an export measured, for the highlight of a replay
         self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
         self.lexicon = StudioLexicon(self)  # the global lexicon with the project's over it
         self.prebuild = Prebuild(self)  # voices built in the background while idle (pre-empted by any command)
@@ -230,13 +215,13 @@ class Studio:
             self.player.tap.skip()
             if self.player.paused:
                 self.player.resume()
-        self.commands.put(cmd.Play(self._cancel, tuple(sentences), time.perf_counter(), audition,
+        self.commands.put(cmd.Play(self.play_cancel, tuple(sentences), time.perf_counter(), audition,
                                    self.take_options(voice)))
 
     def stop(self) -> None:
         """Stop playback and any render (within one diffusion step); queued plays are dropped."""
-        self._cancel.set()
-        self._cancel = threading.Event()
+        self.play_cancel.set()
+        self.play_cancel = threading.Event()
         if self.player is not None:
             self.player.stop()
         if self.output is not None:
@@ -247,10 +232,7 @@ class Studio:
         """Pause or resume playback; returns True when now paused."""
         if self.player is None:
             return False
-        if self.player.paused:
-            self.player.resume()
-        else:
-            self.player.pause()
+        (self.player.resume if self.player.paused else self.player.pause)()
         return self.player.paused
 
     def export(self, text: str, path: Path, captions: CaptionOptions | None = None, measure: bool = True) -> None:
@@ -320,7 +302,7 @@ class Studio:
         reading = MeterReading(self.meter.momentary(), self.meter.short_term(), self.meter.integrated(),
                                self.meter.true_peak())
         heard = player.ring.total_read
-        playing = heard < self.schedule.end or self._rendering_play
+        playing = heard < self.schedule.end or self.rendering_play
         found = self.schedule.word_at(heard)
         word = None if found is None else WordHeard(found[0], *found[1], found[2])
         return Snapshot(reading, self.schedule.at(heard), player.stats.underruns, playing, player.paused, word)
@@ -338,18 +320,18 @@ class Studio:
             try:
                 self._do(command)
             except Cancelled:
-                self._set_state("ready")
+                self.set_state("ready")
             except Unavailable as exc:  # a server down, restarting, busy: said once, tried again
                 # said once per fault: not again for the background look or a slider's blend while offline
                 quiet = isinstance(command, cmd.Reconnect) or (isinstance(command, cmd.Prepare)
                                                                 and self.state == "offline")
                 self._offline(exc, quiet=quiet)
             except UserError as exc:
-                self._set_state("ready" if self._loaded else "error")
+                self.set_state("ready" if self.loaded else "error")
                 self.report(Failure("Cannot do that", str(exc)))
             except Exception as exc:  # noqa: BLE001 - the engine thread must survive any failure
                 log.exception("studio engine command %s failed", type(command).__name__)
-                self._set_state("ready" if self._loaded else "error", str(exc))
+                self.set_state("ready" if self.loaded else "error", str(exc))
                 self.report(Failure("Engine error", describe(exc)))
 
     def _do(self, command: cmd.Command) -> None:
@@ -362,8 +344,8 @@ class Studio:
             case cmd.Prebuild():
                 self.prebuild.run()
             case cmd.Prepare(voices):
-                self.loaded_link().prepare(list(voices), self._preparing)
-                self._set_state("ready")
+                self.loaded_link().prepare(list(voices), self.preparing)
+                self.set_state("ready")
             case cmd.Play():
                 self._do_play(command)
             case cmd.Export():
@@ -372,6 +354,11 @@ class Studio:
                 self.takes.run(replace(command, options=self.lexicon.refreshed(command.options)))
             case _:  # the open project's other actions
                 self.takes.run(command)
+
+    @property
+    def project(self) -> Project | None:
+        """The open project (None: the editor's script alone)."""
+        return self.takes.project
 
     def loaded_player(self) -> Player:
         """The player (opened when the studio starts)."""
@@ -387,22 +374,22 @@ class Studio:
 
     def _offline(self, exc: Unavailable, quiet: bool) -> None:
         """The engine cannot be reached: say so (once per fault), keep everything, retry with backoff."""
-        self._set_state("offline", first_line(exc))
+        self.set_state("offline", first_line(exc))
         if not quiet:
             self.report(Notice(f"{str(exc).rstrip('.?')} (retrying; the script and settings are kept)", "error"))
         self._retry = self._retry.next() if self._retry else Retry()
 
     def _do_reconnect(self) -> None:
         """Reach the engine again (its voice list is the probe); report ready once it answers."""
-        if not self._loaded:
+        if not self.loaded:
             self._do_load()
         else:
             self._list_voices()
-            self._set_state("ready")
+            self.set_state("ready")
         self._retry = None
         self.report(Notice("the engine answers again: ready to play", "information"))
 
-    def _set_state(self, state: str, detail: str = "") -> None:
+    def set_state(self, state: str, detail: str = "") -> None:
         if state == "ready" and not detail and self.engine is not None:
             detail = self.engine.loaded.label  # e.g. "cpu · bf16" (the backbone dtype)
         self.state = state
@@ -413,38 +400,38 @@ class Studio:
             if self.engine is None:
                 from omnistudio.voices.session import open_engine
 
-                self._set_state("loading", str(self.config.model or "default model"))
-                self.engine = open_engine(self.config, progress=lambda text: self._set_state("loading", text))
+                self.set_state("loading", str(self.config.model or "default model"))
+                self.engine = open_engine(self.config, progress=lambda text: self.set_state("loading", text))
             self.link = LocalEngine(self.engine, voice_for=self.voice_resolver)
-        self._set_state("warming")
+        self.set_state("warming")
         if self.warm and self.engine is not None:
             from omnistudio.voices.session import warm_engine
 
-            notice = warm_engine(self.engine, progress=lambda text: self._set_state("warming", text))
+            notice = warm_engine(self.engine, progress=lambda text: self.set_state("warming", text))
             if notice:
                 self.report(Notice(notice, "warning"))
         self.report(PromptsLoaded())
         info = self.link.info
         self.report(EngineReady(info.model, info.device))
         self._list_voices()
-        self._loaded = True
+        self.loaded = True
         # What is alive now (the model, the prompts, the UI) lives for the whole session: keep it out
         # of the cyclic collector, so a full collection during playback scans only new objects
         # (measured in the test process: a 330 ms UI stall from one full collection mid-render).
         gc.freeze()
-        self._set_state("ready")
+        self.set_state("ready")
 
     def _list_voices(self) -> None:
         """The engine's roster (this machine's, or the server's) for the picker and the duo key."""
         voices = self.loaded_link().voices()
         self.report(VoicesListed(tuple(voices.anchors), tuple(voices.duos)))
 
-    def _preparing(self, event: PrepareEvent) -> None:
+    def preparing(self, event: PrepareEvent) -> None:
         self.report(Preparing(event.done, event.total, event.voice, event.lang, event.action, event.describe()))
         if event.action != "done":
-            self._set_state("rendering", event.describe())
+            self.set_state("rendering", event.describe())
 
-    def _rendered(self, chunk: Chunk) -> None:
+    def on_rendered(self, chunk: Chunk) -> None:
         t = chunk.timings
         if chunk.ok and t is not None:
             self.report(SentenceRendered(chunk.sentence.id, t.wall_s, t.audio_s, t.rtf))
@@ -455,8 +442,8 @@ class Studio:
             return
         options = self.lexicon.refreshed(command.options)
         player = self.player
-        self._set_state("rendering")
-        self._rendering_play = True
+        self.set_state("rendering")
+        self.rendering_play = True
         started, finished = [False], False
 
         def on_piece(start: int, end: int, chunk: Chunk) -> None:
@@ -475,29 +462,29 @@ class Studio:
                 self._played_seed = take.base_seed
             sinks = [PlayerSink(player, cancel, on_piece),
                      self.view.sink(player, sentences=not audition, preempted=self.prebuild.command_waiting.is_set)]
-            result = take.run(sinks, progress=self._preparing, cancel=cancel, on_chunk=self._rendered)
+            result = take.run(sinks, progress=self.preparing, cancel=cancel, on_chunk=self.on_rendered)
             if not audition:
                 self.takes.keep(take, result)
             finished = True
         finally:
-            self._rendering_play = False
-            self._set_state("ready")
+            self.rendering_play = False
+            self.set_state("ready")
             self.report(PlaybackFinished(cancelled=not finished))
 
     def _do_export(self, command: cmd.Export) -> None:
         sentences, path, captions, hearer = list(command.sentences), command.path, command.captions, command.hearer
-        self._set_state("rendering", f"exporting {path.name}")
+        self.set_state("rendering", f"exporting {path.name}")
         options = self.lexicon.refreshed(command.options)
         try:
             # With the seed unlocked, export the take that was heard (its base seed), not a new one.
             base = None if options.seed_locked else self._played_seed
             take = build_take(self.loaded_link(), sentences, options, self.cache, base_seed=base)
             take = self.takes.with_chosen(take)
-            measuring = None if hearer is None else MeasuringHearer(hearer, len(take.sentences), self._set_state)
+            measuring = None if hearer is None else MeasuringHearer(hearer, len(take.sentences), self.set_state)
             sink = FileSink(path, captions=captions, hearer=measuring, delivery=self.takes.delivery())
-            result = take.run([sink], progress=self._preparing, on_chunk=self._rendered)
+            result = take.run([sink], progress=self.preparing, on_chunk=self.on_rendered)
         finally:
-            self._set_state("ready")
+            self.set_state("ready")
         finished = sink.finished
         if finished is None:
             raise UserError(f"the export of {path.name} ended without a file")

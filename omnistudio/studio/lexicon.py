@@ -26,7 +26,7 @@ from omnistudio.text import Entry, Lexicon, Spoken, normalize
 from omnistudio.text.lexicon_files import edit_lexicon, effective_lexicon, global_lexicon_path, project_lexicon_path
 
 if TYPE_CHECKING:
-    from omnistudio.studio.controller import Studio
+    from omnistudio.studio.core import StudioCore
 
 log = logging.getLogger(__name__)
 Signature = tuple[tuple[str, tuple[int, int, int] | None], ...]  # each file: its path and (mtime, size, inode)
@@ -65,7 +65,7 @@ def word_at(text: str, offset: int) -> str:
 
 
 class StudioLexicon:
-    def __init__(self, studio: Studio) -> None:
+    def __init__(self, studio: StudioCore) -> None:
         self.studio = studio
         self.current = Lexicon()
         self._signature: Signature | None = None
@@ -82,7 +82,7 @@ class StudioLexicon:
 
     @property
     def project(self) -> Path | None:
-        project = self.studio.takes.project
+        project = self.studio.project
         return None if project is None else Path(project.path)
 
     def spoken(self, text: str, lang: str) -> Spoken:

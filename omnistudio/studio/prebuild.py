@@ -39,7 +39,7 @@ from omnistudio.studio.commands import Prebuild as PrebuildWake
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
-    from omnistudio.studio.controller import Studio
+    from omnistudio.studio.core import StudioCore
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Preempted:
 class Prebuild:
     """The studio's background builds: wants from the UI thread, built on the engine thread."""
 
-    def __init__(self, studio: Studio) -> None:
+    def __init__(self, studio: StudioCore) -> None:
         self.studio = studio
         # a studio whose link resolves voices itself (tests' fixed references) has no prompts to build
         self.enabled = studio.voice_resolver is None
@@ -147,12 +147,12 @@ class Prebuild:
     def _busy(self) -> bool:
         studio = self.studio
         player = studio.player
-        return bool(studio._rendering_play) or (player is not None and player.ring.total_read < studio.schedule.end)
+        return bool(studio.rendering_play) or (player is not None and player.ring.total_read < studio.schedule.end)
 
     def _due(self) -> float | None:
         """Seconds until a background build is due (0: now), None while nothing is to be built."""
         studio = self.studio
-        if not self.enabled or not studio._loaded or studio.state != "ready" or studio.link is None:
+        if not self.enabled or not studio.loaded or studio.state != "ready" or studio.link is None:
             return None
         if not self.pending():
             return None

@@ -27,11 +27,11 @@ from omnistudio.take.pipeline import PlannedSentence, Take, TakeResult, build_ta
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
-    from omnistudio.studio.controller import Studio
+    from omnistudio.studio.core import StudioCore
 
 
 class ProjectTakes:
-    def __init__(self, studio: Studio) -> None:
+    def __init__(self, studio: StudioCore) -> None:
         self.studio = studio
         self.project: Project | None = None
         self.cursor: dict[int, str] = {}  # sentence -> the take Alt+Left/Right is on
@@ -60,21 +60,21 @@ class ProjectTakes:
         self._need()
         self.studio.stop()
         self.sync(text)
-        self._queue(cmd.Regenerate(index, self.studio._cancel, self.studio.take_options()))
+        self._queue(cmd.Regenerate(index, self.studio.play_cancel, self.studio.take_options()))
 
     def step(self, text: str, index: int, offset: int) -> None:
         """Alt+Left/Right: move to the previous/next take of sentence ``index`` and play it."""
         self._need()
         self.studio.stop()
         self.sync(text)
-        self._queue(cmd.StepTake(index, offset, self.studio._cancel, self.studio.take_options()))
+        self._queue(cmd.StepTake(index, offset, self.studio.play_cancel, self.studio.take_options()))
 
     def compare(self, text: str, index: int) -> None:
         """F10: the chosen take, then the one chosen before it, back to back."""
         self._need()
         self.studio.stop()
         self.sync(text)
-        self._queue(cmd.Compare(index, self.studio._cancel, self.studio.take_options()))
+        self._queue(cmd.Compare(index, self.studio.play_cancel, self.studio.take_options()))
 
     def choose(self, index: int, take_id: str | None = None) -> None:
         """Enter on the take list: choose ``take_id`` (default: the take Alt+Left/Right is on)."""
@@ -150,13 +150,13 @@ class ProjectTakes:
         """The controller is "rendering" for the block; the play is reported finished after it
         (cancelled unless the block ran to its end)."""
         studio = self.studio
-        studio._set_state("rendering")
+        studio.set_state("rendering")
         finished = False
         try:
             yield
             finished = True
         finally:
-            studio._set_state("ready")
+            studio.set_state("ready")
             studio.report(PlaybackFinished(cancelled=not finished))
 
     def _run(self, take: Take, cancel: threading.Event) -> TakeResult:
@@ -167,8 +167,8 @@ class ProjectTakes:
         return take.run([PlayerSink(studio.loaded_player(), cancel, lambda start, end, chunk:
                                     studio.schedule.add(start, end, chunk.sentence.id)),
                          # the take strip shows the take chosen and played
-                         studio.view.sink(studio.loaded_player(), preempted=studio.prebuild.command_waiting.is_set)],
-                        progress=studio._preparing, cancel=cancel, on_chunk=studio._rendered)
+                         studio.view.sink(studio.loaded_player(), preempted=studio.commands.user_waiting)],
+                        progress=studio.preparing, cancel=cancel, on_chunk=studio.on_rendered)
 
     def _play(self, cancel: threading.Event, planned: list[PlannedSentence], options: TakeOptions) -> TakeResult:
         """Play planned sentences (cache hits or rendered) through the controller's player."""

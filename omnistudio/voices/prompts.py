@@ -24,10 +24,10 @@ from omnistudio.config import locations
 from omnistudio.voices.asr import Calibration, Transcriber, calibrate
 from omnistudio.voices.roster import Anchor, Roster, load_roster
 from omnistudio.errors import UserError, first_line
+from omnistudio.voices.state import AnchorPrompt, voice_state
 
 if TYPE_CHECKING:
     import numpy as np
-    import torch
 
     from omnistudio.engine.engine import Engine
 
@@ -44,26 +44,6 @@ Progress = Callable[[str], None]
 
 class PromptError(UserError):
     """A prompt file that cannot be used (damaged, foreign, or another anchor's)."""
-
-
-@dataclass
-class AnchorPrompt:
-    """What OmniVoice conditions on (VoiceClonePrompt's fields) plus where it came from."""
-
-    ref_audio_tokens: torch.Tensor  # long [8, T]
-    ref_text: str
-    ref_rms: float
-    anchor: str
-    lang: str
-    meta: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def fingerprint(self) -> str:
-        return self.meta.get("model_fingerprint", "")
-
-    @property
-    def source_sha256(self) -> str:
-        return self.meta.get("source_sha256", "")
 
 
 @dataclass(frozen=True)
@@ -340,8 +320,6 @@ class PromptCache:
 
 def cache_for(engine: Engine) -> PromptCache:
     """The prompt cache that belongs to ``engine`` (its :class:`~omnistudio.voices.state.VoiceState`'s)."""
-    from omnistudio.voices.state import voice_state
-
     return PromptCache(voice_state(engine).prompts)
 
 

@@ -1,22 +1,44 @@
 """What one loaded engine keeps of voices, owned by that engine: no module-level cache keyed on an engine.
 
-:class:`VoiceState` holds an engine's anchor prompts on its device (by anchor and language), the prompt
-files it loaded (by content digest) and its blends (by anchors, language and alpha). It lives on the
-:class:`~omnistudio.engine.engine.Engine` it belongs to (``engine.voice_state``: the core keeps the slot, this
-layer fills it), so it goes when the engine goes. :meth:`VoiceState.forget` is the one "forget a voice":
-its prompts and every blend it is part of, rebuilt on next use. Call on the engine's thread (a link's
-``forget_voice`` does)."""
+:class:`AnchorPrompt` is one anchor's prompt in one language. :class:`VoiceState` holds an engine's anchor
+prompts on its device (by anchor and language), the prompt files it loaded (by content digest) and its
+blends (by anchors, language and alpha). It lives on the :class:`~omnistudio.engine.engine.Engine` it
+belongs to (``engine.voice_state``: the core keeps the slot, this layer fills it), so it goes when the
+engine goes. :meth:`VoiceState.forget` is the one "forget a voice": its prompts and every blend it is part
+of, rebuilt on next use. Call on the engine's thread (a link's ``forget_voice`` does)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import torch
+
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.morph import BlendedPrompt
-    from omnistudio.voices.prompts import AnchorPrompt
 
 BlendKey = tuple[str, str, str, float]
+
+
+@dataclass
+class AnchorPrompt:
+    """What OmniVoice conditions on (VoiceClonePrompt's fields) plus where it came from."""
+
+    ref_audio_tokens: torch.Tensor  # long [8, T]
+    ref_text: str
+    ref_rms: float
+    anchor: str
+    lang: str
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.meta.get("model_fingerprint", "")
+
+    @property
+    def source_sha256(self) -> str:
+        return self.meta.get("source_sha256", "")
 
 
 class VoiceState:
