@@ -276,3 +276,19 @@ def test_a_long_file_without_a_sidecar_is_not_read_whole(tmp_path: Path, aligned
     assert "its words are estimated, not heard" in err
     assert reads == [] and aligned.calls == []
     assert wav.with_suffix(".srt").read_text(encoding="utf-8").count("-->") >= 1
+
+
+def test_a_hand_edited_sidecars_rows_without_ids_are_matched_by_position(tmp_path: Path) -> None:
+    """Rows that name no id (a sidecar edited by hand) take their text by position, whatever ids the spans
+    carry (an export that began at the script's second sentence numbers them from 1)."""
+    import soundfile as sf
+
+    from omnistudio.take.file_sentences import file_sentences
+
+    audio = tmp_path / "cut.wav"
+    sf.write(audio, np.zeros(48_000, dtype=np.float32), 24_000)
+    sidecar = {"sentences": [{"id": 1, "start_s": 0.0, "end_s": 0.9}, {"id": 2, "start_s": 1.0, "end_s": 1.9}],
+               "timings": {"sentences": [{"text": "Hello there.", "lang": "en"}, {"text": "Number 5.", "lang": "en"}]}}
+    (tmp_path / "cut.wav.json").write_text(json.dumps(sidecar), encoding="utf-8")
+    timed, _notes = file_sentences(audio, None, None)
+    assert [(s.index, s.text) for s in timed] == [(1, "Hello there."), (2, "Number 5.")]

@@ -137,7 +137,7 @@ def check_spans(spans: Sequence[tuple[float, float]], duration: float, slack: fl
         previous = end
 
 
-def _id(span: Mapping[str, Any], otherwise: int) -> int:
+def _id(span: Mapping[str, Any], otherwise: int | None) -> int | None:
     """The sentence id a sidecar's span gives (a hand-edited one may give none)."""
     sentence_id = span.get("id")
     return sentence_id if isinstance(sentence_id, int) else otherwise

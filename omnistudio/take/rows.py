@@ -14,7 +14,7 @@ class Written(Protocol):
     """What captions read of a sentence: :class:`SentenceRow`, :class:`SentenceText`."""
 
     @property
-    def id(self) -> int: ...
+    def id(self) -> int | None: ...  # None: the row named none (matched by its position)
 
     @property
     def text(self) -> str: ...
@@ -28,21 +28,22 @@ class Written(Protocol):
 
 @dataclass(frozen=True)
 class SentenceText:
-    """A sentence's id in its take, its text as written, what was said (empty: the text) and its language."""
+    """A sentence's id in its take (None: a hand-edited row named none), its text as written, what was said
+    (empty: the text) and its language."""
 
-    id: int
+    id: int | None
     text: str
     spoken: str
     lang: str
 
     @classmethod
     def from_row(cls, row: object, position: int) -> SentenceText:
-        """A sidecar's row as read back (a hand-edited one may lack fields: no id means its position; a
-        row that is no JSON object is a TypeError)."""
+        """A sidecar's row as read back (a hand-edited one may lack fields: with no id it is matched by its
+        ``position``; a row that is no JSON object is a TypeError)."""
         if not isinstance(row, Mapping):
             raise TypeError(f"sentence row {position + 1} is not an object")
         sentence_id, text = row.get("id"), str(row.get("text") or "")
-        return cls(sentence_id if isinstance(sentence_id, int) else position, text,
+        return cls(sentence_id if isinstance(sentence_id, int) else None, text,
                    str(row.get("spoken") or text), str(row.get("lang") or "en"))
 
 
@@ -88,7 +89,7 @@ R = TypeVar("R", bound=Written)
 def matched(rows: Sequence[R], ids: Sequence[object]) -> list[R | None]:
     """The row of each sentence id, in order: by id; an id no row has (or none), the row at its position;
     past the last row, None."""
-    by_id = {row.id: row for row in rows}
+    by_id = {row.id: row for row in rows if row.id is not None}
     found: list[R | None] = []
     for k, sentence_id in enumerate(ids):
         row = by_id.get(sentence_id) if isinstance(sentence_id, int) else None
