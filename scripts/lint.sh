@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Lint for both tiers (`make check`, `make test`): ruff, import-linter's contracts, and mypy over the
-# headless core (the packages and modules in [tool.mypy] `files`; configuration in pyproject.toml).
+# Lint for both tiers (`make check`, `make test`): ruff, import-linter's contracts, and mypy --strict over the
+# whole package ([tool.mypy] `files`; configuration in pyproject.toml).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${VENV:-.venv}/bin
