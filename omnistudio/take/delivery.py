@@ -47,16 +47,14 @@ def describe(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
     markers = [Marker(span.start_s, label(row.text if row is not None and row.text else f"Sentence {k + 1}"))
                for k, (span, row) in enumerate(placed)]
     stories = _runs(placed, lambda row: row.story)
-    regions = [Marker(first.start_s, str(name), last.end_s) for name, first, last in stories if name]
+    regions = [Marker(first.start_s, str(name), last.end_s) for name, first, last, _first_text in stories if name]
     named = [run for run in stories if run[0]]
-    chapters = ([Marker(first.start_s, str(name) if name else label(_text(placed, first)))
-                 for name, first, _last in stories] if named
-                else [Marker(first.start_s, label(_text(placed, first)))
-                      for _line, first, _l in _runs(placed, lambda row: row.line)])
+    chapters = ([Marker(first.start_s, str(name) if name else label(text))
+                 for name, first, _last, text in stories] if named
+                else [Marker(first.start_s, label(text)) for _line, first, _l, text in _runs(placed, lambda row: row.line)])
     engine = delivery.engine if delivery.engine is not None else engine
     take, engine = dict(take or {}), dict(engine or {})
-    title = delivery.title or (str(named[0][0]) if named else label(_text(placed, placed[0][0]))
-                                                                                if placed else "OmniStudio")
+    title = delivery.title or (str(named[0][0]) if named else label(_text(placed[0][1])) if placed else "OmniStudio")
     voices = list(dict.fromkeys(str((row.speaker if row is not None else None) or take.get("voice") or "")
                                 for _s, row in placed))
     voices = [v for v in voices if v]
@@ -73,17 +71,21 @@ def describe(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
 Placed = Sequence[tuple[SentenceSpan, SentenceRow | None]]
 
 
-def _runs(placed: Placed, key: Callable[[SentenceRow], object]) -> list[tuple[object, SentenceSpan, SentenceSpan]]:
-    """Runs of consecutive sentences sharing ``key`` (a story, a line): its value, first and last span."""
-    runs: list[tuple[object, SentenceSpan, SentenceSpan]] = []
+Run = tuple[object, SentenceSpan, SentenceSpan, str]
+
+
+def _runs(placed: Placed, key: Callable[[SentenceRow], object]) -> list[Run]:
+    """Runs of consecutive sentences sharing ``key`` (a story, a line): its value, first and last span, and
+    the first sentence's text."""
+    runs: list[Run] = []
     for span, row in placed:
         value = key(row) if row is not None else None
         if runs and runs[-1][0] == value:
-            runs[-1] = (value, runs[-1][1], span)
+            runs[-1] = (value, runs[-1][1], span, runs[-1][3])
         else:
-            runs.append((value, span, span))
+            runs.append((value, span, span, _text(row)))
     return runs
 
 
-def _text(placed: Placed, span: SentenceSpan) -> str:
-    return next(((row.text if row is not None else "") for s, row in placed if s is span), "")
+def _text(row: SentenceRow | None) -> str:
+    return row.text if row is not None else ""
