@@ -7,11 +7,12 @@ Syntax (one paragraph per line; blank lines are ignored)::
     [valentina:es] Buenas noches, Sr. García.
     [:en] Back to the default voice, in English. [pause 1.5] After a silence.
 
-A tag at the start of a line sets the speaker (and optionally the language)
-for that line and the lines after it. ``[name]`` keeps the current language,
-``[name:xx]`` sets it, ``[:xx]`` returns to the default voice in language
-``xx``. OmniVoice's own inline non-verbal tags (``[laughter]``, ``[sigh]``,
-...) are text, not speaker tags. All tag syntax is parsed by :func:`parse_tag`.
+A tag at the start of a line sets the speaker and the language for that line
+and the lines after it (a line without a tag keeps both). ``[name]`` means the
+script's default language (never the previous tag's), ``[name:xx]`` language
+``xx``, ``[:xx]`` the default voice in language ``xx``. OmniVoice's own
+inline non-verbal tags (``[laughter]``, ``[sigh]``, ...) are text, not speaker
+tags. All tag syntax is parsed by :func:`parse_tag`.
 
 A story (a news item: a chapter of a podcast file, a region of a Broadcast Wave) starts at a heading
 line, ``# Weather`` (one to six ``#`` and a space), or at a ``[story Weather]`` tag at the start of a
@@ -391,7 +392,7 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
                 hint = f" (known: {', '.join(sorted(known)[:8])}{', ...' if len(known) > 8 else ''})" if known else ""
                 raise UserError(f"line {number}: unknown speaker '{unknown[0]}'{hint}")
             speaker, blend = tag.speaker, tag.blend
-            current = tag.lang or (current if tag.speaker is not None else default_lang)
+            current = tag.lang or default_lang  # a tag without a language: the script's default
         for piece, pause in split_pauses(body, number):
             for sentence in split_sentences(piece, current):
                 start, end = _locate(text, sentence, max(cursor, at))

@@ -118,6 +118,20 @@ def test_tags_set_speaker_and_language_until_the_next_tag() -> None:
     assert script.voices == [(None, "en"), ("ruby", "en"), ("valentina", "es")]
 
 
+def test_a_tag_without_a_language_means_the_scripts_default_not_the_previous_tags() -> None:
+    script = parse_script(
+        "[valentina:es] Buenas noches.\n"
+        "[ruby] The Dow rose 1.2% to 38,450 points, and oil fell to $78.40 a barrel.\n"
+        "Untagged, still Ruby in English.\n[valentina:es] Hola.\nSigue en español.\n[storm] Back to English.",
+        "en", speakers={"ruby", "valentina", "storm"})
+    assert [(s.speaker, s.lang, s.line) for s in script.sentences] == [
+        ("valentina", "es", 1), ("ruby", "en", 2), ("ruby", "en", 3),
+        ("valentina", "es", 4), ("valentina", "es", 5), ("storm", "en", 6)]
+    # with Spanish the default, a bare tag after an English one is Spanish
+    spanish = parse_script("[ruby:en] Good evening.\n[valentina] Buenas noches.", "es")
+    assert [s.lang for s in spanish.sentences] == ["en", "es"]
+
+
 def test_tag_parser() -> None:
     assert parse_tag("Ruby", 1).speaker == "ruby"
     assert parse_tag("valentina:ES", 1).lang == "es"

@@ -26,7 +26,7 @@ def test_plan_gives_each_sentence_its_voice_seed_and_pause() -> None:
     options = TakeOptions(seed=5, voice=VoiceRef(anchor="ruby"))
     sentences = plan("Hello there. Second one.\n[storm+ruby@0.3:es] Hola.\n[cy] Bye.", options, speakers=None)
     assert [(s.voice.key(), s.lang) for s in sentences] == [("ruby", "en"), ("ruby", "en"),
-                                                             ("storm+ruby@0.30", "es"), ("cy", "es")]
+                                                             ("storm+ruby@0.30", "es"), ("cy", "en")]
     assert sentences[2].voice.blend is not None and sentences[2].voice.blend.alpha == 0.3  # typed, not a string
     assert [s.pause_s for s in sentences] == [0.15, 0.45, 0.45, 0.0]
     assert sentences[0].seed == sentence_seed(5, "Hello there.", "ruby", "en")
