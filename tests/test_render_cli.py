@@ -11,6 +11,7 @@ import soundfile as sf
 
 from omnistudio.cli import main
 from support.audio import REF_TEXT
+from support.cli import one_line_error
 
 
 
@@ -28,6 +29,7 @@ def test_render_writes_the_stitched_script(tmp_path: Path, ref_wav: Path, capsys
     captured = capsys.readouterr()
     # stderr is not a terminal here: no progress drawn, and no empty line (Rich's Progress.stop printed one)
     assert all(line.strip() for line in captured.err.splitlines()), captured.err
+    assert "warning" not in captured.err  # each line reads in its own language
     result = json.loads(captured.out)
     assert [s["text"] for s in result["sentences"]] == ["Good evening.", "Here is the news.",
                                                          "Buenas noches, Sr. García."]
@@ -47,6 +49,18 @@ def test_render_writes_the_stitched_script(tmp_path: Path, ref_wav: Path, capsys
     assert result["played"] is False and result["underruns"] is None
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.wav", "out.wav.json", "s.txt"]
+
+
+def test_a_line_that_reads_as_the_other_language_is_one_warning_and_renders(
+        tmp_path: Path, ref_wav: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.txt"  # the untagged line keeps the Spanish of the line before it
+    script.write_text("[:es] Buenas noches.\nThe Dow rose 1.2% to 38,450 points, and oil fell to $78.40 a barrel.\n",
+                      encoding="utf-8")
+    out = tmp_path / "out.wav"
+    assert main(render([str(script), "-o", str(out), "--json"], ref_wav)) == 0
+    warning = one_line_error(capsys, "", alone=False)
+    assert warning == ("omnistudio: warning: line 2 reads as English but is read in Spanish (tag it [:en])")
+    assert out.exists()
 
 
 def test_failed_sentence_writes_nothing(tmp_path: Path, ref_wav: Path, monkeypatch: pytest.MonkeyPatch,

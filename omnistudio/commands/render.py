@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--report writes beside the audio: give -o OUT.wav")
     text = read_script(args.script)
     script, options = plan_script(args, text, take_options(args))  # every check first
+    _warn_languages(script)
     from omnistudio.flags.engine import check_link_args
     from omnistudio.commands.flags.retakes import wanted
 
@@ -166,6 +167,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"output": str(args.output) if args.output else None, **result}))
     return 0
+
+
+def _warn_languages(script: Script) -> None:
+    """One warning line when a paragraph reads as the other language than the one it is read in."""
+    from omnistudio.console import err_console
+    from omnistudio.text.language import describe, mismatches
+
+    found = mismatches(script.sentences)
+    if found:
+        err_console.print(f"omnistudio: warning: {describe(found)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _render(args: argparse.Namespace, script: Script, options: TakeOptions, player: Player | None,
