@@ -46,6 +46,12 @@ class Locations:
     def autosave_file(self) -> Path:
         return self.data / "autosave.script"
 
+    @property
+    def studio_log(self) -> Path:
+        """Where the studio's log goes while its screen is up: the log records and whatever a C library
+        (ALSA, PortAudio) writes to file descriptor 2, which would otherwise land on the screen."""
+        return self.cache / "studio.log"
+
 
 def locations() -> Locations:
     """Resolve the user folders now (the environment may change between calls)."""

@@ -61,8 +61,13 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.studio.welcome import EXAMPLE_SCRIPT
 
         studio.takes.open(path, None if exists else EXAMPLE_SCRIPT)
-    app = StudioApp(studio, subtitle=subtitle, banner=banner)
-    if warning:
-        app.call_later(app.notify, warning, severity="warning")
-    app.run()
+    from omnistudio.commands.studio_terminal import library_output_to_log
+    from omnistudio.config import locations
+
+    # what a C library prints (ALSA's "underrun occurred") goes to the log, not over the screen
+    with library_output_to_log(locations().studio_log):
+        app = StudioApp(studio, subtitle=subtitle, banner=banner)
+        if warning:
+            app.call_later(app.notify, warning, severity="warning")
+        app.run()
     return 0
