@@ -1,6 +1,6 @@
-"""Telemetry: engine state, where it runs, time to first audio, last sentence's render time and RTF, underruns,
-the compiled backbone's state (compiling / compiled) when it is on, the diffusion step's captured CUDA graphs
-when there are any.
+"""Telemetry: engine state, where it runs, time to first audio, last sentence's render time and RTF, underruns
+(the ring's and the audio device's own), the compiled backbone's state (compiling / compiled) when it is on,
+the diffusion step's captured CUDA graphs when there are any.
 
 With a remote engine the TTFA is measured here (network included) and the render time and RTF are the
 server's own, as its telemetry frames report them."""
@@ -34,6 +34,8 @@ class Telemetry(Static):
     """Real-time factor of the last sentence (render time / audio time)."""
     underruns: reactive[int] = reactive(0)
     """Output blocks the ring could not fill."""
+    device_underruns: reactive[int] = reactive(0)
+    """Output underflows the audio device itself reported (PortAudio's flag; ALSA's "underrun occurred")."""
     backbone: reactive[str] = reactive("off")
     """The compiled backbone: off (row hidden) | compiling (eager meanwhile) | switching | compiled | failed (eager)."""
     graphs: reactive[str] = reactive("off")
@@ -54,7 +56,10 @@ class Telemetry(Static):
         table.add_row("TTFA", ms(self.ttfa))
         table.add_row("render", ms(self.render_s))
         table.add_row("RTF", "—" if math.isnan(self.rtf) else f"{self.rtf:.2f}")
-        table.add_row("underruns", str(self.underruns))
+        # the sum: a block the ring could not fill, or one the device played late, is heard as a gap either way
+        total = self.underruns + self.device_underruns
+        table.add_row("underruns", f"{total}" + (f" [dim](device {self.device_underruns})[/]"
+                                                 if self.device_underruns else ""))
         if self.backbone != "off":
             table.add_row("backbone", f"[{BACKBONE_STYLE.get(self.backbone, 'white')}]{self.backbone}[/]")
         if self.graphs != "off":
