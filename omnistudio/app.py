@@ -20,6 +20,7 @@ from textual.screen import Screen
 from omnistudio.screens.error import ErrorModal
 from omnistudio.screens import messages as msg
 from omnistudio.screens.main import BINDINGS, MainScreen
+from omnistudio.screens.quit import EXPORTING, QuitDialog, render_in_progress
 from omnistudio.studio import events as ev
 from omnistudio.studio.adapters import AnchorRow, duos, load_anchor_rows
 from omnistudio.studio.autosave import Autosave
@@ -57,6 +58,7 @@ class StudioApp(App[None]):
         self.sentences: dict[int, tuple[int, int]] = {}
         self.takes: ev.TakesChanged | None = None  # the project's takes, as last reported
         self._duo_index = -1
+        self.rendering_detail = ""  # what the render in progress does, as the engine state said ("exporting X.wav")
 
     async def on_mount(self) -> None:
         # The engine thread runs Python between torch ops; a short switch interval hands the GIL
@@ -120,6 +122,20 @@ class StudioApp(App[None]):
                 yield SystemCommand(f"{binding.description} ({binding.key})", f"studio: {binding.action}",
                                     lambda action=binding.action: self.run_action(action, screen))
 
+    async def action_quit(self) -> None:
+        """Ctrl+Q: quit at once when idle; while a render or an export runs, say what would be lost and ask
+        (Ctrl+Q again on the question quits)."""
+        lost = render_in_progress(self.studio.state, self.studio.rendering_play, self.rendering_detail)
+        if lost is None or isinstance(self.screen, QuitDialog):
+            self.exit()
+            return
+
+        def answered(quit: bool | None) -> None:
+            if quit:
+                self.exit()
+
+        self.push_screen(QuitDialog(lost), answered)
+
     @property
     def main_screen(self) -> MainScreen | None:
         return next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
@@ -171,8 +187,13 @@ class StudioApp(App[None]):
 
     @on(msg.EngineStateChanged)
     def _engine_state(self, message: msg.EngineStateChanged) -> None:
+        event = message.event
+        if event.state != "rendering":
+            self.rendering_detail = ""
+        elif not self.rendering_detail.startswith(EXPORTING):  # an export's voices being built: still its export
+            self.rendering_detail = event.detail
         if (shown := self._telemetry()) is not None:
-            shown[1].engine_state, shown[1].detail = message.event.state, message.event.detail
+            shown[1].engine_state, shown[1].detail = event.state, event.detail
 
     @on(msg.SentenceRendered)
     def _sentence_rendered(self, message: msg.SentenceRendered) -> None:
