@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from omnistudio.script import parse_script
+from omnistudio.studio.languages import paragraph_languages
 from omnistudio.text.language import Mismatch, describe, detect, mismatches
 
 DOW = "The Dow rose 1.2% to 38,450 points, and oil fell to $78.40 a barrel."
@@ -35,3 +36,10 @@ def test_a_paragraph_is_judged_whole_and_described_in_one_line() -> None:
     assert describe(found) == ("line 2 reads as English but is read in Spanish (tag it [:en]); "
                                "line 3 reads as Spanish but is read in English (tag it [storm:es])")
     assert describe(found * 3, most=2).endswith("; and 4 more")
+
+
+def test_paragraph_languages_per_editor_row_and_a_half_typed_script() -> None:
+    assert paragraph_languages(f"[valentina:es] Buenas noches.\n\n[ruby] {DOW}\n[storm:es] {DOW}", "en") == {
+        0: ("es", False), 2: ("en", False), 3: ("es", True)}
+    assert paragraph_languages("[ruby Good evening, everyone at home.", "en") == {}  # an unclosed tag
+    assert paragraph_languages("", "en") == {}

@@ -18,6 +18,9 @@ WORD_STYLE = Style(color="black", bgcolor="green3", bold=True, underline=True)  
 MARK_WIDTH = 6  # the take marks before the line number: "2 1✗"
 MARK_STYLE = Style(color="cyan")
 FAILED_STYLE = Style(color="red", bold=True)
+LANG_WIDTH = 4  # each paragraph's language, then "!" where its text reads as the other one: "en! "
+LANG_STYLE = Style(color="blue")
+MISMATCH_STYLE = Style(color="black", bgcolor="yellow", bold=True)
 
 
 def _byte_col(line: str, column: int) -> int:
@@ -35,6 +38,7 @@ class ScriptEditor(TextArea):
     _playing: tuple[int, int] | None = None  # the base class builds highlights during __init__
     _word: tuple[int, int] | None = None
     _marks: dict[int, str] = {}  # script row -> take marks (a project is open)
+    _paragraph_langs: dict[int, tuple[str, bool]] | None = None  # row -> (language, reads as the other); None: hidden
 
     def __init__(self, text: str = "", **kwargs: Any) -> None:
         super().__init__(text, soft_wrap=True, show_line_numbers=True, tab_behavior="focus", **kwargs)
@@ -73,28 +77,63 @@ class ScriptEditor(TextArea):
 
     # -------------------------------------------------------------- gutter
     @property
+    def _extra_width(self) -> int:
+        """The columns before the line numbers: the languages (once shown, kept: no jump on each edit),
+        then the take marks (a project with takes)."""
+        if not self.show_line_numbers:
+            return 0
+        return (LANG_WIDTH if self._paragraph_langs is not None else 0) + (MARK_WIDTH if self._marks else 0)
+
+    @property
     def gutter_width(self) -> int:
-        return super().gutter_width + (MARK_WIDTH if self._marks and self.show_line_numbers else 0)
+        return super().gutter_width + self._extra_width
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
-        if not self._marks or not self.show_line_numbers:
+        extra = self._extra_width
+        if not extra:
             return strip
         try:
             row, section = self.wrapped_document._offset_to_line_info[y + self.scroll_offset.y]
         except IndexError:
             return strip
-        mark = self._marks.get(row, "") if section == 0 else ""
-        style = FAILED_STYLE if "✗" in mark else MARK_STYLE
-        return Strip.join([Strip([Segment(f"{mark[:MARK_WIDTH]:<{MARK_WIDTH}}", style)], MARK_WIDTH),
-                           strip.crop(MARK_WIDTH)])
+        parts = []
+        if self._paragraph_langs is not None:
+            lang, wrong = self._paragraph_langs.get(row, ("", False)) if section == 0 else ("", False)
+            flag = Segment("!", MISMATCH_STYLE) if wrong else Segment(" ")
+            parts.append(Strip([Segment(f"{lang:<2}", LANG_STYLE), flag, Segment(" " * (LANG_WIDTH - 3))], LANG_WIDTH))
+        if self._marks:
+            mark = self._marks.get(row, "") if section == 0 else ""
+            style = FAILED_STYLE if "✗" in mark else MARK_STYLE
+            parts.append(Strip([Segment(f"{mark[:MARK_WIDTH]:<{MARK_WIDTH}}", style)], MARK_WIDTH))
+        return Strip.join([*parts, strip.crop(extra)])
+
+    def _show_in_gutter(self, marks: dict[int, str], languages: dict[int, tuple[str, bool]] | None) -> None:
+        """Show these take marks and languages; where that changes the gutter's width, wrap the text again
+        to the new width (TextArea re-wraps by itself only on a resize or a change of its own settings)."""
+        before = self.gutter_width
+        self._marks, self._paragraph_langs = marks, languages
+        if self.gutter_width != before:
+            self._rewrap_and_refresh_virtual_size()
+            self.scroll_cursor_visible()
+        self.refresh()
 
     def set_take_marks(self, marks: dict[int, str]) -> None:
         """Per script row (0-based), what the gutter shows: each sentence's take count, ✗ when its
         chosen take failed the speech-recognition check."""
         if marks != self._marks:
-            self._marks = dict(marks)
-            self.refresh()
+            self._show_in_gutter(dict(marks), self._paragraph_langs)
+
+    def set_languages(self, rows: dict[int, tuple[str, bool]]) -> None:
+        """Per script row (0-based) that starts a paragraph: the language it is read in and whether its
+        text reads as the other one (marked ``!``). From the first call on, the gutter keeps a column for
+        them ({}: nothing to show now, e.g. a half-typed script)."""
+        if rows != self._paragraph_langs:
+            self._show_in_gutter(self._marks, dict(rows))
+
+    @property
+    def languages(self) -> dict[int, tuple[str, bool]]:
+        return dict(self._paragraph_langs or {})
 
     @property
     def take_marks(self) -> dict[int, str]:
