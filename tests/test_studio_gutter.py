@@ -47,6 +47,8 @@ def test_text_rewraps_when_take_marks_widen_the_gutter(tiny_engine, voice_roster
 
 
 async def _rewraps(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from textual.widgets import TextArea
+
     from omnistudio.widgets.script_editor import LANG_WIDTH, MARK_WIDTH, ScriptEditor
 
     app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", virtual_rate=50.0)
@@ -58,27 +60,28 @@ async def _rewraps(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None
         assert editor.text == SCRIPT
         assert editor.take_marks == {}
         assert_text_fits(editor)
-        plain = editor.gutter_width
+        numbers = TextArea.gutter_width.fget(editor)  # the line numbers alone
 
-        await pilot.press("f5")  # the first F5 in the project: take counts in the gutter
+        # the languages' column (as the app fills it on edits): the text wraps to what is left
+        languages = paragraph_languages(editor.text, app.studio.settings.language)
+        editor.set_languages(languages)
+        await pilot.pause()
+        assert editor.languages == languages and editor.gutter_width == numbers + LANG_WIDTH
+        assert_text_fits(editor)
+
+        await pilot.press("f5")  # the first F5 in the project: take counts in the gutter, wider again
         await wait_for(pilot, lambda: app.takes is not None and len(editor.take_marks) == 3
                        and app.studio.commands.empty() and app.studio.state == "ready",
                        timeout=HANG_S, what="a take per sentence")
         await pilot.pause()
-        assert editor.gutter_width == plain + MARK_WIDTH
+        assert editor.gutter_width == numbers + LANG_WIDTH + MARK_WIDTH
         assert_text_fits(editor)
         editor.move_cursor((0, len(editor.document.lines[0])))
         editor.insert(" And more words typed at the end of the first paragraph.")  # still wraps on edits
         await pilot.pause()
         assert_text_fits(editor)
-
-        # the languages' column: reserved from the first call on, whatever the script reads then
-        editor.set_languages(paragraph_languages(editor.text, "en"))
-        await pilot.pause()
-        assert editor.gutter_width == plain + MARK_WIDTH + LANG_WIDTH
-        assert_text_fits(editor)
-        editor.set_languages({})  # a half-typed script: nothing to show, the same width
-        assert editor.gutter_width == plain + MARK_WIDTH + LANG_WIDTH
+        editor.set_languages({})  # a half-typed script: nothing to show, the column kept (no jump)
+        assert editor.gutter_width == numbers + LANG_WIDTH + MARK_WIDTH
 
 
 def test_gutter_shows_each_paragraphs_language_and_marks_the_wrong_one(tiny_engine, voice_roster_file: Path,  # noqa: ANN001
