@@ -68,6 +68,7 @@ class Play:
     asked_at: float  # perf_counter when asked: time to first audio counts from here
     audition: bool
     options: TakeOptions
+    base_seed: int | None = None  # the take's base seed (None: the seed policy's; an audition's is fixed)
 
 
 @dataclass(frozen=True)

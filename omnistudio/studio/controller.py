@@ -26,7 +26,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +41,7 @@ from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
 from omnistudio.script import Blend, Sentence, parse_script
 from omnistudio.studio import adapters
+from omnistudio.studio.audition import Auditions, Heard, fixed_line
 from omnistudio.studio import commands as cmd
 from omnistudio.studio.commands import CommandQueue, Retry
 from omnistudio.studio.core import VoiceFor
@@ -80,10 +81,6 @@ if TYPE_CHECKING:
     from omnistudio.voices.align import Hearer
 
 log = logging.getLogger(__name__)
-
-AUDITION = {"en": "Good evening, and welcome to the news at nine.",
-            "es": "Buenas noches, estas son las noticias de las nueve."}
-
 
 class Studio:
     """Headless studio: everything the Textual app shows comes from here."""
@@ -126,6 +123,7 @@ class Studio:
         self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
         self.lexicon = StudioLexicon(self)  # the global lexicon with the project's over it
         self.prebuild = Prebuild(self)  # voices built in the background while idle (pre-empted by any command)
+        self.auditions = Auditions(self._play_heard)  # the last two auditions (flip: an instant A/B)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> Studio:
@@ -203,10 +201,23 @@ class Studio:
                            voice=voice or self.voice(), finishing=adapters.finishing_options(s),
                            lexicon=self.lexicon.current)
 
-    def audition(self, anchor: str, lang: str) -> None:
-        """A short fixed sentence in ``anchor``'s voice (with the current blend when it is selected)."""
-        text = AUDITION[lang]
-        self._start_play([Sentence(0, text, None, lang, 1, end=len(text))], audition=True, voice=self.voice(anchor))
+    def audition(self, anchor: str, lang: str, paragraph: Sequence[Sentence] = ()) -> None:
+        """``anchor``'s voice (with the current blend when it is the selected one) reading ``paragraph``, the
+        producer's own sentences; the fixed line in ``lang`` when there are none."""
+        voice = self.voice(anchor)
+        if voice is not None:
+            self.hear(voice, paragraph or fixed_line(lang))
+
+    def hear(self, voice: VoiceRef, sentences: Sequence[Sentence]) -> None:
+        """``voice`` reading ``sentences`` (their own speakers cleared), kept for :meth:`flip`."""
+        self.auditions.hear(Heard.of(voice, sentences))
+
+    def flip(self) -> bool:
+        """Play the audition before the last one again (a cache hit); False when there is none."""
+        return self.auditions.flip() is not None
+
+    def _play_heard(self, heard: Heard) -> None:
+        self._start_play(list(heard.sentences), audition=True, voice=heard.voice)
 
     def _start_play(self, sentences: list[Sentence], audition: bool = False, voice: VoiceRef | None = None) -> None:
         self.stop()
@@ -215,8 +226,9 @@ class Studio:
             self.player.tap.skip()
             if self.player.paused:
                 self.player.resume()
+        # an audition's seed is the settings' even when unlocked: the same voice on the same line is a cache hit
         self.commands.put(cmd.Play(self.play_cancel, tuple(sentences), time.perf_counter(), audition,
-                                   self.take_options(voice)))
+                                   self.take_options(voice), self.settings.seed if audition else None))
 
     def stop(self) -> None:
         """Stop playback and any render (within one diffusion step); queued plays are dropped."""
@@ -454,7 +466,7 @@ class Studio:
                 self.report(PlaybackStarted(time.perf_counter() - asked_at, self.silent))
 
         try:
-            take = build_take(self.loaded_link(), sentences, options, self.cache)
+            take = build_take(self.loaded_link(), sentences, options, self.cache, base_seed=command.base_seed)
             if not audition:
                 take = self.takes.with_chosen(take)
             self.last_take = take

@@ -33,12 +33,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import Cancelled, Unavailable, UserError
+from omnistudio.take.pipeline import build_take
 from omnistudio.take.stream import sentence_voice
 from omnistudio.studio.commands import CommandQueue
 from omnistudio.studio.commands import Prebuild as PrebuildWake
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
+    from omnistudio.studio.audition import Heard
     from omnistudio.studio.core import StudioCore
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,8 @@ class Prebuild:
         self.built = 0  # voices the background builds prepared
         self.preempted = 0  # builds a command cancelled
         self.step_hook: Callable[[], None] | None = None  # tests: called on the engine thread at each step
+        self._ahead: list[Heard] = []  # auditions to render into the take cache (the slider's neighbours)
+        self.rendered: list[Heard] = []  # rendered ahead (or found in the cache), in order (tests read it)
 
     # ------------------------------------------------------------ wants (UI thread)
     def script(self, text: str) -> None:
@@ -94,6 +98,16 @@ class Prebuild:
     def highlight(self, anchor: str | None, lang: str) -> None:
         """The anchor list's highlight (or its language) changed."""
         self._want(highlight=(anchor, lang) if anchor else None)
+
+    def ahead(self, heards: list[Heard]) -> None:
+        """Render these auditions into the take cache while idle (replacing any not rendered yet), so
+        hearing one later plays at once (the morph slider's neighbour ratios)."""
+        with self._lock:
+            self._ahead = [h for h in heards if h not in self.rendered]
+            self._generation += 1
+            wake, self._blocked = self._blocked, False
+        if wake:
+            self.studio.commands.put(PrebuildWake())
 
     def _want(self, **change: Any) -> None:
         with self._lock:
@@ -115,8 +129,8 @@ class Prebuild:
             return self._version, dict(self._marks)
 
     def settled(self) -> bool:
-        """Nothing wanted is left to build (tests wait on this, not on time)."""
-        return self.building is None and not self.pending()
+        """Nothing wanted is left to build or render ahead (tests wait on this, not on time)."""
+        return self.building is None and not (self.enabled and self.pending()) and not self._ahead
 
     # ------------------------------------------------------------ engine thread
     def wanted(self) -> list[Want]:
@@ -152,9 +166,9 @@ class Prebuild:
     def _due(self) -> float | None:
         """Seconds until a background build is due (0: now), None while nothing is to be built."""
         studio = self.studio
-        if not self.enabled or not studio.loaded or studio.state != "ready" or studio.link is None:
+        if not studio.loaded or studio.state != "ready" or studio.link is None:
             return None
-        if not self.pending():
+        if not (self.enabled and self.pending()) and not self._ahead:
             return None
         left = max(self._changed_at + DEBOUNCE_S, self._rest_until) - time.monotonic()
         if left > 0:
@@ -179,8 +193,31 @@ class Prebuild:
             self._blocked = False
         preempted = self.command_waiting
         while self._due() == 0.0 and not preempted.is_set():
-            if not self._build(self.pending()[0], preempted):
+            pending = self.pending() if self.enabled else []
+            if not (self._build(pending[0], preempted) if pending else self._render_ahead(preempted)):
                 return
+
+    def _render_ahead(self, preempted: Preempted) -> bool:
+        """Render the first audition wanted ahead into the take cache (no sink: nothing plays)."""
+        with self._lock:
+            if not self._ahead:
+                return True
+            heard = self._ahead[0]
+        studio = self.studio
+        options = studio.take_options(heard.voice)
+        try:
+            build_take(studio.loaded_link(), list(heard.sentences), options, studio.cache,
+                       base_seed=studio.settings.seed).run([], cancel=preempted)
+        except Cancelled:
+            self.preempted += 1
+            return False
+        except Exception as exc:  # noqa: BLE001 - a background render never stops the studio
+            log.info("rendering %s ahead failed: %s", heard.voice.key(), exc)
+        with self._lock:
+            if heard in self._ahead:
+                self._ahead.remove(heard)
+            self.rendered = [*self.rendered[-7:], heard]
+        return True
 
     def _build(self, want: Want, preempted: Preempted) -> bool:
         voice, lang = want

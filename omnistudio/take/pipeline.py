@@ -24,7 +24,7 @@ from typing import Any
 from omnistudio.audio.finishing import live_stitcher, sentence_pauses
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.script import Script, Sentence, parse_script
-from omnistudio.take.link import EngineLink, PrepareEvent, Rendered, RenderItem, link_record
+from omnistudio.take.link import CancelFlag, EngineLink, PrepareEvent, Rendered, RenderItem, link_record
 from omnistudio.take.options import SEED_LIMIT, TakeOptions, sentence_seed, spoken_text
 from omnistudio.take.result import TakeResult as TakeResult  # re-exported: the clients import it from here
 from omnistudio.take.rows import SentenceRow
@@ -178,7 +178,7 @@ class Take:
         return [s for s in self.sentences if cache_key(self.link, s, self.options) not in self.cache]
 
     def run(self, sinks: Sequence[Sink] = (), progress: Callable[[PrepareEvent], None] | None = None,
-            cancel: threading.Event | None = None, on_chunk: Callable[[Chunk], None] | None = None,
+            cancel: CancelFlag | None = None, on_chunk: Callable[[Chunk], None] | None = None,
             skip_failed: bool = False) -> TakeResult:
         """Prepare the first sentence's voice, render what the cache lacks (1-ahead), stitch, feed ``sinks``
         in order. A later sentence's voice is prepared on the stream's worker just before its group
@@ -188,7 +188,7 @@ class Take:
         it, the stream is closed and the sinks are aborted (nothing is written). With ``skip_failed`` it
         is left out instead (``TakeResult.skipped``; the take fails only if every sentence does).
         ``cancel``: Cancelled is raised (sinks aborted) within one diffusion step."""
-        cancel = cancel or threading.Event()
+        cancel = cancel if cancel is not None else threading.Event()
         started = time.perf_counter()
         events: list[PrepareEvent] = []
 
@@ -225,7 +225,7 @@ class Take:
         return result
 
     def _chunks(self, todo: list[PlannedSentence], hits: dict[int, Rendered], started: float,
-                cancel: threading.Event, prepare: Callable[[list[RenderItem]], None] | None = None
+                cancel: CancelFlag, prepare: Callable[[list[RenderItem]], None] | None = None
                 ) -> Iterator[Chunk]:
         stream = None
         if todo:
@@ -249,7 +249,7 @@ class Take:
                 stream.close()
 
     def _stream(self, todo: list[PlannedSentence], hits: dict[int, Rendered], sinks: Sequence[Sink],
-                cancel: threading.Event, on_chunk: Callable[[Chunk], None] | None, started: float,
+                cancel: CancelFlag, on_chunk: Callable[[Chunk], None] | None, started: float,
                 skip_failed: bool = False, prepare: Callable[[list[RenderItem]], None] | None = None) -> TakeResult:
         stitcher = live_stitcher(self.link.sample_rate, self.finishing)
         from omnistudio.audio.spool import ChunkSpool, PcmSpool

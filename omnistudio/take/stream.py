@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe
 from omnistudio.script import Sentence
-from omnistudio.take.link import EngineLink, Pending, Rendered, RenderItem
+from omnistudio.take.link import CancelFlag, EngineLink, Pending, Rendered, RenderItem
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.rows import SentenceRow
 from omnistudio.voices.resolve import VoiceRef
@@ -122,14 +122,16 @@ class _Job:
 class _AnyOf:
     """Set when any of its events is set (``set`` sets the first: the stream's own)."""
 
-    def __init__(self, *events: threading.Event) -> None:
+    def __init__(self, *events: CancelFlag) -> None:
         self.events = events
 
     def is_set(self) -> bool:
         return any(e.is_set() for e in self.events)
 
     def set(self) -> None:
-        self.events[0].set()
+        first = self.events[0]
+        assert isinstance(first, threading.Event)  # the stream's own, made first
+        first.set()
 
     def wait(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.perf_counter() + timeout
@@ -157,7 +159,7 @@ class Stream:
 
     def __init__(self, link: EngineLink, sentences: Sequence[StreamSentence], items: Sequence[RenderItem],
                  options: TakeOptions, lookahead: int = 1, overlap_decode: bool | None = None,
-                 cancel: threading.Event | None = None,
+                 cancel: CancelFlag | None = None,
                  prepare: Callable[[list[RenderItem]], None] | None = None) -> None:
         self.created = time.perf_counter()
         if lookahead < 1:

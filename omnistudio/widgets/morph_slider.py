@@ -60,6 +60,11 @@ class MorphSlider(Widget, can_focus=True):
         if old != new:
             self.post_message(self.Changed(self, new))
 
+    def show(self, value: float) -> None:
+        """Show ``value`` without a ``Changed`` message (the script's ratio, not the producer's gesture)."""
+        self.set_reactive(MorphSlider.value, self._clamp(value))
+        self.refresh()
+
     def action_step(self, delta: float) -> None:
         self.value = self.value + delta
 

@@ -1,0 +1,94 @@
+"""The paragraph under the editor's cursor, and the edits that rewrite its speaker tag.
+
+The studio's three jobs are bound to that paragraph (one script line): an audition reads it, assigning
+an anchor rewrites its tag, and the morph slider shows and rewrites its ``[a+b@alpha]``. The script
+syntax stays :mod:`omnistudio.script`'s (``split_story``, ``TAG_RE``, ``parse_tag``); this module only
+finds where a line's tag is written and says what to write there instead, as a :class:`TextEdit` the
+editor applies (one undo step each). Nothing here knows Textual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from omnistudio.errors import UserError
+from omnistudio.script import NONVERBAL_TAGS, PAUSE_RE, TAG_RE, Blend, Sentence, Tag, parse_tag, split_story
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace ``text[start:end]`` with ``insert``."""
+
+    start: int
+    end: int
+    insert: str
+
+    def apply(self, text: str) -> str:
+        return text[:self.start] + self.insert + text[self.end:]
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One script line: its number (1-based, as sentences carry it), where it starts and ends in the text,
+    where its own speaker tag is written (``tag_start == tag_end``: it has none; the point a tag goes),
+    and that tag."""
+
+    line: int
+    start: int
+    end: int
+    tag_start: int
+    tag_end: int
+    tag: Tag | None
+
+    @property
+    def blend(self) -> Blend | None:
+        return self.tag.blend if self.tag is not None else None
+
+
+def paragraph_at(text: str, offset: int) -> Paragraph:
+    """The line of ``text`` holding character ``offset`` (a tag that does not parse counts as none)."""
+    offset = max(0, min(offset, len(text)))
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    end = len(text) if end < 0 else end
+    line = text.count("\n", 0, start) + 1
+    raw = text[start:end]
+    try:
+        _story, skip = split_story(raw, line)
+    except UserError:
+        skip = 0
+    body = raw[skip:]
+    match = TAG_RE.match(body)
+    at = start + skip + (len(body) - len(body.lstrip()))
+    if match is None or match.group(1).strip().lower() in NONVERBAL_TAGS or PAUSE_RE.match(match.group(0).strip()):
+        return Paragraph(line, start, end, at, at, None)
+    try:
+        tag = parse_tag(match.group(1), line)
+    except UserError:
+        return Paragraph(line, start, end, at, at, None)
+    return Paragraph(line, start, end, at, start + skip + match.end(), tag)
+
+
+def sentences_of(sentences: list[Sentence], paragraph: Paragraph) -> list[Sentence]:
+    """The parsed sentences written on ``paragraph``'s line."""
+    return [s for s in sentences if s.line == paragraph.line]
+
+
+def tag_text(speaker: str, lang: str | None) -> str:
+    return f"[{speaker}{':' + lang if lang else ''}]"
+
+
+def assign(paragraph: Paragraph, anchor: str, lang: str | None) -> TextEdit:
+    """Speak ``paragraph`` as ``anchor``: its tag rewritten (a blend's, a plain one's), or one put at its
+    start; ``lang`` is the language to name in the tag (None: the script's default, which a tag without a
+    language means)."""
+    return TextEdit(paragraph.tag_start, paragraph.tag_end,
+                    tag_text(anchor, lang) + ("" if paragraph.tag is not None else " "))
+
+
+def with_blend(paragraph: Paragraph, blend: Blend) -> TextEdit:
+    """``paragraph``'s tag made ``[a+b@alpha]`` (its language kept); at alpha 1 it still names the partner
+    (``@1.00`` is the first anchor alone, as everywhere a blend is read)."""
+    lang = paragraph.tag.lang if paragraph.tag is not None else None
+    return TextEdit(paragraph.tag_start, paragraph.tag_end,
+                    tag_text(blend.key(), lang) + ("" if paragraph.tag is not None else " "))
