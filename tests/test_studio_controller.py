@@ -68,3 +68,36 @@ def test_stop_takes_effect_within_one_diffusion_step(studio) -> None:  # noqa: A
     assert any(isinstance(e, EngineState) and e.state == "ready" for e in studio.events)
     # the telemetry's "ready" line names the backbone's device and dtype
     assert all(e.detail == "cpu · fp32" for e in studio.events if isinstance(e, EngineState) and e.state == "ready")
+
+
+def test_a_read_through_is_monitored_and_metered_at_the_level_of_its_export(tiny_engine, tmp_path) -> None:  # noqa: ANN001
+    """The monitor carries the finishing gain: after a whole read-through the meter's integrated figure is
+    within 1 LU of the exported file's (the export is normalised to the target; the take was not)."""
+    from omnistudio.audio.loudness import analyze_file
+    from omnistudio.studio.events import Exported
+
+    events: list[object] = []
+    s = Studio(engine=tiny_engine, warm=False, audio="virtual", virtual_rate=0.0, report=events.append).start()
+    try:
+        wait(lambda: s.state == "ready", what="engine ready")
+        s.select("ruby", "en")
+        script = ("Good evening. Here are tonight's headlines.\nThe markets closed higher today, led by "
+                  "technology shares.\nAnd now the weather: rain in the north, sun in the south.")
+        s.play(script)
+        output = s.output
+        assert output is not None
+
+        def played() -> bool:
+            output.advance(2400)  # the held clock: 100 ms of the device at a time, the meter fed after each
+            s.poll()
+            return not s.rendering_play and s.player.ring.total_read >= s.schedule.end > 0
+
+        wait(played, what="the read-through played")
+        heard = s.meter.integrated()
+        s.export(script, tmp_path / "take.wav", measure=False)
+        wait(lambda: any(isinstance(e, Exported) for e in events), what="the export")
+    finally:
+        s.close()
+    exported = analyze_file(tmp_path / "take.wav").integrated_lufs
+    assert abs(exported - s.settings.target_lufs) < 0.5
+    assert abs(heard - exported) <= 1.0, f"monitored at {heard:.1f} LUFS, exported at {exported:.1f}"

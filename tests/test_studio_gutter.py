@@ -112,3 +112,23 @@ async def _languages(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> No
                  in enumerate(editor.wrapped_document._offset_to_line_info) if section > 0]
         assert later and set(later) == {"    "}
 
+
+def test_an_edit_shows_each_paragraphs_language(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_wired(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _wired(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        editor = app.main_screen.query_one(ScriptEditor)
+        editor.load_text(f"[valentina:es] Buenas noches.\n[ruby] {DOW}")
+        await wait_for(pilot, lambda: editor.languages == {0: ("es", False), 1: ("en", False)}, what="languages")
+        editor.focus()
+        editor.move_cursor((1, 0))
+        editor.insert("[storm:es] ")
+        editor.move_cursor((1, len("[storm:es] ")))
+        editor.delete((1, len("[storm:es] ")), (1, len("[storm:es] [ruby] ")))
+        await wait_for(pilot, lambda: editor.languages == {0: ("es", False), 1: ("es", True)}, what="the mark")
+        assert editor.text.splitlines()[1].startswith("[storm:es] The Dow")

@@ -14,6 +14,7 @@ keeps at least ``EDITOR_SHARE`` of the width either way.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 
@@ -30,9 +31,11 @@ from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
 from omnistudio.screens.export import ExportChoice, PathDialog, export_dialog
 from omnistudio.screens.lexicon import LexiconDialog
+from omnistudio.screens.morph import MorphBinding
 from omnistudio.screens.settings import SettingsScreen
 from omnistudio.script import Sentence
 from omnistudio.studio.lexicon import unresolved, word_at
+from omnistudio.studio.paragraph import Paragraph, TextEdit, assign, paragraph_at, sentences_of
 from omnistudio.studio.settings import StudioSettings, save_settings
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.footer import StudioFooter
@@ -66,7 +69,12 @@ BINDINGS = [
     Binding("f7", "pause", "Pause", id="pause", priority=True),
     Binding("f8", "stop", "Stop", id="stop", priority=True),
     Binding("ctrl+e", "export", "Export", id="export", priority=True),
-    Binding("ctrl+t", "audition", "Audition", id="audition", priority=True),
+    Binding("ctrl+t", "audition", "Audition", id="audition", priority=True,
+            tooltip="the highlighted anchor reads the paragraph under the cursor"),
+    Binding("ctrl+r", "flip", "A/B audition", id="flip", priority=True,
+            tooltip="play the audition before the last one again (the last two anchors or ratios)"),
+    Binding("ctrl+n", "assign", "Assign anchor", id="assign", priority=True,
+            tooltip="the highlighted anchor speaks the paragraph under the cursor (its tag rewritten)"),
     Binding("ctrl+l", "toggle_lang", "es/en", id="toggle_lang", priority=True),
     Binding("ctrl+d", "next_duo", "Duo", id="next_duo", priority=True),
     Binding("ctrl+b", "set_partner", "Partner", id="set_partner", show=False, priority=True),
@@ -87,6 +95,7 @@ BINDINGS = [
     Binding("f10", "compare", "A/B", id="compare", show=False, priority=True),
     Binding("alt+left", "step_take(-1)", "Prev take", id="prev_take", show=False, priority=True),
     Binding("alt+right", "step_take(1)", "Next take", id="next_take", show=False, priority=True),
+    Binding("ctrl+z", "undo", "Undo edit", id="undo_edit", show=False),  # the editor's undo, from the picker too
 ]
 PICKER_W, SIDE_W = 28, 36  # the side columns on a wide screen (studio.tcss sets the same widths)
 PANEL_W = 30  # the one side panel on a narrow screen
@@ -133,6 +142,11 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------ layout (the UI only)
     def on_mount(self) -> None:
         self.fit(self.app.size.width)
+
+    @cached_property
+    def morph(self) -> MorphBinding:
+        """The morph slider bound to the paragraph under the cursor."""
+        return MorphBinding(self)
 
     def on_resize(self, event: events.Resize) -> None:
         self.fit(event.size.width)
@@ -208,9 +222,13 @@ class MainScreen(Screen[None]):
             return None
 
     def update_morph_label(self) -> None:
-        anchor = self.studio.anchor or "—"
-        partner = self.studio.partner or "—"
+        """The slider and its label show the paragraph under the cursor (:class:`MorphBinding`)."""
+        self.morph.sync()
+
+    def show_morph(self, anchor: str, partner: str, value: float | None) -> None:
         self.query_one("#morph-label", Label).update(f"Morph  {anchor} ◀▶ {partner}")
+        if value is not None:
+            self.query_one(MorphSlider).show(value)
 
     # ------------------------------------------------------------ actions
     def action_play(self) -> None:
@@ -231,12 +249,60 @@ class MainScreen(Screen[None]):
         self.studio.stop()
         self.editor.set_playing(None)
 
+    def highlighted_anchor(self) -> str | None:
+        """The anchor highlighted in the picker (what Ctrl+T hears and Ctrl+N assigns), else the selected one."""
+        option = self.query_one("#anchor-list", OptionList).highlighted_option
+        return option.id if option is not None and option.id else self.studio.anchor
+
+    def paragraph(self) -> tuple[Paragraph, list[Sentence]]:
+        """The paragraph under the cursor and its sentences (none: an empty line, or a script that does not
+        parse yet); on a line with nothing to speak, the paragraph of the next sentence."""
+        text, offset = self.editor.text, self.editor.cursor_offset
+        try:
+            sentences = self.studio.parse(text) if text.strip() else []
+        except UserError:
+            sentences = []
+        here = paragraph_at(text, offset)
+        mine = sentences_of(sentences, here)
+        if not mine and sentences:
+            after = next((s for s in sentences if offset < s.end), sentences[-1])
+            here = paragraph_at(text, after.start)
+            mine = sentences_of(sentences, here)
+        return here, mine
+
     def action_audition(self) -> None:
-        picker = self.query_one(AnchorPicker)
-        if not self.studio.anchor:
+        anchor = self.highlighted_anchor()
+        if not anchor:
             self.notify("pick an anchor first", severity="warning")
             return
-        self._try(self.studio.audition, self.studio.anchor, picker.lang)
+        _here, sentences = self.paragraph()
+        self._try(self.studio.audition, anchor, self.query_one(AnchorPicker).lang, sentences)
+
+    def action_flip(self) -> None:
+        if not self.studio.flip():
+            self.notify("audition two anchors (ctrl+t) or two ratios first", severity="warning", timeout=3)
+
+    def action_assign(self) -> None:
+        anchor = self.highlighted_anchor()
+        here, sentences = self.paragraph()
+        if not anchor or not sentences:
+            self.notify("put the cursor on a paragraph and highlight an anchor", severity="warning", timeout=3)
+            return
+        lang = sentences[0].lang
+        self.apply_edit(assign(here, anchor, None if lang == self.studio.settings.language else lang))
+        self.notify(f"line {here.line}: {anchor}", timeout=2)
+
+    def apply_edit(self, edit: TextEdit) -> None:
+        """One edit of the script, one undo step (Ctrl+Z in the editor, or anywhere on this screen)."""
+        document = self.editor.document
+        assert isinstance(document, Document)
+        self.editor.history.checkpoint()
+        self.editor.replace(edit.insert, document.get_location_from_index(edit.start),
+                            document.get_location_from_index(edit.end))
+        self.editor.history.checkpoint()
+
+    def action_undo(self) -> None:
+        self.editor.undo()
 
     def action_toggle_lang(self) -> None:
         picker = self.query_one(AnchorPicker)
@@ -244,6 +310,7 @@ class MainScreen(Screen[None]):
         self.studio.select(self.studio.anchor, picker.lang)
         self.notify(f"language: {picker.lang}", timeout=2)
         self.show_spoken()
+        self.editor.identify_languages(picker.lang)  # untagged paragraphs are read in the other language now
 
     def action_set_partner(self) -> None:
         option = self.query_one("#anchor-list", OptionList).highlighted_option
@@ -260,7 +327,7 @@ class MainScreen(Screen[None]):
         picker = self.query_one(AnchorPicker)
         picker.lang = langs[0] if picker.lang not in langs else picker.lang
         picker.pick(a)
-        self.query_one(MorphSlider).value = ratio
+        self.query_one(MorphSlider).show(ratio)
         self.studio.set_blend(b, ratio)
         self.update_morph_label()
 
@@ -374,7 +441,7 @@ class MainScreen(Screen[None]):
         rows = changed.takes[index] if changed is not None and index is not None and index < len(changed.takes) else ()
         self.query_one(TakeList).show(index, rows)
 
-    @on(TakeList.OptionSelected)
+    @on(TakeList.OptionSelected, "#takes")
     def _choose_take(self, event: TakeList.OptionSelected) -> None:
         takes = self.query_one(TakeList)
         if takes.sentence is not None and event.option.id:
@@ -388,6 +455,7 @@ class MainScreen(Screen[None]):
     def _cursor_moved(self) -> None:
         self.show_takes()
         self.show_spoken()
+        self.morph.sync()
 
     # ------------------------------------------------------------ the take strip
     def action_take_strip(self) -> None:
@@ -411,13 +479,9 @@ class MainScreen(Screen[None]):
 
     @on(MorphSlider.Changed)
     def _morph(self, event: MorphSlider.Changed) -> None:
-        partner = self.studio.partner
-        if partner is None:
-            if event.value < 1.0:
-                self.notify("choose a partner: highlight an anchor and press ctrl+b, or ctrl+d for a duo",
-                            severity="warning", timeout=3)
-            return
-        self.studio.set_blend(partner, event.value)
+        if not self.morph.moved(event.value):
+            self.notify("choose a partner: highlight an anchor and press ctrl+b, or ctrl+d for a duo",
+                        severity="warning", timeout=3)
 
     @on(AnchorPicker.Highlighted)
     def _highlighted(self, event: AnchorPicker.Highlighted) -> None:
@@ -428,3 +492,5 @@ class MainScreen(Screen[None]):
         self.host.autosave.save(event.text_area.text)
         self.studio.prebuild.script(event.text_area.text)  # the script's voices built in the background
         self.show_spoken()
+        self.morph.sync()
+        self.editor.identify_languages(self.studio.settings.language)

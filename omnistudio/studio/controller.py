@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from omnistudio.audio.loudness import LoudnessMeter
+from omnistudio.audio.monitor import MonitorLevel
 from omnistudio.audio.player import Player
 from omnistudio.captions.formats import CaptionOptions
 from omnistudio.config import SAMPLE_RATE
@@ -472,7 +473,8 @@ class Studio:
             self.last_take = take
             if not audition:
                 self._played_seed = take.base_seed
-            sinks = [PlayerSink(player, cancel, on_piece),
+            level = MonitorLevel.of(options.finishing, SAMPLE_RATE)  # monitored at the export's level
+            sinks = [PlayerSink(player, cancel, on_piece, level=level),
                      self.view.sink(player, sentences=not audition, preempted=self.prebuild.command_waiting.is_set)]
             result = take.run(sinks, progress=self.preparing, cancel=cancel, on_chunk=self.on_rendered)
             if not audition:

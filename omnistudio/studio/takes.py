@@ -161,11 +161,13 @@ class ProjectTakes:
 
     def _run(self, take: Take, cancel: threading.Event) -> TakeResult:
         """Run ``take`` (cache hits or rendered) through the controller's player."""
+        from omnistudio.audio.monitor import MonitorLevel
         from omnistudio.take.sinks import PlayerSink
 
         studio = self.studio
+        level = MonitorLevel.of(take.finishing, take.link.sample_rate)  # monitored at the export's level
         return take.run([PlayerSink(studio.loaded_player(), cancel, lambda start, end, chunk:
-                                    studio.schedule.add(start, end, chunk.sentence.id)),
+                                    studio.schedule.add(start, end, chunk.sentence.id), level=level),
                          # the take strip shows the take chosen and played
                          studio.view.sink(studio.loaded_player(), preempted=studio.commands.user_waiting)],
                         progress=studio.preparing, cancel=cancel, on_chunk=studio.on_rendered)

@@ -23,6 +23,7 @@ from omnistudio.take.result import TakeResult
 from omnistudio.take.stream import Chunk
 
 if TYPE_CHECKING:
+    from omnistudio.audio.monitor import MonitorLevel
     from omnistudio.take.options import TakeOptions
     from omnistudio.audio.dsp import SentenceSpan
     from omnistudio.audio.finishing import FinishedRender, FinishingOptions
@@ -74,14 +75,18 @@ class PlayerSink(Sink):
     """Writes the live-stitched pieces to a :class:`~omnistudio.audio.player.Player` ring.
 
     ``on_piece(start_frame, end_frame, chunk)`` runs before each piece is queued (the studio maps
-    frames to sentences with it); ``cancel`` stops a blocked write; ``drain`` waits for the end."""
+    frames to sentences with it); ``cancel`` stops a blocked write; ``drain`` waits for the end.
+    ``level``: the monitor plays at the level the take's export will have (its finishing gain, from
+    each sentence measured as it is rendered)."""
 
     def __init__(self, player: Player, cancel: threading.Event | None = None,
-                 on_piece: Callable[[int, int, Chunk], None] | None = None, drain: bool = False) -> None:
+                 on_piece: Callable[[int, int, Chunk], None] | None = None, drain: bool = False,
+                 level: MonitorLevel | None = None) -> None:
         self.player = player
         self.cancel = cancel or threading.Event()
         self.on_piece = on_piece
         self.drain = drain
+        self.level = level
         self.frames = 0
 
     def _write(self, pcm: Pcm) -> None:
@@ -94,13 +99,16 @@ class PlayerSink(Sink):
         self.frames += done
 
     def chunk(self, chunk: Chunk, piece: Pcm) -> None:
+        if self.level is not None:
+            self.level.measure(chunk.pcm)
+            piece = self.level.apply(piece)
         if self.on_piece is not None:
             start = self.player.ring.total_written
             self.on_piece(start, start + len(piece), chunk)
         self._write(piece)
 
     def tail(self, pcm: Pcm) -> None:
-        self._write(pcm)
+        self._write(pcm if self.level is None else self.level.apply(pcm))
 
     def end(self, result: TakeResult) -> None:
         if self.drain:

@@ -7,10 +7,14 @@ from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
+from textual import on, work
+from textual.message import Message
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import TextArea
 
 from omnistudio.script import NONVERBAL_TAGS, TAG_RE
+from omnistudio.studio.languages import paragraph_languages
 
 SPEAKER_STYLE = Style(color="magenta", bold=True)
 PLAYING_STYLE = Style(bgcolor="dark_green", bold=True)
@@ -21,6 +25,7 @@ FAILED_STYLE = Style(color="red", bold=True)
 LANG_WIDTH = 4  # each paragraph's language, then "!" where its text reads as the other one: "en! "
 LANG_STYLE = Style(color="blue")
 MISMATCH_STYLE = Style(color="black", bgcolor="yellow", bold=True)
+LANGUAGES_AFTER_S = 0.3  # the paragraphs' languages are identified this long after the last edit
 
 
 def _byte_col(line: str, column: int) -> int:
@@ -40,8 +45,35 @@ class ScriptEditor(TextArea):
     _marks: dict[int, str] = {}  # script row -> take marks (a project is open)
     _paragraph_langs: dict[int, tuple[str, bool]] | None = None  # row -> (language, reads as the other); None: hidden
 
+    class LanguagesFound(Message):
+        """Each paragraph's language (and whether it reads as the other) for ``text``, from the worker."""
+
+        def __init__(self, text: str, rows: dict[int, tuple[str, bool]]) -> None:
+            super().__init__()
+            self.text, self.rows = text, rows
+
     def __init__(self, text: str = "", **kwargs: Any) -> None:
         super().__init__(text, soft_wrap=True, show_line_numbers=True, tab_behavior="focus", **kwargs)
+        self._languages_timer: Timer | None = None
+
+    # -------------------------------------------------------------- the paragraphs' languages
+    def identify_languages(self, default_lang: str) -> None:
+        """Show each paragraph's language in the gutter ``LANGUAGES_AFTER_S`` after the last call (an edit,
+        a change of the script's default language), identified off the UI thread."""
+        if self._languages_timer is not None:
+            self._languages_timer.stop()
+        self._languages_timer = self.set_timer(LANGUAGES_AFTER_S, lambda: self._identify(self.text, default_lang))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="languages")
+    def _identify(self, text: str, lang: str) -> None:
+        """Off the UI thread: the first call loads the language models (about half a second)."""
+        self.post_message(self.LanguagesFound(text, paragraph_languages(text, lang)))
+
+    @on(LanguagesFound)
+    def _languages_found(self, message: LanguagesFound) -> None:
+        message.stop()
+        if message.text == self.text:  # else a newer edit's rows are on their way
+            self.set_languages(message.rows)
 
     # -------------------------------------------------------------- styling
     def _set_theme(self, theme: str) -> None:

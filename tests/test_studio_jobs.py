@@ -1,0 +1,209 @@
+"""Pilot: the studio's three jobs bound to the paragraph under the cursor (issue 46).
+
+Auditions read the producer's own paragraph with the highlighted anchor, A/B from the take cache;
+assigning an anchor rewrites the paragraph's tag (one undo); the morph slider shows and rewrites the
+paragraph's ``[a+b@alpha]``, plays each ratio it rests on and renders its neighbours ahead. The test
+roster's anchors speak with their own recordings, so a wrong voice is a different take key."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from support.studio import make_app, wait_for
+
+from omnistudio.script import Blend
+from omnistudio.voices.resolve import VoiceRef
+
+pytestmark = pytest.mark.timeout(500)
+
+SCRIPT = ("[valentina:es] Buenas noches. Estas son las noticias.\n"
+          "[ruby] The markets closed higher today.\n"
+          "[ruby+storm@0.70] And now, the weather.")
+
+
+def idle(app) -> bool:  # noqa: ANN001
+    return app.studio.commands.empty() and app.studio.state == "ready" and not app.studio.rendering_play
+
+
+async def _ready(pilot, app) -> None:  # noqa: ANN001
+    from omnistudio.widgets.telemetry import Telemetry
+
+    await wait_for(pilot, lambda: app.screen.query_one(Telemetry).engine_state == "ready", what="engine ready")
+
+
+def _cursor(app, row: int, col: int = 12) -> None:  # noqa: ANN001
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    editor = app.screen.query_one(ScriptEditor)
+    editor.focus()
+    editor.cursor_location = (row, col)
+
+
+def test_audition_reads_the_paragraph_with_the_highlighted_anchor_and_flips_from_the_cache(
+        tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_audition(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _audition(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from textual.widgets import OptionList
+
+    from omnistudio.screens.error import ErrorModal
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        app.screen.query_one(ScriptEditor).load_text(SCRIPT)
+        _cursor(app, 0)  # the Spanish paragraph
+        options = app.screen.query_one("#anchor-list", OptionList)
+        options.highlighted = [o.id for o in options._options].index("storm")  # highlighted, not picked
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: app.studio.last_take is not None and idle(app), what="storm's audition")
+        take = app.studio.last_take
+        assert [s.voice for s in take.sentences] == [VoiceRef(anchor="storm")] * 2  # the highlighted row
+        assert [s.text for s in take.sentences] == ["Buenas noches.", "Estas son las noticias."]
+        assert {s.lang for s in take.sentences} == {"es"}  # the paragraph's language
+        assert app.studio.anchor == "ruby"  # hearing is not picking
+
+        options.highlighted = [o.id for o in options._options].index("atlas")
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: app.studio.last_take is not take and idle(app), what="atlas's audition")
+        assert app.studio.last_take.sentences[0].voice == VoiceRef(anchor="atlas")
+        # ctrl+r flips back to storm on that line, from the take cache: nothing is rendered
+        misses = app.studio.cache.misses
+        last = app.studio.last_take
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: app.studio.last_take is not last and idle(app), what="the flip")
+        assert app.studio.last_take.sentences[0].voice == VoiceRef(anchor="storm")
+        assert app.studio.cache.misses == misses
+        assert not any(isinstance(s, ErrorModal) for s in app.screen_stack)
+
+
+def test_assign_rewrites_the_paragraph_tag_and_undo_restores_it(
+        tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_assign(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _assign(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from textual.widgets import OptionList
+
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    app = make_app(engine, roster, tmp_path / "autosave.script")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        editor = app.screen.query_one(ScriptEditor)
+        editor.load_text(SCRIPT)
+        _cursor(app, 1)
+        options = app.screen.query_one("#anchor-list", OptionList)
+        options.focus()
+        options.highlighted = [o.id for o in options._options].index("atlas")
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert editor.text.splitlines()[1] == "[atlas] The markets closed higher today."
+        _cursor(app, 0)  # a Spanish paragraph keeps its language in the tag
+        options.focus()
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert editor.text.splitlines()[0] == "[atlas:es] Buenas noches. Estas son las noticias."
+        await pilot.press("ctrl+z")  # from the picker: the editor's undo, one step per assignment
+        await pilot.pause()
+        assert editor.text.splitlines()[:2] == ["[valentina:es] Buenas noches. Estas son las noticias.",
+                                                "[atlas] The markets closed higher today."]
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert editor.text == SCRIPT
+
+
+def test_picking_an_anchor_in_a_project_raises_no_error(tiny_engine, voice_roster_file: Path,
+                                                         tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_pick_in_project(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _pick_in_project(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from textual.widgets import OptionList
+
+    from omnistudio.screens.error import ErrorModal
+
+    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    app.studio.takes.open(tmp_path / "news.omniproj", "Good evening.\nAnd now the weather.")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: app.takes is not None and app.takes.counts == (1, 1) and idle(app),
+                       what="a take per sentence")
+        options = app.screen.query_one("#anchor-list", OptionList)
+        options.focus()
+        options.highlighted = [o.id for o in options._options].index("valentina")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.studio.anchor == "valentina"
+        assert not any(isinstance(s, ErrorModal) for s in app.screen_stack)
+
+
+def test_the_slider_shows_and_rewrites_the_paragraph_blend_and_plays_each_ratio(
+        tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_slider(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _slider(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from textual.widgets import Label
+
+    from omnistudio.widgets.morph_slider import MorphSlider
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _ready(pilot, app)
+        editor = app.screen.query_one(ScriptEditor)
+        editor.load_text(SCRIPT)
+        slider = app.screen.query_one(MorphSlider)
+        _cursor(app, 2)
+        await pilot.pause()
+        assert slider.value == 0.70  # the paragraph's ratio
+        assert "ruby ◀▶ storm" in str(app.screen.query_one("#morph-label", Label).render())
+        _cursor(app, 1)
+        await pilot.pause()
+        assert "ruby ◀▶ —" in str(app.screen.query_one("#morph-label", Label).render())
+        _cursor(app, 2)
+        await pilot.pause()
+        assert slider.value == 0.70
+
+        # one gesture of three steps: the tag is rewritten once, at rest, and the ratio is played
+        slider.focus()
+        await pilot.press("right", "right", "right")
+        morph = app.screen.morph
+        await wait_for(pilot, lambda: morph.rests == 1, what="the slider at rest")
+        assert editor.text.splitlines()[2] == "[ruby+storm@0.85] And now, the weather."
+        await wait_for(pilot, lambda: app.studio.last_take is not None and idle(app), what="0.85 played")
+        assert app.studio.last_take.sentences[0].voice == VoiceRef(blend=Blend("ruby", "storm", 0.85))
+        assert app.studio.last_take.sentences[0].text == "And now, the weather."
+        # its neighbours are rendered ahead, so the next step is a cache hit
+        prebuild = app.studio.prebuild
+        await wait_for(pilot, lambda: prebuild.settled() and len(prebuild.rendered) == 2, what="neighbours ahead")
+        assert {h.voice.blend.alpha for h in prebuild.rendered} == {0.80, 0.90}
+        misses, last = app.studio.cache.misses, app.studio.last_take
+        await pilot.press("right")
+        await wait_for(pilot, lambda: morph.rests == 2 and app.studio.last_take is not last and idle(app),
+                       what="0.90 played")
+        assert app.studio.last_take.sentences[0].voice.blend.alpha == 0.90
+        assert app.studio.cache.misses == misses  # a pre-rendered neighbour: nothing rendered
+        # the end of the slider is the first anchor alone, still naming the partner
+        await pilot.press("end")
+        await wait_for(pilot, lambda: morph.rests == 3 and idle(app), what="1.00")
+        assert editor.text.splitlines()[2] == "[ruby+storm@1.00] And now, the weather."
+        assert app.studio.last_take.sentences[0].voice == VoiceRef(anchor="ruby")
+        # one undo per gesture
+        editor.focus()
+        await pilot.press("ctrl+z")
+        assert editor.text.splitlines()[2] == "[ruby+storm@0.90] And now, the weather."
+        await pilot.press("ctrl+z", "ctrl+z")
+        assert editor.text == SCRIPT
+        await pilot.pause()
+        assert slider.value == 0.70  # the slider follows the script
