@@ -68,9 +68,16 @@ async def _layout_fits(tiny_engine, voice_roster_file: Path, tmp_path: Path, siz
         assert {"editor", "anchor-filter", "anchor-list", "morph"} <= chains
         if narrow:
             assert app.focused is not None and app.focused.id == "anchor-list"  # F12 to the anchors: the list
-        # the main keys in the footer, none of them cut off (layout_faults above); the rest in the palette
-        footer = {k.action for k in screen.query("FooterKey") if k.region.area}
-        assert {"play", "stop", "export", "settings"} <= footer
+        # the keys of the focus's context in the footer (F1, the keys' sheet, among them), none of them cut off
+        # (layout_faults above); on a wide screen every key; the rest in F1's sheet and the palette
+        from omnistudio.widgets.footer import StudioFooter, action_name
+
+        bar = screen.query_one(StudioFooter)
+        footer = {action_name(k.action) for k in screen.query("FooterKey") if k.region.area}
+        wanted = bar.wanted(bar.context()) & {action_name(b.action) for b in BINDINGS} - {"panel"}
+        assert "keys" in footer and wanted <= footer, (wanted, footer)
+        if size[0] >= 160:
+            assert {"play", "stop", "export", "settings"} <= footer
         for key, dialog in (("f2", SettingsScreen), ("ctrl+e", ExportDialog)):
             await pilot.press(key)
             await wait_for(pilot, lambda: isinstance(app.screen, dialog)  # noqa: B023 - waited for here

@@ -81,6 +81,7 @@ BINDINGS = [
     Binding("ctrl+o", "open", "Open", id="open", show=False, priority=True),
     Binding("ctrl+s", "save", "Save", id="save", show=False, priority=True),
     Binding("f2", "settings", "Settings", id="settings", priority=True),
+    Binding("f1", "keys", "Keys", id="keys", priority=True, tooltip="every key of the studio, grouped"),
     Binding("f3", "toggle_spoken", "Said", id="toggle_spoken", priority=True,
             tooltip="show or hide what the sentence under the cursor is said as"),
     # a narrow screen's one side panel: F12 shows the other one (the footer names it; none when wide)
@@ -494,3 +495,9 @@ class MainScreen(Screen[None]):
         self.show_spoken()
         self.morph.sync()
         self.editor.identify_languages(self.studio.settings.language)
+
+    # ------------------------------------------------------------ F1: the studio's keys
+    def action_keys(self) -> None:
+        from omnistudio.screens.keys import KeysScreen
+
+        self.app.push_screen(KeysScreen(self.BINDINGS))

@@ -246,3 +246,8 @@ def layout_faults(screen: Any) -> list[str]:
                 if a.styles.layer == b.styles.layer and a.region.overlaps(b.region):
                     faults.append(f"{a!r} at {a.region} overlaps {b!r} at {b.region}")
     return faults
+
+
+def screen_text(screen: Any) -> list[str]:
+    """``screen`` as drawn, one string per row, without styles (what a monochrome terminal shows)."""
+    return [strip.text for strip in screen._compositor.render_strips()]
