@@ -78,7 +78,7 @@ TIERS: dict[str, set[str]] = {
            "test_studio_snapshots", "test_studio_startup", "test_studio_takes_app", "test_studio_welcome",
            "test_studio_widgets", "test_studio_lexicon", "test_studio_captions", "test_studio_layout",
            "test_studio_take_view", "test_studio_terminal", "test_studio_underruns", "test_studio_gutter",
-           "test_studio_quit", "test_studio_jobs", "test_studio_keys"},
+           "test_studio_quit", "test_studio_jobs", "test_studio_keys", "test_studio_checkbox"},
     "device": {"test_player", "test_take_clients"},
 }
 # Tests outside the other tiers that cost most of the fast tier's time (a first torch.compile, every

@@ -16,6 +16,7 @@ from textual.widgets import Button, Checkbox, Input, Label
 from omnistudio.captions.formats import CaptionOptions
 from omnistudio.audio.profiles import LoudnessRule
 from omnistudio.errors import UserError
+from omnistudio.widgets.checkbox import StudioCheckbox
 
 
 class PathDialog(ModalScreen[Path | None]):
@@ -82,11 +83,11 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
             yield Input(str(self.default), id="export-path")
             with Horizontal(id="export-captions"):
                 yield Label("Captions")
-                yield Checkbox("SRT", "srt" in formats, id="cap-srt")
-                yield Checkbox("WebVTT", "vtt" in formats, id="cap-vtt")
-                yield Checkbox("karaoke words", captions is not None and captions.vtt_words, id="cap-words",
+                yield StudioCheckbox("SRT", "srt" in formats, id="cap-srt")
+                yield StudioCheckbox("WebVTT", "vtt" in formats, id="cap-vtt")
+                yield StudioCheckbox("karaoke words", captions is not None and captions.vtt_words, id="cap-words",
                                tooltip="each word's start as a WebVTT cue timestamp")
-            yield Checkbox("measure words with Whisper (else estimated)", self.last.measure, id="cap-measure")
+            yield StudioCheckbox("measure words with Whisper (else estimated)", self.last.measure, id="cap-measure")
             yield Label("", id="export-error")
             with Horizontal(classes="buttons"):
                 yield Button(self.button, id="export", variant="primary")

@@ -18,6 +18,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select
 from omnistudio.errors import UserError
 from omnistudio.audio.profiles import RULES
 from omnistudio.studio.settings import StudioSettings
+from omnistudio.widgets.checkbox import StudioCheckbox
 
 FIELDS = [("num_step", "diffusion steps"), ("guidance_scale", "guidance scale"), ("seed", "seed"),
           ("speed", "speed"), ("output_device", "output device"),
@@ -46,7 +47,7 @@ class SettingsScreen(ModalScreen[StudioSettings | None]):
                                 placeholder=PLACEHOLDERS.get(name, ""))
                 for name, label in SWITCHES:
                     yield Label(label)
-                    yield Checkbox("", bool(getattr(self.settings, name)), id=f"set-{name}")
+                    yield StudioCheckbox("", bool(getattr(self.settings, name)), id=f"set-{name}")
                 yield Label("loudness rule")
                 yield Select([(f"{r.name.split(' (')[0]} {r.target_lufs:g} LUFS", r.key) for r in RULES.values()],
                              value=self.settings.rule().key, allow_blank=False, id="set-profile", compact=True)
