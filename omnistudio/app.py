@@ -84,6 +84,7 @@ class StudioApp(App[None]):
             screen.query_one(ScriptEditor).load_text(EXAMPLE_SCRIPT)
         screen.update_morph_label()
         self.studio.report = self._report
+        self.studio.takes.announce()  # a reopened project's take counts and list, before any take action
         try:
             self.studio.start()
         except Exception as exc:  # noqa: BLE001 - e.g. audio forced on a machine without one

@@ -207,3 +207,28 @@ async def _slider(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
         assert editor.text == SCRIPT
         await pilot.pause()
         assert slider.value == 0.70  # the slider follows the script
+
+
+def test_the_editor_follows_the_spoken_line(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_follows(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _follows(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        editor = app.screen.query_one(ScriptEditor)
+        editor.load_text("\n".join(f"Line {n}." for n in range(1, 31)))
+        editor.focus()
+        editor.move_cursor((0, 0))
+        await pilot.press("f5")
+        text = editor.text
+        await wait_for(pilot, lambda: editor.playing is not None and text.count("\n", 0, editor.playing[0]) >= 25,
+                       what="the read-through at line 26")
+        row = text.count("\n", 0, editor.playing[0])
+        top = editor.scroll_offset.y
+        assert top > 0 and top <= row < top + editor.content_size.height  # the spoken line is in view
+        assert editor.cursor_location == (0, 0)  # the cursor stays where the producer left it

@@ -70,3 +70,29 @@ async def _takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) ->
         await pilot.press("ctrl+z")
         await wait_for(pilot, lambda: app.takes.takes[1][1].chosen, what="undo")
         assert Project.open(path).lines[1].chosen == second.id
+
+
+def test_a_reopened_project_shows_its_takes_at_once(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_reopened(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _reopened(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from omnistudio.widgets.script_editor import ScriptEditor
+    from omnistudio.widgets.take_list import TakeList
+    from omnistudio.widgets.telemetry import Telemetry
+
+    path = tmp_path / "news.omniproj"
+    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    app.studio.takes.open(path, SCRIPT)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.screen.query_one(Telemetry).engine_state == "ready", what="engine ready")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: app.takes is not None and app.takes.counts == (1, 1, 1)
+                       and app.studio.commands.empty() and app.studio.state == "ready", what="a take per sentence")
+    again = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script")
+    again.studio.takes.open(path)
+    async with again.run_test(size=(140, 40)) as pilot:
+        editor = again.screen.query_one(ScriptEditor)
+        await wait_for(pilot, lambda: editor.take_marks == {0: "1 1", 1: "1"}, what="the take counts")
+        assert again.screen.query_one(TakeList).option_count == 1  # the sentence under the cursor's take

@@ -52,6 +52,11 @@ class ProjectTakes:
         self._report()
         return project
 
+    def announce(self) -> None:
+        """Report the open project's takes now (a client that attaches after :meth:`open`: the studio's
+        gutter and take list show them at once)."""
+        self._report()
+
     def sync(self, text: str) -> None:
         self._queue(cmd.SyncScript(text, self.studio.voice()))
 

@@ -11,7 +11,9 @@ from textual import on, work
 from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
+from textual.geometry import Region, Spacing
 from textual.widgets import TextArea
+from textual.widgets.text_area import Document
 
 from omnistudio.script import NONVERBAL_TAGS, TAG_RE
 from omnistudio.studio.languages import paragraph_languages
@@ -187,9 +189,20 @@ class ScriptEditor(TextArea):
             word = None
         if span == self._playing and word == self._word:
             return
+        follow = span is not None and span != self._playing
         self._playing, self._word = span, word
         self._build_highlight_map()
         self.refresh()
+        if follow and span is not None:
+            self.follow(span[0])
+
+    def follow(self, offset: int) -> None:
+        """Scroll so the line at character ``offset`` is in view (the spoken sentence: the cursor stays)."""
+        document = self.document
+        assert isinstance(document, Document)  # a TextArea's (DocumentBase names no index lookup)
+        x, y = self.wrapped_document.location_to_offset(document.get_location_from_index(min(offset, len(self.text))))
+        self.scroll_to_region(Region(x, y, width=1, height=1), spacing=Spacing(right=self.gutter_width),
+                              animate=False, force=True)
 
     @property
     def cursor_offset(self) -> int:
