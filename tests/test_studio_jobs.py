@@ -232,3 +232,40 @@ async def _follows(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN00
         top = editor.scroll_offset.y
         assert top > 0 and top <= row < top + editor.content_size.height  # the spoken line is in view
         assert editor.cursor_location == (0, 0)  # the cursor stays where the producer left it
+
+
+def test_tab_reaches_the_slider_before_the_take_strip_and_fast_typing_loses_nothing(
+        tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_tab_and_typing(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _tab_and_typing(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from textual.widgets import Input
+
+    from omnistudio.widgets.morph_slider import MorphSlider
+    from omnistudio.widgets.script_editor import ScriptEditor
+    from omnistudio.widgets.take_strip import TakeStrip
+
+    app = make_app(engine, roster, tmp_path / "autosave.script")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _ready(pilot, app)
+        app.screen.query_one(ScriptEditor).focus()
+        seen: list[object] = []
+        for _ in range(12):
+            await pilot.press("tab")
+            seen.append(type(app.focused))
+        assert MorphSlider in seen and TakeStrip in seen
+        assert seen.index(MorphSlider) < seen.index(TakeStrip)
+
+        typed = "abcdefghijklmnopqrstuvwxyz0123456789wxyz"  # 40 characters at full speed
+        field = app.screen.query_one("#anchor-filter", Input)
+        field.focus()
+        await pilot.press(*typed)
+        assert field.value == typed
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        path = app.screen.query_one("#export-path", Input)
+        path.focus()
+        path.value = ""
+        await pilot.press(*typed)
+        assert path.value == typed

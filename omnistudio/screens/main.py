@@ -6,36 +6,31 @@ Everything slow goes through the controller, which never blocks this thread.
 The layout follows the terminal's width (:meth:`MainScreen.fit`, on mount, resize and resume; the UI
 only: nothing here reaches the controller). From ``WIDE`` columns the anchor list, the editor and the
 meter side by side; below it the two side columns fold into one panel on the right (the ``-narrow``
-class), the anchor list or the meter, switched with F12. Below ``FOOTER_FULL`` columns the footer shows
-only the main keys (``-few-keys``; every key still works and is in the command palette). The editor
-keeps at least ``EDITOR_SHARE`` of the width either way.
+class), the anchor list or the meter, switched with F12. Where not every key fits, the footer shows the
+keys of the focus's context (widgets/footer.py; every key still works, F1 lists them all, and they are
+in the command palette). The editor keeps at least ``EDITOR_SHARE`` of the width either way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, Label, OptionList, Static
+from textual.widgets import Header, Label, Static
 from textual.widgets.text_area import Document
 
 from omnistudio.errors import UserError
-from omnistudio.screens.error import ErrorModal
 from omnistudio.screens.export import ExportChoice, PathDialog, export_dialog
 from omnistudio.screens.lexicon import LexiconDialog
-from omnistudio.screens.morph import MorphBinding
 from omnistudio.screens.settings import SettingsScreen
-from omnistudio.script import Sentence
+from omnistudio.screens.studio_screen import StudioHost as StudioHost, StudioScreen
 from omnistudio.studio.lexicon import unresolved, word_at
-from omnistudio.studio.paragraph import Paragraph, TextEdit, assign, paragraph_at, sentences_of
 from omnistudio.studio.settings import StudioSettings, save_settings
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.footer import StudioFooter
@@ -49,19 +44,8 @@ from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
 
 if TYPE_CHECKING:
-    from omnistudio.studio.autosave import Autosave
-    from omnistudio.studio.controller import Studio
     from omnistudio.text.lexicon import Entry
 
-
-class StudioHost(Protocol):
-    """What the studio's screens read and set of their app (omnistudio.app.StudioApp)."""
-
-    studio: Studio
-    autosave: Autosave
-    sentences: dict[int, tuple[int, int]]  # the sentences last played: index -> span in the editor
-
-    def next_duo(self) -> tuple[str, str, float, tuple[str, ...]] | None: ...
 
 BINDINGS = [
     Binding("f5", "play", "Play", id="play", priority=True),
@@ -106,10 +90,9 @@ FOOTER_FULL = 140  # from here the (compact) footer has room for every key, a ta
 FOOTER_FEW = {"play", "pause", "stop", "export", "settings", "panel"}
 
 
-T = TypeVar("T")
+class MainScreen(StudioScreen):
+    """The studio's layout and its actions (the paragraph-bound ones are :class:`StudioScreen`'s)."""
 
-
-class MainScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [*BINDINGS]
     last_export: ExportChoice | None = None  # the export dialog's last answer (path, captions)
     panel = "anchors"  # on a narrow screen, the side panel shown: anchors | meter
@@ -143,11 +126,6 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------ layout (the UI only)
     def on_mount(self) -> None:
         self.fit(self.app.size.width)
-
-    @cached_property
-    def morph(self) -> MorphBinding:
-        """The morph slider bound to the paragraph under the cursor."""
-        return MorphBinding(self)
 
     def on_resize(self, event: events.Resize) -> None:
         self.fit(event.size.width)
@@ -183,6 +161,13 @@ class MainScreen(Screen[None]):
         picker, side = self.query_one("#picker"), self.query_one("#side")
         return "anchors" if picker in ancestors else ("meter" if side in ancestors else None)
 
+    @property
+    def focus_chain(self) -> list[Widget]:
+        """Tab's order: the take strip (Ctrl+G) after the side column, so Tab reaches the morph slider first."""
+        chain = super().focus_chain
+        strips = [w for w in chain if isinstance(w, TakeStrip)]
+        return [w for w in chain if not isinstance(w, TakeStrip)] + strips
+
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         panel = self._panel_of(event.widget)
         if self.narrow and panel is not None and panel != self.panel:
@@ -201,36 +186,6 @@ class MainScreen(Screen[None]):
             self.query_one("#anchor-list").focus()  # F12 then arrows and enter pick an anchor
 
     # ------------------------------------------------------------ helpers
-    @property
-    def studio(self) -> Studio:
-        return self.host.studio
-
-    @property
-    def host(self) -> StudioHost:
-        """The app, as the studio's screens see it."""
-        return cast("StudioHost", self.app)
-
-    @property
-    def editor(self) -> ScriptEditor:
-        return self.query_one(ScriptEditor)
-
-    def _try(self, fn: Callable[..., T], *args: object) -> T | None:
-        """Run a controller call; a UserError becomes the error modal."""
-        try:
-            return fn(*args)
-        except UserError as exc:
-            self.app.push_screen(ErrorModal("Cannot do that", str(exc)))
-            return None
-
-    def update_morph_label(self) -> None:
-        """The slider and its label show the paragraph under the cursor (:class:`MorphBinding`)."""
-        self.morph.sync()
-
-    def show_morph(self, anchor: str, partner: str, value: float | None) -> None:
-        self.query_one("#morph-label", Label).update(f"Morph  {anchor} ◀▶ {partner}")
-        if value is not None:
-            self.query_one(MorphSlider).show(value)
-
     # ------------------------------------------------------------ actions
     def action_play(self) -> None:
         self._start(0)
@@ -250,61 +205,6 @@ class MainScreen(Screen[None]):
         self.studio.stop()
         self.editor.set_playing(None)
 
-    def highlighted_anchor(self) -> str | None:
-        """The anchor highlighted in the picker (what Ctrl+T hears and Ctrl+N assigns), else the selected one."""
-        option = self.query_one("#anchor-list", OptionList).highlighted_option
-        return option.id if option is not None and option.id else self.studio.anchor
-
-    def paragraph(self) -> tuple[Paragraph, list[Sentence]]:
-        """The paragraph under the cursor and its sentences (none: an empty line, or a script that does not
-        parse yet); on a line with nothing to speak, the paragraph of the next sentence."""
-        text, offset = self.editor.text, self.editor.cursor_offset
-        try:
-            sentences = self.studio.parse(text) if text.strip() else []
-        except UserError:
-            sentences = []
-        here = paragraph_at(text, offset)
-        mine = sentences_of(sentences, here)
-        if not mine and sentences:
-            after = next((s for s in sentences if offset < s.end), sentences[-1])
-            here = paragraph_at(text, after.start)
-            mine = sentences_of(sentences, here)
-        return here, mine
-
-    def action_audition(self) -> None:
-        anchor = self.highlighted_anchor()
-        if not anchor:
-            self.notify("pick an anchor first", severity="warning")
-            return
-        _here, sentences = self.paragraph()
-        self._try(self.studio.audition, anchor, self.query_one(AnchorPicker).lang, sentences)
-
-    def action_flip(self) -> None:
-        if not self.studio.flip():
-            self.notify("audition two anchors (ctrl+t) or two ratios first", severity="warning", timeout=3)
-
-    def action_assign(self) -> None:
-        anchor = self.highlighted_anchor()
-        here, sentences = self.paragraph()
-        if not anchor or not sentences:
-            self.notify("put the cursor on a paragraph and highlight an anchor", severity="warning", timeout=3)
-            return
-        lang = sentences[0].lang
-        self.apply_edit(assign(here, anchor, None if lang == self.studio.settings.language else lang))
-        self.notify(f"line {here.line}: {anchor}", timeout=2)
-
-    def apply_edit(self, edit: TextEdit) -> None:
-        """One edit of the script, one undo step (Ctrl+Z in the editor, or anywhere on this screen)."""
-        document = self.editor.document
-        assert isinstance(document, Document)
-        self.editor.history.checkpoint()
-        self.editor.replace(edit.insert, document.get_location_from_index(edit.start),
-                            document.get_location_from_index(edit.end))
-        self.editor.history.checkpoint()
-
-    def action_undo(self) -> None:
-        self.editor.undo()
-
     def action_toggle_lang(self) -> None:
         picker = self.query_one(AnchorPicker)
         picker.lang = "es" if picker.lang == "en" else "en"
@@ -312,25 +212,6 @@ class MainScreen(Screen[None]):
         self.notify(f"language: {picker.lang}", timeout=2)
         self.show_spoken()
         self.editor.identify_languages(picker.lang)  # untagged paragraphs are read in the other language now
-
-    def action_set_partner(self) -> None:
-        option = self.query_one("#anchor-list", OptionList).highlighted_option
-        if option is not None and option.id and option.id != self.studio.anchor:
-            self.studio.set_blend(option.id, self.query_one(MorphSlider).value)
-            self.update_morph_label()
-
-    def action_next_duo(self) -> None:
-        duo = self.host.next_duo()
-        if duo is None:
-            self.notify("the roster has no duos", severity="warning")
-            return
-        a, b, ratio, langs = duo
-        picker = self.query_one(AnchorPicker)
-        picker.lang = langs[0] if picker.lang not in langs else picker.lang
-        picker.pick(a)
-        self.query_one(MorphSlider).show(ratio)
-        self.studio.set_blend(b, ratio)
-        self.update_morph_label()
 
     def action_settings(self) -> None:
         def done(settings: StudioSettings | None) -> None:
@@ -374,14 +255,6 @@ class MainScreen(Screen[None]):
         self.app.push_screen(PathDialog("Save script", "written atomically", Path.cwd() / "script.txt", "Save"), done)
 
     # ------------------------------------------------------------ the text front-end (F3, F4)
-    def sentence_under_cursor(self) -> Sentence | None:
-        offset = self.editor.cursor_offset
-        try:
-            sentences = self.studio.parse(self.editor.text)
-        except UserError:
-            return None  # a half-typed line (e.g. an open tag) while the cursor moves: no sentence yet
-        return next((s for s in sentences if offset < s.end), sentences[-1] if sentences else None)
-
     def action_toggle_spoken(self) -> None:
         self.query_one(SpokenLine).toggle_class("shown")
         self.show_spoken()
