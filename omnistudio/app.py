@@ -162,8 +162,7 @@ class StudioApp(App[None]):
             transport.position = (f"sentence {snap.sentence + 1}/{len(self.sentences)}"
                                   if span is not None and snap.sentence is not None and snap.playing else "")
             screen.query_one(Telemetry).underruns = snap.underruns
-            player = self.studio.player  # the device's own underflows (PortAudio's flag), counted by its callback
-            screen.query_one(Telemetry).device_underruns = player.stats.xruns if player is not None else 0
+            screen.query_one(Telemetry).device_underruns = snap.device_underruns  # PortAudio's flag
             screen.query_one(Telemetry).backbone = getattr(self.studio.engine, "compile_state", "off")
             screen.query_one(Telemetry).graphs = graph_status(self.studio.engine)
             screen.query_one(AnchorPicker).show_marks(*self.studio.prebuild.marks())  # building / ready

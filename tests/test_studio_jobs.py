@@ -269,3 +269,38 @@ async def _tab_and_typing(engine, roster: Path, tmp_path: Path) -> None:  # noqa
         path.value = ""
         await pilot.press(*typed)
         assert path.value == typed
+
+
+def test_the_export_dialog_names_the_project_and_chooses_the_loudness_rule(
+        tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_export_rule(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _export_rule(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    import soundfile as sf
+    from textual.widgets import Input, Label, Select
+
+    from omnistudio.audio.loudness import measure
+    from omnistudio.widgets.lufs_meter import LufsMeter
+
+    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    app.studio.takes.open(tmp_path / "news.omniproj", "Good evening.\nAnd now the weather.")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        dialog = app.screen
+        assert dialog.query_one("#export-path", Input).value == str(tmp_path / "news.wav")  # the project's name
+        assert dialog.query_one("#export-profile", Select).value == "ebu"  # the settings' rule
+        dialog.query_one("#export-profile", Select).value = "podcast"
+        await pilot.pause()
+        assert "-16 LUFS" in str(dialog.query_one("#export-note", Label).render())
+        dialog.query_one("#export-path", Input).focus()
+        await pilot.press("enter")
+        out = tmp_path / "news.wav"
+        await wait_for(pilot, lambda: out.exists() and Path(str(out) + ".json").exists(), what="the export")
+        assert app.studio.settings.rule().key == "podcast"  # the meter, the monitor and later exports agree
+        assert app.screen.query_one(LufsMeter).target == -16.0
+    data, rate = sf.read(str(out), dtype="float32")
+    assert abs(measure(data if data.ndim == 1 else data[:, 0], rate).integrated_lufs - (-16.0)) < 0.5

@@ -11,11 +11,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label
+from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from omnistudio.captions.formats import CaptionOptions
-from omnistudio.audio.profiles import LoudnessRule
+from omnistudio.audio.profiles import RULES, LoudnessRule
 from omnistudio.errors import UserError
+from omnistudio.screens.settings import rule_select
 from omnistudio.widgets.checkbox import StudioCheckbox
 
 
@@ -51,12 +52,14 @@ class PathDialog(ModalScreen[Path | None]):
 
 @dataclass(frozen=True)
 class ExportChoice:
-    """What the export dialog asks for: the audio file, its captions (None: none), and whether their
-    words are measured by the speech model (else estimated by syllables)."""
+    """What the export dialog asks for: the audio file, its captions (None: none), whether their words are
+    measured by the speech model (else estimated by syllables), and the loudness rule it is made to (a
+    key of audio/profiles.RULES; empty: the settings')."""
 
     path: Path
     captions: CaptionOptions | None = None
     measure: bool = True
+    profile: str = ""
 
 
 class ExportDialog(ModalScreen[ExportChoice | None]):
@@ -69,18 +72,25 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
     def __init__(self, default: Path, rule: LoudnessRule, last: ExportChoice | None = None) -> None:
         super().__init__()
         self.title_text, self.button = "Export", "Export"
-        self.note = (f"{rule.name.split(' (')[0]}: {rule.target_lufs:g} LUFS, true peak ≤ {rule.true_peak_dbtp:g} dBTP; "
-                     ".wav (Broadcast Wave), .flac, .mp3 or .m4a, with a .json sidecar")
-        self.last = last or ExportChoice(default)
+        self.last = last or ExportChoice(default, profile=rule.key)
+        self.rule = RULES.get(self.last.profile, rule)
         self.default = self.last.path
+
+    @staticmethod
+    def describe(rule: LoudnessRule) -> str:
+        return (f"{rule.name.split(' (')[0]}: {rule.target_lufs:g} LUFS, true peak ≤ {rule.true_peak_dbtp:g} dBTP; "
+                ".wav (Broadcast Wave), .flac, .mp3 or .m4a, with a .json sidecar")
 
     def compose(self) -> ComposeResult:
         captions = self.last.captions
         formats = captions.formats if captions is not None else ()
         with Vertical(id="dialog"):
             yield Label(self.title_text, id="dialog-title")
-            yield Label(self.note, id="export-note")
+            yield Label(self.describe(self.rule), id="export-note")
             yield Input(str(self.default), id="export-path")
+            with Horizontal(id="export-rule"):
+                yield Label("Loudness")
+                yield rule_select(self.rule.key, "export-profile")
             with Horizontal(id="export-captions"):
                 yield Label("Captions")
                 yield StudioCheckbox("SRT", "srt" in formats, id="cap-srt")
@@ -100,7 +110,12 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
         if words and "vtt" not in formats:
             raise UserError("karaoke word times go in the WebVTT file: tick WebVTT too")
         captions = CaptionOptions(formats, vtt_words=words).validated() if formats else None
-        return ExportChoice(path, captions, self.query_one("#cap-measure", Checkbox).value)
+        return ExportChoice(path, captions, self.query_one("#cap-measure", Checkbox).value,
+                            str(self.query_one("#export-profile", Select).value))
+
+    @on(Select.Changed, "#export-profile")
+    def _rule(self, event: Select.Changed) -> None:
+        self.query_one("#export-note", Label).update(self.describe(RULES[str(event.value)]))
 
     @on(Input.Submitted, "#export-path")
     @on(Button.Pressed, "#export")

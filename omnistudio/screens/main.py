@@ -14,6 +14,7 @@ in the command palette). The editor keeps at least ``EDITOR_SHARE`` of the width
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -215,22 +216,28 @@ class MainScreen(StudioScreen):
 
     def action_settings(self) -> None:
         def done(settings: StudioSettings | None) -> None:
-            if settings is None:
-                return
-            self._try(self.studio.apply_settings, settings)
-            self.query_one(LufsMeter).target = self.studio.settings.target_lufs
-            self._try(save_settings, self.studio.settings)
+            if settings is not None:
+                self._use_settings(settings)
 
         self.app.push_screen(SettingsScreen(self.studio.settings), done)
+
+    def _use_settings(self, settings: StudioSettings) -> None:
+        """New settings: the controller's, the meter's target, saved."""
+        self._try(self.studio.apply_settings, settings)
+        self.query_one(LufsMeter).target = self.studio.settings.target_lufs
+        self._try(save_settings, self.studio.settings)
 
     def action_export(self) -> None:
         def done(choice: ExportChoice | None) -> None:
             if choice is not None:
                 self.last_export = choice  # the next export starts from it (this session)
+                if choice.profile and choice.profile != self.studio.settings.rule().key:
+                    self._use_settings(replace(self.studio.settings, profile=choice.profile))  # meter, monitor, export
                 self._try(self.studio.export, self.editor.text, choice.path, choice.captions, choice.measure)
 
-        self.app.push_screen(export_dialog(Path.cwd() / "take.wav", self.studio.settings.rule(),
-                                           self.last_export), done)
+        project = self.studio.project  # the project's name, beside it; else take.wav here
+        default = project.path.with_suffix(".wav") if project is not None else Path.cwd() / "take.wav"
+        self.app.push_screen(export_dialog(default, self.studio.settings.rule(), self.last_export), done)
 
     def action_open(self) -> None:
         def done(path: Path | None) -> None:

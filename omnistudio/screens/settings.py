@@ -28,6 +28,12 @@ PLACEHOLDERS = {"output_device": "empty: the default device", "server": "empty: 
                 "api_key_file": "empty: none"}
 
 
+def rule_select(key: str, widget_id: str) -> Select[str]:
+    """A choice of the loudness rules (audio/profiles.py), ``key`` chosen (settings and export dialogs)."""
+    return Select([(f"{r.name.split(' (')[0]} {r.target_lufs:g} LUFS", r.key) for r in RULES.values()],
+                  value=key, allow_blank=False, id=widget_id, compact=True)
+
+
 class SettingsScreen(ModalScreen[StudioSettings | None]):
     """Returns the new, validated settings, or None when cancelled."""
 
@@ -49,8 +55,7 @@ class SettingsScreen(ModalScreen[StudioSettings | None]):
                     yield Label(label)
                     yield StudioCheckbox("", bool(getattr(self.settings, name)), id=f"set-{name}")
                 yield Label("loudness rule")
-                yield Select([(f"{r.name.split(' (')[0]} {r.target_lufs:g} LUFS", r.key) for r in RULES.values()],
-                             value=self.settings.rule().key, allow_blank=False, id="set-profile", compact=True)
+                yield rule_select(self.settings.rule().key, "set-profile")
             yield Label("", id="settings-error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", id="save", variant="primary")

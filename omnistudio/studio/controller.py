@@ -63,7 +63,7 @@ from omnistudio.studio.events import (
     WordHeard,
 )
 from omnistudio.studio.lexicon import StudioLexicon
-from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput
+from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, close_output, open_output
 from omnistudio.studio.prebuild import Prebuild
 from omnistudio.studio.settings import StudioSettings
 from omnistudio.studio.words import HeardWords, MeasuringHearer
@@ -135,21 +135,9 @@ class Studio:
         return self
 
     def _open_audio(self) -> None:
-        device: int | str | None = self.settings.output_device or None
-        if isinstance(device, str) and device.isdigit():
-            device = int(device)
-        self.player = Player(SAMPLE_RATE, device=device)
-        if self.audio_mode != "virtual":
-            try:
-                self.player.open()
-                self.silent = False
-                return
-            except UserError as exc:
-                if self.audio_mode == "device":
-                    raise
-                self.report(Notice(f"{exc}. Playing silently (meter only); export still works.", "warning"))
-        self.silent = True
-        self.output = VirtualOutput(self.player, rate=self.virtual_rate).start()
+        self.player, self.output = open_output(self.settings.output_device, self.audio_mode, self.virtual_rate,
+                                               lambda text: self.report(Notice(text, "warning")))
+        self.silent = self.output is not None
 
     def reopen_audio(self) -> None:
         """Switch to the output device in the settings (UI thread; playback stops)."""
@@ -158,11 +146,8 @@ class Studio:
         self._open_audio()
 
     def _close_audio(self) -> None:
-        if self.output is not None:
-            self.output.close()
-            self.output = None
-        if self.player is not None:
-            self.player.close()
+        close_output(self.player, self.output)
+        self.output = None
 
     def close(self) -> None:
         self.stop()
@@ -318,7 +303,8 @@ class Studio:
         playing = heard < self.schedule.end or self.rendering_play
         found = self.schedule.word_at(heard)
         word = None if found is None else WordHeard(found[0], *found[1], found[2])
-        return Snapshot(reading, self.schedule.at(heard), player.stats.underruns, playing, player.paused, word)
+        stats = player.stats
+        return Snapshot(reading, self.schedule.at(heard), stats.underruns, playing, player.paused, word, stats.xruns)
 
     # ----------------------------------------------------- engine thread
     def _run(self) -> None:

@@ -120,6 +120,7 @@ class Snapshot:
     playing: bool
     paused: bool
     word: WordHeard | None = None  # the word being heard, inside that sentence (None: a pause, or none known)
+    device_underruns: int = 0  # the audio device's own underflows (PortAudio's flag), of ``underruns`` or besides
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,15 @@ import bisect
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from omnistudio.audio.player import Player
+from omnistudio.config import SAMPLE_RATE
+from omnistudio.errors import UserError
 from omnistudio.captions.timing import SentenceTiming, WordTime
 
 if TYPE_CHECKING:
@@ -197,3 +199,30 @@ class VirtualOutput:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=1.0)
+
+
+def open_output(device: str, mode: str, virtual_rate: float, warn: Callable[[str], None]
+                ) -> tuple[Player, VirtualOutput | None]:
+    """The studio's player on ``device`` (its name or number; empty: the system default) and, where it
+    plays silently, the virtual output that is its clock: ``mode`` virtual, or auto with no device
+    (``warn`` says so; mode device raises the UserError instead)."""
+    name: int | str | None = device or None
+    if isinstance(name, str) and name.isdigit():
+        name = int(name)
+    player = Player(SAMPLE_RATE, device=name)
+    if mode != "virtual":
+        try:
+            player.open()
+            return player, None
+        except UserError as exc:
+            if mode == "device":
+                raise
+            warn(f"{exc}. Playing silently (meter only); export still works.")
+    return player, VirtualOutput(player, rate=virtual_rate).start()
+
+
+def close_output(player: Player | None, output: VirtualOutput | None) -> None:
+    if output is not None:
+        output.close()
+    if player is not None:
+        player.close()
