@@ -69,6 +69,7 @@ class StudioApp(App[None]):
         picker = screen.query_one(AnchorPicker)
         picker.lang = self.studio.settings.language
         picker.set_rows(self.rows if self.rows is not None else self._roster_rows())
+        picker.set_presets(self.studio.takes.presets)  # the project's duo presets
         if not self.studio.anchor and self.welcome:
             self.studio.select(first_anchor([row.id for row in picker.rows]))
         if self.studio.anchor:

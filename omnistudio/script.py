@@ -34,7 +34,7 @@ fragments with no letters are glued back; a closing quote after a full stop
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -366,7 +366,9 @@ def split_pauses(body: str, line: int) -> list[tuple[str, float | None]]:
 
 
 # ------------------------------------------------------------------ scripts
-def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None = None) -> Script:
+def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None = None,
+                 presets: Mapping[str, Blend] | None = None) -> Script:
+    """``presets``: named duos (a project's), each a speaker tag of its own: ``[morning]`` is its blend."""
     default_lang = check_language(lang)
     if not text.strip():
         raise UserError("the script is empty")
@@ -384,6 +386,9 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
         if named is not None:
             story, raw, at = named, raw[skip:], at + skip
         tag, body = split_tag(raw, number)
+        preset = presets.get(tag.speaker or "") if presets and tag is not None and tag.blend is None else None
+        if tag is not None and preset is not None:
+            tag = Tag(preset.key(), tag.lang, preset)
         check_line(raw, tag, PAUSE_RE.sub(" ", body).strip(), number)
         if tag is not None:
             unknown = [a for a in speaker_anchors(tag.speaker) if a not in known] if (

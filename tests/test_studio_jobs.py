@@ -304,3 +304,59 @@ async def _export_rule(engine, roster: Path, tmp_path: Path) -> None:  # noqa: A
         assert app.screen.query_one(LufsMeter).target == -16.0
     data, rate = sf.read(str(out), dtype="float32")
     assert abs(measure(data if data.ndim == 1 else data[:, 0], rate).integrated_lufs - (-16.0)) < 0.5
+
+
+def test_a_duo_preset_is_kept_in_the_project_offered_in_the_picker_and_read_as_a_tag(
+        tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_presets(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _presets(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from textual.widgets import Input, Label, OptionList
+
+    from omnistudio.projects.presets import read_presets
+    from omnistudio.widgets.morph_slider import MorphSlider
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    path = tmp_path / "news.omniproj"
+    script = "[ruby+storm@0.65] Good morning.\n[ruby] And now the weather."
+    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
+    app.studio.select("ruby")
+    app.studio.takes.open(path, script)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _ready(pilot, app)
+        _cursor(app, 0)
+        await pilot.press("alt+p")
+        await pilot.pause()
+        app.screen.query_one("#export-path", Input).value = "morning"
+        await pilot.press("enter")
+        await pilot.pause()
+        await wait_for(pilot, lambda: read_presets(path)[0] == {"morning": Blend("ruby", "storm", 0.65)},
+                       what="the preset written to the project")
+        options = app.screen.query_one("#anchor-list", OptionList)
+        assert "morning" in [o.id for o in options._options]
+        # the preset as a tag: the paragraph reads with its blend, and the slider shows it
+        editor = app.screen.query_one(ScriptEditor)
+        editor.load_text("[morning] Good morning.\n[ruby] And now the weather.")
+        _cursor(app, 0)
+        await pilot.press("f6")
+        await wait_for(pilot, lambda: app.studio.last_take is not None and idle(app), what="the preset's line played")
+        assert app.studio.last_take.sentences[0].voice == VoiceRef(blend=Blend("ruby", "storm", 0.65))
+        assert app.screen.query_one(MorphSlider).value == 0.65
+    # after a restart the project offers it; picking it sets the slider's partner and ratio
+    again = make_app(engine, roster, tmp_path / "autosave.script")
+    again.studio.takes.open(path)
+    async with again.run_test(size=(160, 40)) as pilot:
+        await _ready(pilot, again)
+        options = again.screen.query_one("#anchor-list", OptionList)
+        options.focus()
+        options.highlighted = [o.id for o in options._options].index("morning")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        studio = again.studio
+        assert (studio.anchor, studio.partner, studio.blend) == ("ruby", "storm", Blend("ruby", "storm", 0.65))
+        assert again.screen.query_one(MorphSlider).value == 0.65
+        _cursor(again, 1)  # a plain paragraph: the label names the preset's partner
+        await pilot.pause()
+        assert "ruby ◀▶ storm" in str(again.screen.query_one("#morph-label", Label).render())

@@ -214,9 +214,10 @@ class Project:
     def set_script(self, text: str) -> None:
         """Re-parse the script; sentences whose text is unchanged keep their takes, edited ones keep
         theirs as stale, new ones start empty."""
+        from omnistudio.projects.presets import read_presets
         from omnistudio.script import parse_script
 
-        script = parse_script(text, self.lang)
+        script = parse_script(text, self.lang, presets=read_presets(self.path)[0])  # its duo presets are speakers
         new = [Line(s.text, s.speaker or self.voice, s.lang, s.line) for s in script.sentences]
         for before, after in _paired(self.lines, new):
             after.takes, after.chosen, after.history = before.takes, before.chosen, before.history

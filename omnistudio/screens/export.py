@@ -20,12 +20,12 @@ from omnistudio.screens.settings import rule_select
 from omnistudio.widgets.checkbox import StudioCheckbox
 
 
-class PathDialog(ModalScreen[Path | None]):
-    """Asks for a file path; returns it, or None when cancelled."""
+class AskDialog(ModalScreen[str | None]):
+    """Asks for one line of text (a file path, a name); returns it stripped, or None when cancelled."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, note: str, default: Path, button: str) -> None:
+    def __init__(self, title: str, note: str, default: str, button: str) -> None:
         super().__init__()
         self.title_text, self.note, self.default, self.button = title, note, default, button
 
@@ -33,7 +33,7 @@ class PathDialog(ModalScreen[Path | None]):
         with Vertical(id="dialog"):
             yield Label(self.title_text, id="dialog-title")
             yield Label(self.note)
-            yield Input(str(self.default), id="export-path")
+            yield Input(self.default, id="export-path")
             with Horizontal(classes="buttons"):
                 yield Button(self.button, id="export", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -43,7 +43,7 @@ class PathDialog(ModalScreen[Path | None]):
     def _export(self) -> None:
         value = self.query_one("#export-path", Input).value.strip()
         if value:
-            self.dismiss(Path(value).expanduser())
+            self.dismiss(value)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

@@ -20,7 +20,7 @@ from textual.widgets import Label, Static
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Playback", ("play", "play_cursor", "pause", "stop")),
     ("Script", ("toggle_spoken", "add_word", "toggle_lang", "undo_edit")),
-    ("Voices/Duo", ("audition", "flip", "assign", "next_duo", "set_partner")),
+    ("Voices/Duo", ("audition", "flip", "assign", "next_duo", "set_partner", "save_preset")),
     ("Takes", ("regenerate", "compare", "prev_take", "next_take", "take_strip")),
     ("Files", ("open", "save", "export")),
     ("Panels", ("panel_meter", "panel_anchors", "settings", "keys", "quit")),

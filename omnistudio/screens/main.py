@@ -27,7 +27,7 @@ from textual.widgets import Header, Label, Static
 from textual.widgets.text_area import Document
 
 from omnistudio.errors import UserError
-from omnistudio.screens.export import ExportChoice, PathDialog, export_dialog
+from omnistudio.screens.export import AskDialog, ExportChoice, export_dialog
 from omnistudio.screens.lexicon import LexiconDialog
 from omnistudio.screens.settings import SettingsScreen
 from omnistudio.screens.studio_screen import StudioHost as StudioHost, StudioScreen
@@ -62,6 +62,8 @@ BINDINGS = [
             tooltip="the highlighted anchor speaks the paragraph under the cursor (its tag rewritten)"),
     Binding("ctrl+l", "toggle_lang", "es/en", id="toggle_lang", priority=True),
     Binding("ctrl+d", "next_duo", "Duo", id="next_duo", priority=True),
+    Binding("alt+p", "save_preset", "Keep duo preset", id="save_preset", show=False, priority=True,
+            tooltip="keep the blend under the cursor as a named duo preset of the project"),
     Binding("ctrl+b", "set_partner", "Partner", id="set_partner", show=False, priority=True),
     Binding("ctrl+o", "open", "Open", id="open", show=False, priority=True),
     Binding("ctrl+s", "save", "Save", id="save", show=False, priority=True),
@@ -240,26 +242,26 @@ class MainScreen(StudioScreen):
         self.app.push_screen(export_dialog(default, self.studio.settings.rule(), self.last_export), done)
 
     def action_open(self) -> None:
-        def done(path: Path | None) -> None:
-            if path is not None:
+        def done(value: str | None) -> None:
+            if value:
                 from omnistudio.script import read_script
 
-                text = self._try(read_script, path)
+                text = self._try(read_script, Path(value).expanduser())
                 if text is not None:
                     self.editor.load_text(text)
 
-        self.app.push_screen(PathDialog("Open script", "a UTF-8 text file", Path.cwd() / "script.txt", "Open"), done)
+        self.app.push_screen(AskDialog("Open script", "a UTF-8 text file", str(Path.cwd() / "script.txt"), "Open"), done)
 
     def action_save(self) -> None:
-        def done(path: Path | None) -> None:
-            if path is not None:
+        def done(value: str | None) -> None:
+            if value:
                 from omnistudio.audio.export import atomic_write_bytes
 
-                text = self.editor.text
+                path, text = Path(value).expanduser(), self.editor.text
                 self._try(atomic_write_bytes, path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
                 self.notify(f"saved {path}", timeout=3)
 
-        self.app.push_screen(PathDialog("Save script", "written atomically", Path.cwd() / "script.txt", "Save"), done)
+        self.app.push_screen(AskDialog("Save script", "written atomically", str(Path.cwd() / "script.txt"), "Save"), done)
 
     # ------------------------------------------------------------ the text front-end (F3, F4)
     def action_toggle_spoken(self) -> None:
@@ -355,6 +357,10 @@ class MainScreen(StudioScreen):
     # ------------------------------------------------------------ widget events
     @on(AnchorPicker.Picked)
     def _picked(self, event: AnchorPicker.Picked) -> None:
+        preset = self.studio.takes.presets.get(event.anchor)
+        if preset is not None:  # a duo preset: its two anchors and ratio
+            self.use_duo(preset.a, preset.b, preset.alpha)
+            return
         self.studio.select(event.anchor, event.picker.lang)  # (an anchor picked is no longer the partner)
         self.update_morph_label()
 
@@ -366,7 +372,8 @@ class MainScreen(StudioScreen):
 
     @on(AnchorPicker.Highlighted)
     def _highlighted(self, event: AnchorPicker.Highlighted) -> None:
-        self.studio.prebuild.highlight(event.anchor, event.lang)  # its prompt built in the background
+        if event.anchor not in self.studio.takes.presets:  # an anchor's prompt built in the background
+            self.studio.prebuild.highlight(event.anchor, event.lang)
 
     @on(ScriptEditor.Changed)
     def _edited(self, event: ScriptEditor.Changed) -> None:

@@ -17,6 +17,7 @@ from textual.widgets.text_area import Document
 
 from omnistudio.errors import UserError
 from omnistudio.screens.error import ErrorModal
+from omnistudio.screens.export import AskDialog
 from omnistudio.screens.morph import MorphBinding
 from omnistudio.script import Sentence
 from omnistudio.studio.paragraph import Paragraph, TextEdit, assign, paragraph_at, sentences_of
@@ -92,11 +93,12 @@ class StudioScreen(Screen[None]):
             sentences = self.studio.parse(text) if text.strip() else []
         except UserError:
             sentences = []
-        here = paragraph_at(text, offset)
+        presets = self.studio.takes.presets
+        here = paragraph_at(text, offset, presets)
         mine = sentences_of(sentences, here)
         if not mine and sentences:
             after = next((s for s in sentences if offset < s.end), sentences[-1])
-            here = paragraph_at(text, after.start)
+            here = paragraph_at(text, after.start, presets)
             mine = sentences_of(sentences, here)
         return here, mine
 
@@ -148,10 +150,34 @@ class StudioScreen(Screen[None]):
         a, b, ratio, langs = duo
         picker = self.query_one(AnchorPicker)
         picker.lang = langs[0] if picker.lang not in langs else picker.lang
-        picker.pick(a)
-        self.query_one(MorphSlider).show(ratio)
-        self.studio.set_blend(b, ratio)
+        picker.selected = a
+        self.use_duo(a, b, ratio)
+
+    def use_duo(self, a: str, b: str, alpha: float) -> None:
+        """Select ``a`` blended with ``b`` at ``alpha`` (a duo of the roster, a project's preset)."""
+        self.studio.select(a, self.query_one(AnchorPicker).lang)
+        self.query_one(MorphSlider).show(alpha)
+        self.studio.set_blend(b, alpha)
         self.update_morph_label()
+
+    def action_save_preset(self) -> None:
+        """Keep the blend under the cursor (its paragraph's tag, else the slider's) as a named duo preset."""
+        here, _sentences = self.paragraph()
+        blend = here.blend or self.studio.blend
+        if blend is None:
+            self.notify("no blend to keep: put the cursor on an [a+b@0.7] paragraph, or choose a partner (ctrl+b) "
+                        "and move the slider", severity="warning", timeout=4)
+            return
+        picker = self.query_one(AnchorPicker)
+
+        def done(name: str | None) -> None:
+            kept = self._try(self.studio.takes.save_preset, name, blend, [r.id for r in picker.rows]) if name else None
+            if kept is not None:
+                picker.set_presets(self.studio.takes.presets)
+                self.notify(f"duo preset {kept} = {blend.key()}: [{kept}] in the script reads with it", timeout=4)
+
+        self.app.push_screen(AskDialog("Keep duo preset", f"{blend.key()} as a name the script's tags can use",
+                                       "", "Keep"), done)
 
     def sentence_under_cursor(self) -> Sentence | None:
         offset = self.editor.cursor_offset

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from omnistudio.script import Blend
     from omnistudio.voices.align import Hearer
     from omnistudio.captions.formats import CaptionOptions
     from omnistudio.script import Sentence
@@ -134,7 +135,14 @@ class Undo:
     index: int
 
 
-ProjectAction = SyncScript | Regenerate | StepTake | Compare | Choose | Undo
+@dataclass(frozen=True)
+class KeepPreset:
+    """Write the project's duo presets (``presets.json``), saving the project first if it is new."""
+
+    presets: dict[str, Blend]
+
+
+ProjectAction = SyncScript | Regenerate | StepTake | Compare | Choose | Undo | KeepPreset
 Command = Load | Quit | Reconnect | Prebuild | Prepare | Play | Export | ProjectAction
 
 

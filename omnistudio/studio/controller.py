@@ -174,6 +174,8 @@ class Studio:
         anchor = anchor or self.anchor
         if not anchor:
             return None
+        if anchor in self.takes.presets:  # a project's named duo
+            return VoiceRef(blend=self.takes.presets[anchor])
         if self.blend is not None and anchor == self.anchor:
             return VoiceRef(blend=self.blend)
         return VoiceRef(anchor=anchor)
@@ -287,7 +289,7 @@ class Studio:
             self.reopen_audio()
 
     def parse(self, text: str) -> list[Sentence]:
-        return list(parse_script(text, self.settings.language).sentences)
+        return list(parse_script(text, self.settings.language, presets=self.takes.presets).sentences)
 
     # ------------------------------------------------------ pulled state
     def poll(self) -> Snapshot:

@@ -9,6 +9,7 @@ editor applies (one undo step each). Nothing here knows Textual.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from omnistudio.errors import UserError
@@ -45,8 +46,9 @@ class Paragraph:
         return self.tag.blend if self.tag is not None else None
 
 
-def paragraph_at(text: str, offset: int) -> Paragraph:
-    """The line of ``text`` holding character ``offset`` (a tag that does not parse counts as none)."""
+def paragraph_at(text: str, offset: int, presets: Mapping[str, Blend] | None = None) -> Paragraph:
+    """The line of ``text`` holding character ``offset`` (a tag that does not parse counts as none; a tag
+    naming one of ``presets`` is its blend)."""
     offset = max(0, min(offset, len(text)))
     start = text.rfind("\n", 0, offset) + 1
     end = text.find("\n", offset)
@@ -66,6 +68,9 @@ def paragraph_at(text: str, offset: int) -> Paragraph:
         tag = parse_tag(match.group(1), line)
     except UserError:
         return Paragraph(line, start, end, at, at, None)
+    preset = presets.get(tag.speaker or "") if presets and tag.blend is None else None
+    if preset is not None:
+        tag = Tag(preset.key(), tag.lang, preset)
     return Paragraph(line, start, end, at, start + skip + match.end(), tag)
 
 

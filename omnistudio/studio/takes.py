@@ -10,7 +10,7 @@ F9 is :func:`omnistudio.projects.retake.regenerate` over the pipeline synthesise
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,8 +19,10 @@ from omnistudio.errors import UserError
 from omnistudio.studio import commands as cmd
 from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
 from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
-from omnistudio.projects.project import Project, open_or_create
+from omnistudio.projects.presets import MAX_PRESETS, check_preset_name, read_presets, write_presets
+from omnistudio.projects.project import MANIFEST, Project, open_or_create
 from omnistudio.projects.retake import pipeline_synth, regenerate
+from omnistudio.script import Blend
 from omnistudio.take.delivery import Delivery
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeResult, build_take
@@ -36,6 +38,7 @@ class ProjectTakes:
         self.project: Project | None = None
         self.cursor: dict[int, str] = {}  # sentence -> the take Alt+Left/Right is on
         self.played: list[str] = []  # take ids played by step / A/B / regenerate, in order (tests read it)
+        self.presets: dict[str, Blend] = {}  # the open project's named duos (replaced whole, never edited)
 
     # ------------------------------------------------------- UI thread
     def open(self, path: Path, text: str | None = None) -> Project:
@@ -46,11 +49,24 @@ class ProjectTakes:
         voice = self.studio.voice()
         project = open_or_create(Path(path), text or "", self.studio.settings.language,
                                  voice.key() if voice else "") if text else Project.open(Path(path))
-        for problem in project.problems:
+        presets, damaged = read_presets(project.path)
+        for problem in [*project.problems, *([damaged] if damaged else [])]:
             self.studio.report(Notice(f"{Path(path).name}: {problem}", "warning"))
-        self.project = project
+        self.project, self.presets = project, presets
         self._report()
         return project
+
+    def save_preset(self, name: str, blend: Blend, anchors: Collection[str] = ()) -> str:
+        """Keep ``blend`` as the project's duo preset ``name`` (UI thread: offered at once, written by the
+        engine thread, which alone touches the project); returns the name as kept."""
+        if self.project is None:
+            raise UserError("duo presets live in a project: open one (omnistudio NAME.omniproj) to keep them")
+        key = check_preset_name(name, anchors)
+        if key not in self.presets and len(self.presets) >= MAX_PRESETS:
+            raise UserError(f"the project keeps {MAX_PRESETS} duo presets at most")
+        self.presets = {**self.presets, key: blend}
+        self._queue(cmd.KeepPreset(dict(self.presets)))
+        return key
 
     def announce(self) -> None:
         """Report the open project's takes now (a client that attaches after :meth:`open`: the studio's
@@ -115,8 +131,16 @@ class ProjectTakes:
                 self._choose(index, take_id)
             case cmd.Undo(index):
                 self._undo(index)
+            case cmd.KeepPreset(presets):
+                self._keep_presets(presets)
             case _:
                 raise TypeError(f"not a project action: {action!r}")
+
+    def _keep_presets(self, presets: dict[str, Blend]) -> None:
+        assert self.project is not None
+        if not (self.project.path / MANIFEST).exists():  # a new project: on disk first
+            self.project.save()
+        write_presets(self.project.path, presets)
 
     def delivery(self) -> Delivery:
         """What an export is called: the open project's name (none open: the take's own words)."""

@@ -5,10 +5,11 @@ named as text (``ruby``, ``ruby:es``, ``ruby+storm@0.7``) checked against the ro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from omnistudio.errors import UserError
-from omnistudio.script import Script, check_script_size, parse_script
+from omnistudio.script import Blend, Script, check_script_size, parse_script
 from omnistudio.take.options import TakeOptions
 from omnistudio.voices.resolve import VoiceRef, parse_voice
 
@@ -21,14 +22,16 @@ def known_speakers() -> set[str]:
 
 
 def plan_script(text: str, options: TakeOptions, voice: VoiceRef | None,
-                no_voice_hint: str = "select a voice") -> tuple[Script, TakeOptions]:
-    """The parsed script (speakers checked against the roster) and ``options`` with its default voice.
+                no_voice_hint: str = "select a voice",
+                presets: Mapping[str, Blend] | None = None) -> tuple[Script, TakeOptions]:
+    """The parsed script (speakers checked against the roster, a project's duo ``presets`` read as their
+    blends) and ``options`` with its default voice.
 
     A line without a speaker tag needs ``voice``: without one, one line naming it and ``no_voice_hint``
     (what the client's user gives: ``give --voice ANCHOR ...``)."""
     check_script_size(text)  # every script client's limit (a file is checked before it is read)
     tagged = any(line.lstrip().startswith("[") for line in text.splitlines())
-    script = parse_script(text, options.lang, speakers=known_speakers() if tagged else None)
+    script = parse_script(text, options.lang, speakers=known_speakers() if tagged else None, presets=presets)
     if voice is None:
         untagged = next((s for s in script.sentences if s.speaker is None), None)
         if untagged is not None:

@@ -22,6 +22,7 @@ from textual.reactive import reactive
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
+from omnistudio.script import Blend
 from omnistudio.studio.adapters import AnchorRow
 
 STATE_MARK = {"ready": ("●", "green"), "saved": ("◐", "yellow"), "missing": ("○", "dim"), "stale": ("◌", "red"),
@@ -66,6 +67,7 @@ class AnchorPicker(Vertical):
     def __init__(self, rows: Sequence[AnchorRow] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rows = list(rows)
+        self.presets: dict[str, Blend] = {}  # the project's named duos, listed after the anchors
         self.marks: dict[tuple[str, str], str] = {}  # (anchor, lang) -> the background builds' state
         self._marks_version = -1
 
@@ -79,6 +81,12 @@ class AnchorPicker(Vertical):
     def set_rows(self, rows: Sequence[AnchorRow]) -> None:
         self.rows = list(rows)
         self._fill()
+
+    def set_presets(self, presets: dict[str, Blend]) -> None:
+        """The project's duo presets, offered after the anchors (picking one picks its blend)."""
+        self.presets = dict(presets)
+        if self.is_mounted:
+            self._fill()
 
     def watch_lang(self) -> None:
         if self.is_mounted:
@@ -121,7 +129,9 @@ class AnchorPicker(Vertical):
         options.clear_options()
         shown = [r for r in self.rows if not query or query in r.id or query in r.name.lower()]
         options.add_options([Option(self._label(r), id=r.id) for r in shown])
-        ids = [r.id for r in shown]
+        duos = [(name, b) for name, b in sorted(self.presets.items()) if not query or query in name or query in b.key()]
+        options.add_options([Option(_preset_label(name, b, name == self.selected), id=name) for name, b in duos])
+        ids = [r.id for r in shown] + [name for name, _b in duos]
         keep = highlighted if highlighted in ids else (self.selected if self.selected in ids else None)
         if keep is not None:
             options.highlighted = ids.index(keep)
@@ -151,3 +161,12 @@ class AnchorPicker(Vertical):
     def pick(self, anchor: str) -> None:
         self.selected = anchor
         self.post_message(self.Picked(self, anchor))
+
+
+def _preset_label(name: str, blend: Blend, selected: bool) -> Text:
+    text = Text()
+    text.append("▸ " if selected else "  ", style="bold")
+    text.append("⇄ ", style="magenta")
+    text.append(name)
+    text.append(f" {blend.a}+{blend.b} {blend.alpha:.2f}", style="dim")
+    return text

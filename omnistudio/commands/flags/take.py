@@ -36,6 +36,10 @@ def take_options(args: argparse.Namespace) -> TakeOptions:
 def plan_script(args: argparse.Namespace, text: str, options: TakeOptions) -> tuple[Script, TakeOptions]:
     """The parsed script (speakers checked against the roster) and the options with its default voice
     (the core's :func:`omnistudio.take.scripts.plan_script`, with the flags' voice)."""
+    from omnistudio.projects.presets import read_presets
     from omnistudio.take.scripts import plan_script as plan
 
-    return plan(text, options, check_voice_options(args), "give --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
+    project = getattr(args, "project", None)  # render --project: the project's duo presets are speakers
+    presets = read_presets(project)[0] if project is not None else None
+    return plan(text, options, check_voice_options(args), "give --voice ANCHOR or --ref-audio FILE --ref-text TEXT",
+                presets)
