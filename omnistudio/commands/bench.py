@@ -14,7 +14,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from omnistudio.bench import compiled, dialogue, meter, remote, sentences, serve, serve_ray, speed, stream, vocoder
+from omnistudio.bench import (compiled, dialogue, meter, remote, sentences, serve, serve_ray, speed, stream, studio,
+                              vocoder)
 from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
 
@@ -26,7 +27,7 @@ __all__ = ["MODES", "add_parser", "clients_list", "run"]
 MAX_SENTENCES = 50
 MODES: dict[str, ModuleType] = {
     "sentences": sentences, "stream": stream, "stream-server": remote, "dialogue": dialogue, "meter": meter,
-    "serve": serve, "lengths": compiled, "serve_ray": serve_ray, "vocoder": vocoder}
+    "serve": serve, "lengths": compiled, "serve_ray": serve_ray, "vocoder": vocoder, "studio": studio}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,11 +36,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
-    for module in (stream, dialogue, meter, serve, compiled, vocoder):
+    for module in (stream, dialogue, meter, serve, compiled, vocoder, studio):
         module.add_flags(p, modes)
     serve_ray.add_flags(p)
     p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
-                   "8 with --dialogue)")
+                   "8 with --dialogue, 6 paragraphs of the F5 script with --studio)")
     add_synthesis_options(p, "random seed (same for every variant)", sampler=False)
     speed.add_flags(p)
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
@@ -51,10 +52,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def _mode(args: argparse.Namespace) -> str:
     mode = ("stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else
-            "serve" if args.serve else "lengths" if args.lengths else "vocoder" if args.vocoder else "sentences")
+            "serve" if args.serve else "lengths" if args.lengths else "vocoder" if args.vocoder else
+            "studio" if args.studio else "sentences")
     if args.dtypes and mode != "sentences":
         raise UserError("--dtypes compares sentence synthesis; it does not combine with --stream, --dialogue, "
-                        "--meter, --serve, --lengths or --vocoder")
+                        "--meter, --serve, --lengths, --vocoder or --studio")
     if args.server and (mode != "stream" or args.ray):
         raise UserError("--server goes with --stream (this machine's engine against the server's)")
     if args.ray:
