@@ -95,7 +95,7 @@ class StudioApp(App[None]):
         screen.query_one(Transport).output = output
         if self.live:
             self.set_interval(1 / POLL_HZ, self.pull)
-        self.set_interval(1.0, self.autosave.flush)
+        self.set_interval(1.0, self._keep)
 
     def _roster_rows(self) -> list[AnchorRow]:
         try:
@@ -265,8 +265,13 @@ class StudioApp(App[None]):
         editor.set_take_marks({row: " ".join(parts) for row, parts in marks.items()})
         screen.show_takes()
 
-    def on_unmount(self) -> None:
+    def _keep(self) -> None:
+        """Every second: the script to the autosave file and, with a project open, into the project."""
         self.autosave.flush()
+        self.studio.takes.keep_script()
+
+    def on_unmount(self) -> None:
+        self._keep()  # the project's script is saved before the engine thread ends (its queue is in order)
         self.studio.close()
 
 

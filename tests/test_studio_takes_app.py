@@ -96,3 +96,25 @@ async def _reopened(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> Non
         editor = again.screen.query_one(ScriptEditor)
         await wait_for(pilot, lambda: editor.take_marks == {0: "1 1", 1: "1"}, what="the take counts")
         assert again.screen.query_one(TakeList).option_count == 1  # the sentence under the cursor's take
+
+
+def test_an_edit_after_the_last_play_is_kept_in_the_project(tiny_engine, voice_roster_file: Path,
+                                                            tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(_edit_kept(tiny_engine, voice_roster_file, tmp_path))
+
+
+async def _edit_kept(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from omnistudio.widgets.script_editor import ScriptEditor
+
+    path = tmp_path / "news.omniproj"
+    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script")
+    app.studio.select("ruby")
+    app.studio.takes.open(path, SCRIPT)
+    async with app.run_test(size=(140, 40)) as pilot:
+        editor = app.screen.query_one(ScriptEditor)
+        editor.focus()
+        editor.move_cursor((1, 0))
+        await pilot.press(*"[storm] ")
+        edited = editor.text
+    assert edited == "Good evening. Here is the news.\n[storm] And now the weather."
+    assert Project.open(path).script == edited  # quit without playing: the edit is in the project

@@ -378,6 +378,7 @@ class MainScreen(StudioScreen):
     @on(ScriptEditor.Changed)
     def _edited(self, event: ScriptEditor.Changed) -> None:
         self.host.autosave.save(event.text_area.text)
+        self.studio.takes.edited(event.text_area.text)
         self.studio.prebuild.script(event.text_area.text)  # the script's voices built in the background
         self.show_spoken()
         self.morph.sync()

@@ -86,10 +86,11 @@ class Export:
 # --- the open project's actions (omnistudio.studio.takes runs them on the engine thread)
 @dataclass(frozen=True)
 class SyncScript:
-    """Bring the project's script (and its default voice) up to the editor's."""
+    """Bring the project's script (and its default voice) up to the editor's (``save``: and on disk)."""
 
     text: str
     voice: VoiceRef | None
+    save: bool = False
 
 
 @dataclass(frozen=True)

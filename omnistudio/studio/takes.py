@@ -39,6 +39,8 @@ class ProjectTakes:
         self.cursor: dict[int, str] = {}  # sentence -> the take Alt+Left/Right is on
         self.played: list[str] = []  # take ids played by step / A/B / regenerate, in order (tests read it)
         self.presets: dict[str, Blend] = {}  # the open project's named duos (replaced whole, never edited)
+        self._edited: str | None = None  # the editor's script not yet saved in the project (UI thread)
+        self._saved_script: str | None = None  # the script last saved by keep_script (engine thread)
 
     # ------------------------------------------------------- UI thread
     def open(self, path: Path, text: str | None = None) -> Project:
@@ -75,6 +77,17 @@ class ProjectTakes:
 
     def sync(self, text: str) -> None:
         self._queue(cmd.SyncScript(text, self.studio.voice()))
+
+    def edited(self, text: str) -> None:
+        """The editor's script changed (UI thread): :meth:`keep_script` saves it in the project."""
+        self._edited = text
+
+    def keep_script(self) -> None:
+        """Save the editor's last script in the project, if it changed (UI thread: the app's autosave timer
+        and its close), so an edit made after the last play survives a quit or a crash."""
+        text, self._edited = self._edited, None
+        if text is not None:
+            self._queue(cmd.SyncScript(text, self.studio.voice(), save=True))
 
     def regenerate(self, text: str, index: int) -> None:
         """F9: a new take of sentence ``index`` with a new seed; it plays and becomes the chosen one."""
@@ -119,8 +132,11 @@ class ProjectTakes:
     def run(self, action: cmd.Command) -> None:
         """One of the project's actions (the engine thread's: the controller hands them here)."""
         match action:
-            case cmd.SyncScript(text, voice):
+            case cmd.SyncScript(text, voice, save):
                 self._sync(text, voice)
+                if save and self.project is not None and self.project.script != self._saved_script:
+                    self.project.save()
+                    self._saved_script = self.project.script
             case cmd.Regenerate(index, cancel, options):
                 self._regenerate(index, cancel, options)
             case cmd.StepTake(index, offset, cancel, options):
