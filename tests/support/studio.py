@@ -143,7 +143,8 @@ async def ready_with_script(pilot: Any) -> None:
     editor = screen.query_one(ScriptEditor)
     editor.load_text(SCRIPT)
     editor.focus()
-    await pilot.pause()
+    # the gutter's languages are identified off the UI thread after an edit: drawn before any snapshot
+    await wait_for(pilot, lambda: bool(editor.languages), what="the paragraphs' languages")
 
 
 async def show_playing(pilot: Any) -> None:
