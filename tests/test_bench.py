@@ -205,3 +205,34 @@ def test_vocoder_mode_separates_the_suspects(capsys: pytest.CaptureFixture[str])
     assert all(row["median_ms"] > 0 for row in rows.values())
     assert 0 < rows["bfloat16"]["max_abs_diff"] < 1 and 0 < rows["bfloat16"]["worst_snr_db"] < 200
     assert len(result["frames"]) == 1 and result["frames"][0] > 0
+
+
+def test_studio_mode_reports_each_key_to_first_sound(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--studio``: the real studio driven through the pilot, each key's rows with finite times for every try
+    (the cached rows from the take cache), and the table naming them beside the goals; no time is asserted."""
+    import math
+
+    from omnistudio.bench import studio
+
+    assert main(["bench", "--studio", "--model", "tiny", "--device", "cpu", "--tries", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mode"] == "studio" and result["tries"] == 2 and result["paragraphs"] == 6
+    assert result["rest_s"] == 0.25 and "PlaybackStarted" in result["first_sound"]
+    rows = result["rows"]
+    assert list(rows) == ["audition_cold", "audition_ab", "slider_cold", "slider_neighbour", "f5"]
+    for name, row in rows.items():
+        assert row["tries"] == 2 and len(row["key_ms"]) == len(row["asked_ms"]) == 2, name
+        for key in ("key_p50_ms", "key_p95_ms", "asked_p50_ms", "asked_p95_ms", *row["key_ms"], *row["asked_ms"]):
+            value = row[key] if isinstance(key, str) else key
+            assert math.isfinite(value) and value > 0, (name, key)
+        assert row["key_p50_ms"] <= row["key_p95_ms"]
+    assert rows["audition_ab"]["cache_hits"] == rows["slider_neighbour"]["cache_hits"] == 2  # nothing rendered
+    assert rows["audition_cold"]["cache_hits"] == rows["slider_cold"]["cache_hits"] == rows["f5"]["cache_hits"] == 0
+    assert [rows[n]["goal_p95_ms"] for n in rows] == [600.0, 150.0, 600.0, 150.0, None]
+    assert {rows[n]["goal_on"] for n in ("slider_cold", "slider_neighbour")} == {"rest"}
+
+    studio.print_result(result)
+    table = capsys.readouterr().out
+    for row in rows.values():
+        assert row["label"][:20] in table
+    assert "rest" in table and "first sound" in table
