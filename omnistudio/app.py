@@ -257,7 +257,8 @@ class StudioApp(App[None]):
         """Gutter marks per script row (take count per sentence, ✗ on a failed check) and the take list."""
         editor = screen.query_one(ScriptEditor)
         marks: dict[int, list[str]] = {}
-        for sentence in self.studio.parse(editor.text):
+        rendered = any(event.takes)  # a project with no take yet shows no counts (all would be 0)
+        for sentence in self.studio.parse(editor.text) if rendered else []:
             if sentence.id < len(event.takes):
                 row = editor.text.count("\n", 0, sentence.start)
                 mark = f"{len(event.takes[sentence.id])}" + ("✗" if event.failed[sentence.id] else "")

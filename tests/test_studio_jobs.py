@@ -194,16 +194,25 @@ async def _slider(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
                        what="0.90 played")
         assert app.studio.last_take.sentences[0].voice.blend.alpha == 0.90
         assert app.studio.cache.misses == misses  # a pre-rendered neighbour: nothing rendered
+        # a fine step (shift): its neighbours are a fine step away, so the next fine step is a cache hit too
+        await pilot.press("shift+right")
+        await wait_for(pilot, lambda: morph.rests == 3 and idle(app), what="0.91")
+        await wait_for(pilot, lambda: prebuild.settled() and 0.92 in {h.voice.blend.alpha for h in prebuild.rendered},
+                       what="fine neighbours ahead")
+        misses, last = app.studio.cache.misses, app.studio.last_take
+        await pilot.press("shift+right")
+        await wait_for(pilot, lambda: morph.rests == 4 and app.studio.last_take is not last and idle(app), what="0.92")
+        assert app.studio.last_take.sentences[0].voice.blend.alpha == 0.92 and app.studio.cache.misses == misses
         # the end of the slider is the first anchor alone, still naming the partner
         await pilot.press("end")
-        await wait_for(pilot, lambda: morph.rests == 3 and idle(app), what="1.00")
+        await wait_for(pilot, lambda: morph.rests == 5 and idle(app), what="1.00")
         assert editor.text.splitlines()[2] == "[ruby+storm@1.00] And now, the weather."
         assert app.studio.last_take.sentences[0].voice == VoiceRef(anchor="ruby")
         # one undo per gesture
         editor.focus()
         await pilot.press("ctrl+z")
-        assert editor.text.splitlines()[2] == "[ruby+storm@0.90] And now, the weather."
-        await pilot.press("ctrl+z", "ctrl+z")
+        assert editor.text.splitlines()[2] == "[ruby+storm@0.92] And now, the weather."
+        await pilot.press("ctrl+z", "ctrl+z", "ctrl+z", "ctrl+z")
         assert editor.text == SCRIPT
         await pilot.pause()
         assert slider.value == 0.70  # the slider follows the script

@@ -6,8 +6,9 @@ the cursor, and plays each ratio the producer rests on.
   ``[a+partner@alpha]`` once the slider moves. The tag is rewritten when the slider rests (``REST_S``), so
   one gesture is one undo step; ``@1.00`` is the first anchor alone, as everywhere a blend is read.
 - At rest the paragraph's first sentence is rendered at the new ratio and played (an audition: it cancels
-  an older one; Ctrl+R flips between the last two ratios heard), and the ratios one step either side are
-  rendered ahead in the background, so the next step of the slider is a cache hit.
+  an older one; Ctrl+R flips between the last two ratios heard), and the ratios one step either side (the
+  producer's last step: 0.05, or 0.01 with shift) are rendered ahead in the background, so the next step
+  of the slider is a cache hit.
 - A paragraph with no tag of its own keeps the studio's blend of the selected anchor (auditions only).
 """
 
@@ -44,6 +45,8 @@ class MorphHost(Protocol):
     def apply_edit(self, edit: TextEdit) -> None: ...
 
     def show_morph(self, anchor: str, partner: str, value: float | None) -> None: ...
+
+    def slider_step(self) -> float: ...
 
     def set_timer(self, delay: float, callback: Callable[[], object]) -> Timer: ...
 
@@ -116,4 +119,5 @@ class MorphBinding:
             return
         first = sentences[:1]
         studio.hear(VoiceRef(blend=blend), first)
-        studio.prebuild.ahead([Heard.of(VoiceRef(blend=b), first) for b in neighbours(blend)])
+        step = self.host.slider_step()  # one of the producer's own steps either side (0.05, or 0.01 with shift)
+        studio.prebuild.ahead([Heard.of(VoiceRef(blend=b), first) for b in neighbours(blend, step)])

@@ -70,6 +70,9 @@ class StudioScreen(Screen[None]):
         """The slider and its label show the paragraph under the cursor (:class:`MorphBinding`)."""
         self.morph.sync()
 
+    def slider_step(self) -> float:
+        return self.query_one(MorphSlider).step
+
     def show_morph(self, anchor: str, partner: str, value: float | None) -> None:
         self.query_one("#morph-label", Label).update(f"Morph  {anchor} ◀▶ {partner}")
         if value is not None:

@@ -48,6 +48,7 @@ class MorphSlider(Widget, can_focus=True):
         super().__init__(**kwargs)
         self.set_reactive(MorphSlider.value, self._clamp(value))
         self._dragging = False
+        self.step = STEP  # the last arrow step taken (the neighbours rendered ahead are one such step away)
 
     @staticmethod
     def _clamp(value: float) -> float:
@@ -66,6 +67,7 @@ class MorphSlider(Widget, can_focus=True):
         self.refresh()
 
     def action_step(self, delta: float) -> None:
+        self.step = abs(delta)  # the producer's step: 0.05, or 0.01 with shift
         self.value = self.value + delta
 
     def action_set(self, value: float) -> None:
