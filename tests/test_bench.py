@@ -214,19 +214,20 @@ def test_studio_mode_reports_each_key_to_first_sound(capsys: pytest.CaptureFixtu
 
     from omnistudio.bench import studio
 
-    assert main(["bench", "--studio", "--model", "tiny", "--device", "cpu", "--tries", "2", "--json"]) == 0
+    assert main(["bench", "--studio", "--model", "tiny", "--device", "cpu", "--tries", "1", "--sentences", "2",
+                 "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["mode"] == "studio" and result["tries"] == 2 and result["paragraphs"] == 6
+    assert result["mode"] == "studio" and result["tries"] == 1 and result["paragraphs"] == 2
     assert result["rest_s"] == 0.25 and "PlaybackStarted" in result["first_sound"]
     rows = result["rows"]
     assert list(rows) == ["audition_cold", "audition_ab", "slider_cold", "slider_neighbour", "f5"]
     for name, row in rows.items():
-        assert row["tries"] == 2 and len(row["key_ms"]) == len(row["asked_ms"]) == 2, name
+        assert row["tries"] == 1 and len(row["key_ms"]) == len(row["asked_ms"]) == 1, name
         for key in ("key_p50_ms", "key_p95_ms", "asked_p50_ms", "asked_p95_ms", *row["key_ms"], *row["asked_ms"]):
             value = row[key] if isinstance(key, str) else key
             assert math.isfinite(value) and value > 0, (name, key)
         assert row["key_p50_ms"] <= row["key_p95_ms"]
-    assert rows["audition_ab"]["cache_hits"] == rows["slider_neighbour"]["cache_hits"] == 2  # nothing rendered
+    assert rows["audition_ab"]["cache_hits"] == rows["slider_neighbour"]["cache_hits"] == 1  # nothing rendered
     assert rows["audition_cold"]["cache_hits"] == rows["slider_cold"]["cache_hits"] == rows["f5"]["cache_hits"] == 0
     assert [rows[n]["goal_p95_ms"] for n in rows] == [600.0, 150.0, 600.0, 150.0, None]
     assert {rows[n]["goal_on"] for n in ("slider_cold", "slider_neighbour")} == {"rest"}

@@ -80,6 +80,12 @@ async def _audition(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN0
         assert app.studio.last_take.sentences[0].voice == VoiceRef(anchor="storm")
         assert app.studio.cache.misses == misses
         assert not any(isinstance(s, ErrorModal) for s in app.screen_stack)
+        # an empty editor: the fixed line, in the language shown in the list
+        app.screen.query_one(ScriptEditor).load_text("")
+        last = app.studio.last_take
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: app.studio.last_take is not last and idle(app), what="the fixed line")
+        assert [s.text for s in app.studio.last_take.sentences] == ["Good evening, and welcome to the news at nine."]
 
 
 def test_assign_rewrites_the_paragraph_tag_and_undo_restores_it(
