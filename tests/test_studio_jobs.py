@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from support.studio import make_app, wait_for
+from support.studio import anchored_app, wait_for
 
 from omnistudio.script import Blend
 from omnistudio.voices.resolve import VoiceRef
@@ -52,8 +52,7 @@ async def _audition(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN0
     from omnistudio.screens.error import ErrorModal
     from omnistudio.widgets.script_editor import ScriptEditor
 
-    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
+    app = anchored_app(engine, roster, tmp_path, virtual_rate=50.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await _ready(pilot, app)
         app.screen.query_one(ScriptEditor).load_text(SCRIPT)
@@ -98,7 +97,7 @@ async def _assign(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
 
     from omnistudio.widgets.script_editor import ScriptEditor
 
-    app = make_app(engine, roster, tmp_path / "autosave.script")
+    app = anchored_app(engine, roster, tmp_path, anchor=None)
     async with app.run_test(size=(120, 36)) as pilot:
         await _ready(pilot, app)
         editor = app.screen.query_one(ScriptEditor)
@@ -134,9 +133,8 @@ async def _pick_in_project(engine, roster: Path, tmp_path: Path) -> None:  # noq
 
     from omnistudio.screens.error import ErrorModal
 
-    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
-    app.studio.takes.open(tmp_path / "news.omniproj", "Good evening.\nAnd now the weather.")
+    app = anchored_app(engine, roster, tmp_path, project=tmp_path / "news.omniproj",
+                       script="Good evening.\nAnd now the weather.", virtual_rate=50.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await _ready(pilot, app)
         await pilot.press("f5")
@@ -163,8 +161,7 @@ async def _slider(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
     from omnistudio.widgets.morph_slider import MorphSlider
     from omnistudio.widgets.script_editor import ScriptEditor
 
-    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
+    app = anchored_app(engine, roster, tmp_path, virtual_rate=50.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await _ready(pilot, app)
         editor = app.screen.query_one(ScriptEditor)
@@ -231,8 +228,7 @@ def test_the_editor_follows_the_spoken_line(tiny_engine, voice_roster_file: Path
 async def _follows(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN001
     from omnistudio.widgets.script_editor import ScriptEditor
 
-    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
+    app = anchored_app(engine, roster, tmp_path, virtual_rate=50.0)
     async with app.run_test(size=(80, 24)) as pilot:
         await _ready(pilot, app)
         editor = app.screen.query_one(ScriptEditor)
@@ -261,7 +257,7 @@ async def _tab_and_typing(engine, roster: Path, tmp_path: Path) -> None:  # noqa
     from omnistudio.widgets.script_editor import ScriptEditor
     from omnistudio.widgets.take_strip import TakeStrip
 
-    app = make_app(engine, roster, tmp_path / "autosave.script")
+    app = anchored_app(engine, roster, tmp_path, anchor=None)
     async with app.run_test(size=(160, 40)) as pilot:
         await _ready(pilot, app)
         app.screen.query_one(ScriptEditor).focus()
@@ -298,9 +294,8 @@ async def _export_rule(engine, roster: Path, tmp_path: Path) -> None:  # noqa: A
     from omnistudio.audio.loudness import measure
     from omnistudio.widgets.lufs_meter import LufsMeter
 
-    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
-    app.studio.takes.open(tmp_path / "news.omniproj", "Good evening.\nAnd now the weather.")
+    app = anchored_app(engine, roster, tmp_path, project=tmp_path / "news.omniproj",
+                       script="Good evening.\nAnd now the weather.", virtual_rate=50.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await _ready(pilot, app)
         await pilot.press("ctrl+e")
@@ -335,9 +330,7 @@ async def _presets(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN00
 
     path = tmp_path / "news.omniproj"
     script = "[ruby+storm@0.65] Good morning.\n[ruby] And now the weather."
-    app = make_app(engine, roster, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
-    app.studio.takes.open(path, script)
+    app = anchored_app(engine, roster, tmp_path, project=path, script=script, virtual_rate=50.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await _ready(pilot, app)
         _cursor(app, 0)
@@ -359,8 +352,7 @@ async def _presets(engine, roster: Path, tmp_path: Path) -> None:  # noqa: ANN00
         assert app.studio.last_take.sentences[0].voice == VoiceRef(blend=Blend("ruby", "storm", 0.65))
         assert app.screen.query_one(MorphSlider).value == 0.65
     # after a restart the project offers it; picking it sets the slider's partner and ratio
-    again = make_app(engine, roster, tmp_path / "autosave.script")
-    again.studio.takes.open(path)
+    again = anchored_app(engine, roster, tmp_path, anchor=None, project=path)
     async with again.run_test(size=(160, 40)) as pilot:
         await _ready(pilot, again)
         options = again.screen.query_one("#anchor-list", OptionList)

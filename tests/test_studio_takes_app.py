@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from support.studio import make_app, wait_for
+from support.studio import anchored_app, wait_for
 from support.wait import HANG_S
 
 from omnistudio.projects.project import Project
@@ -26,9 +26,7 @@ async def _takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) ->
     from omnistudio.widgets.telemetry import Telemetry
 
     path = tmp_path / "news.omniproj"
-    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
-    app.studio.takes.open(path, SCRIPT)
+    app = anchored_app(tiny_engine, voice_roster_file, tmp_path, project=path, script=SCRIPT, virtual_rate=50.0)
     async with app.run_test(size=(140, 40)) as pilot:
         screen = app.screen
         editor = screen.query_one(ScriptEditor)
@@ -82,16 +80,13 @@ async def _reopened(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> Non
     from omnistudio.widgets.telemetry import Telemetry
 
     path = tmp_path / "news.omniproj"
-    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script", virtual_rate=50.0)
-    app.studio.select("ruby")
-    app.studio.takes.open(path, SCRIPT)
+    app = anchored_app(tiny_engine, voice_roster_file, tmp_path, project=path, script=SCRIPT, virtual_rate=50.0)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: app.screen.query_one(Telemetry).engine_state == "ready", what="engine ready")
         await pilot.press("f5")
         await wait_for(pilot, lambda: app.takes is not None and app.takes.counts == (1, 1, 1)
                        and app.studio.commands.empty() and app.studio.state == "ready", what="a take per sentence")
-    again = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script")
-    again.studio.takes.open(path)
+    again = anchored_app(tiny_engine, voice_roster_file, tmp_path, anchor=None, project=path)
     async with again.run_test(size=(140, 40)) as pilot:
         editor = again.screen.query_one(ScriptEditor)
         await wait_for(pilot, lambda: editor.take_marks == {0: "1 1", 1: "1"}, what="the take counts")
@@ -107,9 +102,7 @@ async def _edit_kept(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> No
     from omnistudio.widgets.script_editor import ScriptEditor
 
     path = tmp_path / "news.omniproj"
-    app = make_app(tiny_engine, voice_roster_file, tmp_path / "autosave.script")
-    app.studio.select("ruby")
-    app.studio.takes.open(path, SCRIPT)
+    app = anchored_app(tiny_engine, voice_roster_file, tmp_path, project=path, script=SCRIPT)
     async with app.run_test(size=(140, 40)) as pilot:
         editor = app.screen.query_one(ScriptEditor)
         editor.focus()

@@ -59,6 +59,18 @@ def make_app(engine: Any, voice_roster_file: Path, autosave_path: Path, **kwargs
     return StudioApp(studio, rows=ROWS, autosave=Autosave(autosave_path, interval=0.0), duo_list=DUOS, **kwargs)
 
 
+def anchored_app(engine: Any, voice_roster_file: Path, tmp_path: Path, anchor: str | None = "ruby",
+                 project: Path | None = None, script: str | None = None, **kwargs: Any):  # noqa: ANN201
+    """:func:`make_app` (its autosave in ``tmp_path``) with ``anchor`` selected and, when ``project`` is
+    named, that project open (created with ``script`` when it does not exist)."""
+    app = make_app(engine, voice_roster_file, tmp_path / "autosave.script", **kwargs)
+    if anchor is not None:
+        app.studio.select(anchor)
+    if project is not None:
+        app.studio.takes.open(project, script)
+    return app
+
+
 async def wait_for(pilot: Any, predicate: Any, timeout: float = HANG_S, what: str = "condition") -> None:
     """Let the app run until ``predicate()`` holds (no fixed sleeps). The timeout only bounds a hang, and is
     generous for a loaded machine: no test asserts how long the wait took (timings belong in benches)."""
