@@ -56,3 +56,29 @@ def test_snapshot_error(app, snap_compare) -> None:  # noqa: ANN001
         assert isinstance(pilot.app.screen, ErrorModal)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=error)
+
+
+def test_snapshot_project_after_the_first_play(tiny_engine, voice_roster_file: Path, tmp_path: Path,
+                                               snap_compare) -> None:  # noqa: ANN001
+    """80x24, a project after its first F5: the gutter holds each paragraph's language and take counts and the
+    text still wraps inside the editor (it was cut at the right edge once the counts widened the gutter)."""
+    from support.studio import anchored_app, wait_for
+
+    script = ("[ruby] Good evening. Here are tonight's headlines, read at the top of the hour.\n"
+              "[valentina:es] Buenas noches. Estas son las noticias de hoy.")
+    app = anchored_app(tiny_engine, voice_roster_file, tmp_path, project=tmp_path / "news.omniproj", script=script,
+                       virtual_rate=50.0, live=False)
+
+    async def first_play(pilot) -> None:  # noqa: ANN001
+        from omnistudio.widgets.script_editor import ScriptEditor
+
+        await until_ready(pilot)
+        editor = pilot.app.main_screen.query_one(ScriptEditor)
+        editor.focus()
+        await pilot.press("f5")
+        studio = pilot.app.studio
+        await wait_for(pilot, lambda: editor.take_marks == {0: "1 1", 1: "1 1"} and bool(editor.languages)
+                       and studio.commands.empty() and studio.state == "ready" and not studio.rendering_play,
+                       what="the first play's takes")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=first_play)
