@@ -204,3 +204,57 @@ def test_time_limit_cancels_a_request_with_504() -> None:
     assert len(stuck.passes) <= 1 and link.stats.items == 0  # stopped inside the first pass (or before it)
     assert link.stats.steps_after_cancel == 0
     link.close()
+
+
+class SplitLink(FakeLink):
+    """A link whose decode is its own half: pass k's decode waits until pass k+1's diffusion has started,
+    which only a decode lane running beside the worker can see (inline, it would wait forever)."""
+
+    splits_decode = True
+    overlap_decode = True
+
+    def __init__(self) -> None:
+        super().__init__(steps=1)
+        self.diffusing: list[threading.Event] = [threading.Event() for _ in range(8)]
+        self.threads: list[str] = []
+
+    def render_tokens(self, items: list[RenderItem], options: TakeOptions, cancel: Any, on_step: Any = None) -> Any:
+        from omnistudio.take.link import Pending
+
+        self.diffusing[len(self.passes)].set()
+        return Pending(list(items), None, 1, self.render(items, options, cancel))
+
+    def decode(self, pending: Any, cuda_stream: Any = None) -> list[Rendered]:
+        self.threads.append(threading.current_thread().name)
+        k = next(i for i, p in enumerate(self.passes) if p == [it.index for it in pending.items])
+        if k + 1 < 3:
+            assert self.diffusing[k + 1].wait(HANG_S), "the next pass never started while this one decoded"
+        return list(pending.rendered)
+
+    def decode_stream(self) -> None:
+        return None
+
+
+def test_a_pass_decodes_on_the_lane_while_the_next_pass_diffuses() -> None:
+    split = SplitLink()
+    link = BatchingLink(split, max_batch=1)
+    try:
+        out = run_all(link, [([item(k, seed=10 + k)], TakeOptions(), None) for k in range(3)])
+    finally:
+        link.close()
+    assert [r[0].pcm[0] for r in out] == [10.0, 11.0, 12.0]
+    assert set(split.threads) == {"omnistudio-decode"} and link.stats.passes == 3
+
+
+def test_the_decode_lane_gives_the_inline_decodes_samples(tiny_engine) -> None:  # noqa: ANN001
+    from omnistudio.take.link import LocalEngine
+
+    items = [item(0, "Good evening, here is the news."), item(1, "And now, the weather for the weekend.")]
+    heard = {}
+    for overlap in (False, True):
+        link = BatchingLink(LocalEngine(tiny_engine), max_batch=2, overlap_decode=overlap)
+        try:
+            heard[overlap] = link.render(items, TakeOptions())
+        finally:
+            link.close()
+    assert [r.pcm.tobytes() for r in heard[True]] == [r.pcm.tobytes() for r in heard[False]]

@@ -8,6 +8,11 @@ bucket, up to ``max_batch``, and renders them in one diffusion pass through the 
 fast sampler gives each item its own noise generator, so an item's audio is the same whether it
 ran alone or in a batch (tests check it bit for bit).
 
+Decode lane: over a link whose decode may overlap the next diffusion (a CUDA engine: ``overlap_decode``),
+a pass's vocoder runs on the lane's own thread while the worker diffuses the next pass, one pass ahead at
+most (the queue between them holds one); the samples are the ones the inline decode gives (the same
+call on the same tokens). On a CPU the two halves would share the cores, so the pass decodes inline.
+
 Cancel: a request's cancel event stops the pass it is in at the next diffusion step; the other
 items of that pass go back to the front of the queue and are rendered again (same seeds, same
 audio), so nothing else is disturbed. :class:`Admission` bounds the requests in flight: past
@@ -17,6 +22,7 @@ audio), so nothing else is disturbed. :class:`Admission` bounds the requests in 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +32,7 @@ from typing import Any, TypeVar
 
 from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.server.pipeline import CancelFlag, RenderItem, Rendered, TakeOptions, WholeGroupLink
-from omnistudio.take.link import EngineLink, LinkInfo, PrepareProgress, VoiceList
+from omnistudio.take.link import EngineLink, LinkInfo, Pending, PrepareProgress, VoiceList
 from omnistudio.voices.resolve import VoiceRef
 
 log = logging.getLogger(__name__)
@@ -83,6 +89,15 @@ def asked_at(cancel: Any) -> float | None:
     return min([x for x in [at, *inner] if x is not None], default=None)
 
 
+@dataclass(frozen=True)
+class _Decode:
+    """A pass diffused and waiting for the decode lane."""
+
+    group: list[_Ticket]
+    pending: Pending
+    started: float
+
+
 class _Flag:
     """A cancel flag for the wrapped link: set when any request of the pass is (read at each step)."""
 
@@ -93,9 +108,15 @@ class _Flag:
 class BatchingLink(WholeGroupLink):
     """An EngineLink over ``inner`` (the in-process link) shared by every request of the server."""
 
-    def __init__(self, inner: EngineLink, max_batch: int = 8, on_pass: Callable[[int, float], None] | None = None) -> None:
+    def __init__(self, inner: EngineLink, max_batch: int = 8, on_pass: Callable[[int, float], None] | None = None,
+                 overlap_decode: bool | None = None) -> None:
+        """``overlap_decode``: decode each pass on the decode lane (None: where ``inner`` overlaps, CUDA)."""
         if not 1 <= int(max_batch) <= 16:
             raise UserError(f"--max-batch {max_batch} is out of range 1..16")
+        split = bool(getattr(inner, "splits_decode", False))
+        overlap = split and bool(getattr(inner, "overlap_decode", False) if overlap_decode is None else overlap_decode)
+        self._decodes: queue.Queue[_Decode | None] | None = queue.Queue(maxsize=1) if overlap else None
+        self._lane = threading.Thread(target=self._decode_lane, name="omnistudio-decode", daemon=True)
         self.inner = inner
         self.max_batch = int(max_batch)
         self.sample_rate = inner.sample_rate
@@ -108,6 +129,8 @@ class BatchingLink(WholeGroupLink):
         self._held = False
         self._thread = threading.Thread(target=self._work, name="omnistudio-engine", daemon=True)
         self._thread.start()
+        if self._decodes is not None:
+            self._lane.start()
 
     # ------------------------------------------------------------- the link
     @property
@@ -188,6 +211,9 @@ class BatchingLink(WholeGroupLink):
             self._closed = True
             self._cond.notify()
         self._thread.join(timeout=5)
+        if self._decodes is not None:
+            self._decodes.put(None)  # after the worker: a pass it handed over is still decoded
+            self._lane.join(timeout=5)
 
     # ------------------------------------------------------------ the worker
     def _drop(self, tickets: list[_Ticket]) -> None:
@@ -238,8 +264,14 @@ class BatchingLink(WholeGroupLink):
             step_starts.append(now)
             return False
 
+        items, flag = [t.item for t in group], _Flag(should_cancel)
+        pending: Pending | None = None
+        results: list[Rendered] = []
         try:
-            results = self.inner.render([t.item for t in group], group[0].options, _Flag(should_cancel))
+            if self._decodes is not None:
+                pending = self.inner.render_tokens(items, group[0].options, flag)
+            else:
+                results = self.inner.render(items, group[0].options, flag)
         except Cancelled:
             self._cancelled(group)
             return
@@ -252,6 +284,25 @@ class BatchingLink(WholeGroupLink):
             return
         finally:
             self._count_late_steps(group, step_starts)
+        if self._decodes is not None and pending is not None:  # the vocoder on the lane; the worker goes on
+            self._decodes.put(_Decode(group, pending, started))
+            return
+        self._finish(group, results, started)
+
+    def _decode_lane(self) -> None:
+        """The decode lane's thread: each pass's vocoder, in the order the passes finished diffusing."""
+        assert self._decodes is not None
+        stream = self.inner.decode_stream()
+        while (job := self._decodes.get()) is not None:
+            try:
+                results = self.inner.decode(job.pending, stream)
+            except Exception as exc:  # noqa: BLE001 - a failed decode fails its pass's requests, not the lane
+                for ticket in job.group:
+                    ticket.future.set_exception(exc)
+                continue
+            self._finish(job.group, results, job.started)
+
+    def _finish(self, group: list[_Ticket], results: list[Rendered], started: float) -> None:
         self.stats.passes += 1
         self.stats.items += len(group)
         self.stats.batch_sizes.append(len(group))
