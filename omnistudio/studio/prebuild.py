@@ -4,6 +4,10 @@ What is wanted: every voice the script in the editor uses (its tags, and the sel
 untagged lines), read again as it is typed, and the anchor highlighted in the anchor list, in the
 list's language. A change waits ``DEBOUNCE_S`` (half-typed tags are not built).
 
+After the voices, auditions wanted ahead (:meth:`Prebuild.ahead`: the morph slider's neighbour ratios on
+the paragraph's first sentence) are rendered into the take cache, with no sink, so hearing one later
+plays at once; these run whether or not the link builds prompts itself.
+
 Where it runs: on the studio's engine thread, between its commands, through the link's ``prepare``
 (the take's own prepare path: a local engine builds and saves the prompt, a remote link asks its server
 to, which warms the server). Only when the engine is ready and idle: no take rendering, no audio still
