@@ -162,6 +162,24 @@ def damaged_file(path: Path) -> tuple[Path, str] | None:
     return None
 
 
+def damage(path: Path) -> tuple[Path, str] | None:
+    """The first damaged file of a checkpoint folder, with why, or None: a weight file whose safetensors
+    header does not match its size (:func:`damaged_file`), or a JSON file (configs, tokenizers) that does not
+    parse. What decides whether a checkpoint that failed to load is moved aside: an import, device or
+    memory error leaves whole files, and the same checkpoint loads once the machine is put right."""
+    problem = damaged_file(path)
+    if problem is not None:
+        return problem
+    for file in sorted(path.rglob("*.json")):
+        try:
+            json.loads(file.read_bytes())
+        except OSError as exc:
+            return file, f"unreadable ({exc.strerror or type(exc).__name__})"
+        except ValueError:
+            return file, "not valid JSON"
+    return None
+
+
 def _train_text_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     """A byte-level BPE trained on a small bundled corpus, with OmniVoice's special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from omnistudio.config import default_model
 from omnistudio.engine import checkpoints
 from omnistudio.engine.upstream import OmniVoiceModel
-from omnistudio.errors import UserError, first_line
+from omnistudio.errors import UserError, describe, first_line, out_of_memory
 
 if TYPE_CHECKING:
     import torch
@@ -294,6 +294,41 @@ def fingerprint(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def _from_pretrained(path: Path, device: str, dtype: torch.dtype) -> OmniVoiceModel:
+    """OmniVoice's ``from_pretrained`` without ``device_map`` (which needs ``accelerate``): the backbone and
+    the audio tokenizer are loaded on the CPU, the way upstream's inference load assembles them, then moved
+    with ``.to(device)`` (the audio tokenizer stays on the CPU under MPS, as upstream keeps it)."""
+    from omnivoice.models.omnivoice import OmniVoice
+    from omnivoice.utils.duration import RuleDurationEstimator
+    from transformers import AutoFeatureExtractor, AutoTokenizer, HiggsAudioV2TokenizerModel
+
+    model = OmniVoice.from_pretrained(str(path), dtype=dtype, train=True)  # train: the backbone alone
+    model.text_tokenizer = AutoTokenizer.from_pretrained(str(path))
+    model.audio_tokenizer = HiggsAudioV2TokenizerModel.from_pretrained(str(path / "audio_tokenizer"))
+    model.feature_extractor = AutoFeatureExtractor.from_pretrained(str(path / "audio_tokenizer"))
+    model.sampling_rate = model.feature_extractor.sampling_rate
+    model.duration_estimator = RuleDurationEstimator()
+    model.to(device)
+    if device == "mps":
+        model.audio_tokenizer.to("cpu")
+    loaded: OmniVoiceModel = model
+    return loaded
+
+
+def _load_error(spec: ModelSpec, path: Path, device: str, exc: BaseException,
+                problem: tuple[Path, str] | None) -> BaseException:
+    """What a load that failed raises: out of memory as itself (the one out-of-memory line), else one line
+    naming the damaged file, the missing package, or the device's error; the checkpoint stays in place."""
+    if out_of_memory(exc):
+        return exc
+    if problem is not None:
+        return UserError(f"cannot load model: {problem[0]} is damaged ({problem[1]}); download or copy it again")
+    if isinstance(exc, ImportError):
+        return UserError(f"cannot load model {spec.name}: a package is missing ({first_line(exc)}); "
+                         "install omnistudio's requirements")
+    return UserError(f"cannot load model {spec.name} from {path} on {device}: {describe(exc)}")
+
+
 def load_model(
     name: str | None = None,
     device: str | None = None,
@@ -319,24 +354,19 @@ def load_model(
         log.warning("model '%s' is a %s", spec.name, checkpoints.NOISE_WARNING)
     say(f"loading {spec.name} on {dev}, backbone {choice.name} ({choice.reason})")
     quiet_third_party()
-    from omnivoice.models.omnivoice import OmniVoice
-
     try:
-        model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
-    except MemoryError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - SafetensorError and friends: a damaged checkpoint
-        if not spec.is_random:
-            damaged = checkpoints.damaged_file(path)
-            named = f"{damaged[0]} is damaged ({damaged[1]})" if damaged else f"{path}: {first_line(exc)}"
-            raise UserError(f"cannot load model: {named}; download or copy it again") from None
+        model = _from_pretrained(path, dev, torch_dtype)
+    except (Exception, MemoryError) as exc:  # noqa: BLE001 - sorted below: damage, or the machine
+        problem = checkpoints.damage(path)
+        if problem is None or not spec.is_random:
+            raise _load_error(spec, path, dev, exc, problem) from None
         from omnistudio import tempfiles
 
-        moved = tempfiles.quarantine(path, "unloadable")
-        log.warning("checkpoint %s would not load (%s): moved aside to %s; rebuilding", path,
-                    first_line(exc), moved.name)
+        moved = tempfiles.quarantine(path, "damaged")
+        log.warning("checkpoint file %s is damaged (%s): moved aside to %s; rebuilding", problem[0], problem[1],
+                    moved.name)
         path = checkpoints.ensure_checkpoint(spec.name, progress=say)
-        model = OmniVoice.from_pretrained(str(path), device_map=dev, dtype=torch_dtype)
+        model = _from_pretrained(path, dev, torch_dtype)
     model.audio_tokenizer.float()  # fp16 underflows in the vocoder
     model.eval()
     if quant == "int8":
