@@ -83,7 +83,7 @@ TIERS: dict[str, set[str]] = {
 }
 # Tests outside the other tiers that cost most of the fast tier's time (a first torch.compile, every
 # prompt of the shipped roster, whole bench runs, a multi-process lock race): `make test` runs them.
-TIERS["slow"] = {"test_ci_gate", "test_compile", "test_compile_cache", "test_bench", "test_roster_lock", "test_delivery",
+TIERS["slow"] = {"test_ci_gate", "test_gpu_setup", "test_compile", "test_compile_cache", "test_bench", "test_roster_lock", "test_delivery",
                  "test_cli_endings",
                  "test_project_safety::test_two_renders_into_one_project_at_once_keep_every_take",
                  "test_prompts::test_all_96_prompts_ready_resumable_and_stale_on_model_change",
