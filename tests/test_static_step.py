@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
-from omnistudio.engine.cuda_graphs import StepGraphs
+from omnistudio.engine.cuda_graphs import GRAPHS_KEPT, StepGraphs
 from omnistudio.engine.morph import blend_prompts
 from omnistudio.engine.reference import Reference
 from omnistudio.engine.sampler import FastSampler, SamplerOptions
@@ -270,34 +271,69 @@ def test_the_step_compiles_whole_for_each_bucket(tiny_engine: Any, voices: list[
 
 
 # ------------------------------------------------------------------- replaying captured graphs
+class InputsRecorder(TorchDispatchMode):
+    """The storages a block reads that it did not make itself (its inputs), by address."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inputs: dict[int, torch.Tensor] = {}
+        self.made: set[int] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if "lift_fresh" not in func.__name__:  # a constant lifted into the op: baked into a captured graph
+            for t in tree_flatten((args, kwargs))[0]:
+                if isinstance(t, torch.Tensor) and t.numel() and (ptr := t.untyped_storage().data_ptr()) not in self.made:
+                    self.inputs.setdefault(ptr, t)
+        out = func(*args, **kwargs)
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.numel():
+                self.made.add(t.untyped_storage().data_ptr())
+        return out
+
+
 class StandInGraph:
-    """A captured step on CPU: replay runs the plan's step with its hooks outside, as a CUDA graph would."""
+    """A captured step on CPU: replay runs the plan's step with its hooks outside, as a CUDA graph would,
+    and checks that it reads only the tensors the capture read. A CUDA graph replays fixed addresses: a
+    tensor made anew between steps (noise drawn into a new tensor instead of the plan's buffer) is never
+    seen by it. The captured inputs are held, so no new tensor can take one's address."""
 
     def __init__(self, plan: StepPlan) -> None:
         self.plan = plan
         self.replays = 0
+        with InputsRecorder() as rec:
+            plan.step()  # the capture runs the step once, on the dummy state
+        self.inputs = rec.inputs
 
     def replay(self) -> None:
         self.replays += 1
-        self.plan.step()
+        with InputsRecorder() as rec:
+            self.plan.step()
+        unseen = [tuple(t.shape) for ptr, t in rec.inputs.items() if ptr not in self.inputs]
+        assert not unseen, f"the replayed step read tensors the capture never saw: {unseen}"
 
 
 class StandInGraphs(StepGraphs):
-    """engine/cuda_graphs.py's bookkeeping with :class:`StandInGraph` in place of torch.cuda.CUDAGraph."""
+    """engine/cuda_graphs.py's bookkeeping with :class:`StandInGraph` in place of torch.cuda.CUDAGraph
+    (1 MB of pool a graph)."""
 
-    def __init__(self) -> None:
-        self.device = torch.device("cpu")
-        self.graphs = {}
-        self.failed = set()
-        self.capture_s = 0.0
+    def __init__(self, capacity: int = GRAPHS_KEPT, failing: Any = lambda _shape: False) -> None:
+        super().__init__("cpu", capacity)
         self.captures: list[Any] = []
+        self.made: list[StandInGraph] = []
+        self.failing = failing
 
-    def _capture(self, plan: StepPlan) -> Any:  # type: ignore[override]
+    def _capture(self, plan: StepPlan) -> Any:
         plan.hooks_outside = True
         plan.load_dummy()
-        plan.step()  # the capture runs the step once, on the dummy state
+        if self.failing(plan.shape):
+            raise RuntimeError("operation not permitted when stream is capturing")
         self.captures.append(plan.shape)
-        return StandInGraph(plan)
+        self.made.append(StandInGraph(plan))
+        return self.made[-1]
+
+    def _memory_bytes(self) -> int:
+        return len(self.graphs) * 2**20
 
 
 def test_warm_up_captures_every_shape_and_replays_fire_the_hooks(tiny_engine: Any, voices: list[Any]) -> None:
@@ -311,6 +347,7 @@ def test_warm_up_captures_every_shape_and_replays_fire_the_hooks(tiny_engine: An
     status = sampler.prepare_graphs(gen_config, (1, 2, 3), 640)
     assert status.captured == len(graphs.captures) == 3 * len(bucket_ladder(640))  # batch buckets 1, 2 and 4
     assert {s.batch for s in graphs.captures} == {1, 2, 4}
+    assert [g.replays for g in graphs.made] == [1] * status.captured  # each replayed once right after capture
     before = list(graphs.captures)
     calls: list[int] = []
     handle = model.llm.register_forward_pre_hook(lambda *_: calls.append(1))
@@ -330,3 +367,82 @@ def test_warm_up_captures_every_shape_and_replays_fire_the_hooks(tiny_engine: An
     with pytest.raises(Cancelled):
         render(tiny_engine, sampler, LINES[:1], voices[:1])
     assert "captured in" in sampler.graph_status.describe()
+
+
+def warmed(engine: Any, graphs: StandInGraphs, batches: Any = (1, 2, 3), longest: int = 640,
+           guidance: float = 2.0) -> FastSampler:
+    """A static sampler on ``graphs`` (padded batches, as on CUDA), warmed up as the engine's warm-up does."""
+    from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
+
+    sampler = FastSampler(engine.model, STATIC)
+    sampler._runner = StepRunner(sampler, graphs, pad_batches=True)
+    sampler.prepare_graphs(OmniVoiceGenerationConfig.from_dict(engine.generation_kwargs(10, guidance)), batches,
+                           longest)
+    return sampler
+
+
+def test_a_guidance_or_temperature_change_replays_the_same_graphs(tiny_engine: Any, voices: list[Any]) -> None:
+    """The API takes guidance 0-20: a value the warm-up did not use captures nothing (the values are device
+    scalars of the plan), and the replayed tokens are the stepwise sampler's at that value."""
+    graphs = StandInGraphs()
+    sampler = warmed(tiny_engine, graphs)
+    before = list(graphs.captures)
+    reference = FastSampler(tiny_engine.model, STEPWISE)
+    for texts, guidance in ((LINES[:1], 3.5), (LINES[1:3], 0.7)):
+        speakers = voices[:len(texts)]
+        assert_same(render(tiny_engine, sampler, texts, speakers, guidance),
+                    render(tiny_engine, reference, texts, speakers, guidance))
+    other = {"guidance_scale": 5.0, "position_temperature": 1.5, "layer_penalty_factor": 2.0}
+    assert_same(render_with(tiny_engine, sampler, LINES[:1], voices[:1], **other),
+                render_with(tiny_engine, reference, LINES[:1], voices[:1], **other))
+    assert graphs.captures == before  # no capture on the audio path
+    assert sum(g.replays for g in graphs.made) > len(graphs.made)  # the warm-up's graphs replayed
+
+
+def test_a_failing_capture_is_counted_reported_and_runs_eagerly(tiny_engine: Any, voices: list[Any]) -> None:
+    from omnistudio.bench.modes import graph_failures
+    from omnistudio.take.link import graph_status
+
+    graphs = StandInGraphs(failing=lambda shape: shape.batch == 2)
+    sampler = warmed(tiny_engine, graphs, batches=(1, 2), longest=200)
+    status = sampler.graph_status
+    assert status.failed == len(bucket_ladder(200)) and status.captured == len(bucket_ladder(200))
+    engine = type("Engine", (), {"graph_status": status})()
+    shown = graph_status(engine)  # what /health and the telemetry show
+    assert f"{status.captured} captured" in shown and f"{status.failed} eager (capture failed)" in shown
+    assert f"{status.captured} MB" in shown  # the pool's memory
+    # the failed shape runs eagerly, with the same tokens
+    assert_same(render(tiny_engine, sampler, LINES[1:3], voices[:2]),
+                render(tiny_engine, FastSampler(tiny_engine.model, STEPWISE), LINES[1:3], voices[:2]))
+    # a bench that met one fails
+    counts = {"captured": status.captured, "capture_s": 0.1, "failed": status.failed}
+    assert graph_failures({"graphs": counts}) == status.failed
+    assert graph_failures({"graphs": {"static replayed": counts, "static eager": {}}}) == status.failed
+    assert graph_failures({"graphs": {"captured": 3, "capture_s": 0.1, "failed": 0}}) == 0
+
+
+def test_the_graphs_are_bounded_least_recently_used_first(tiny_engine: Any, voices: list[Any]) -> None:
+    graphs = StandInGraphs(capacity=3)
+    sampler = warmed(tiny_engine, graphs, batches=(1,), longest=640)
+    ladder = bucket_ladder(640)
+    assert len(ladder) > 3
+    status = sampler.graph_status
+    assert status.captured == len(graphs.graphs) == 3 and status.evicted == len(ladder) - 3
+    assert len(sampler.runner.plans) <= 3  # each graph's plan (its buffers) dropped with it
+    assert "3 captured" in status.describe() and "3 MB" in status.describe() and "bound 3" in status.describe()
+    assert {s.length for s in graphs.graphs} == set(ladder[-3:])  # the last three captured are kept
+    render(tiny_engine, sampler, LINES[:1], voices[:1])  # a short row: its bucket is captured again
+    assert len(graphs.graphs) == 3 and graphs.captures[-1].length == sampler.last_stats.length
+
+
+def test_replay_hands_keyword_pre_hooks_the_backbone_inputs(tiny_engine: Any, voices: list[Any]) -> None:
+    """A pre-hook registered with kwargs (as a module call would run it) sees the step's inputs on a replay."""
+    sampler = warmed(tiny_engine, StandInGraphs(), batches=(1,), longest=300)
+    seen: list[tuple[int, ...]] = []
+    handle = tiny_engine.model.llm.register_forward_pre_hook(
+        lambda _m, _a, kw: seen.append(tuple(kw["inputs_embeds"].shape)), with_kwargs=True)
+    try:
+        render(tiny_engine, sampler, LINES[:1], voices[:1])
+    finally:
+        handle.remove()
+    assert len(seen) == 4 and len(set(seen)) == 1

@@ -13,16 +13,26 @@ called through ``forward`` while captured, so Python hooks (the cancel hook, the
 do not run inside the graph: :meth:`StepGraphs.replay` calls the backbone's forward pre-hooks itself
 before each replay, as the module would.
 
-``prepare`` captures every shape a session can meet (each batch size and length bucket up to a
-longest row) during the engine's warm-up, so no sentence pays for a capture; a shape met later is
-captured on first use. A shape whose capture fails runs eagerly from then on (logged once). The
-seconds spent capturing are kept for the telemetry, ``/health`` and the bench.
+A graph is keyed on structure only (:class:`~omnistudio.engine.static_step.StepShape`: rows, length,
+batch, frames, and whether guidance and each noise are on): the guidance scale, the temperatures and
+the layer penalty are 0-dim device tensors of the plan, filled before the replay, so a request with
+another value replays the same graph.
+
+``prepare`` captures every shape a session can meet (each batch size the server can form and each
+length bucket up to a longest row) during the engine's warm-up and replays each graph once right
+after its capture (the first replay's own costs paid there), so no sentence pays for a capture; a
+shape met later is captured on first use. The graphs are bounded (``capacity``, least recently used
+dropped past it, with their plans). A shape whose capture fails runs eagerly from then on: counted
+(``GraphStatus.failed``), logged once, shown in ``/health`` and the telemetry, and a bench that meets
+one exits non-zero. The count, the seconds spent capturing and the memory of the graphs' pool are
+kept for the telemetry, ``/health`` and the bench.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,22 +59,35 @@ class StepPlan(Protocol):
 
     def step(self) -> None: ...
 
+    def backbone_inputs(self) -> dict[str, Any]: ...
+
 log = logging.getLogger(__name__)
+
+GRAPHS_KEPT = 128  # graphs (and plans) kept: every batch bucket of a 16-item server (5) at every length bucket
+# (20) is 100; past this the least recently used is dropped
 
 
 @dataclass(frozen=True)
 class GraphStatus:
-    """How many step graphs are captured, and how long capturing took (telemetry, /health, the bench)."""
+    """The step graphs held, how long capturing took, their pool's memory, the captures that failed
+    (those shapes run eagerly) and the graphs dropped past the bound (telemetry, /health, the bench)."""
 
     captured: int = 0
     capture_s: float = 0.0
     failed: int = 0
+    memory_mb: float = 0.0
+    evicted: int = 0
+    capacity: int = 0
 
     def describe(self) -> str:
         if not self.captured and not self.failed:
             return "off"
-        text = f"{self.captured} captured in {self.capture_s:.1f} s"
-        return text + (f", {self.failed} eager (capture failed)" if self.failed else "")
+        text = f"{self.captured} captured in {self.capture_s:.1f} s, {self.memory_mb:.0f} MB"
+        if self.failed:
+            text += f", {self.failed} eager (capture failed)"
+        if self.evicted:
+            text += f", {self.evicted} dropped (bound {self.capacity})"
+        return text
 
 
 def available(device: torch.device | str) -> bool:
@@ -73,29 +96,43 @@ def available(device: torch.device | str) -> bool:
 
 
 class StepGraphs:
-    """Captured step graphs, one per shape, sharing one memory pool."""
+    """Captured step graphs, one per shape, sharing one memory pool, the least recently used dropped
+    past ``capacity``."""
 
-    def __init__(self, device: torch.device | str) -> None:
+    def __init__(self, device: torch.device | str, capacity: int = GRAPHS_KEPT) -> None:
         self.device = torch.device(device)
-        self.pool = torch.cuda.graph_pool_handle()
-        self.graphs: dict[Hashable, torch.cuda.CUDAGraph] = {}
+        self.capacity = max(1, int(capacity))
+        self.pool: Any = None  # the graphs' shared memory pool (made at the first capture)
+        self.graphs: OrderedDict[Hashable, Any] = OrderedDict()
         self.failed: set[Hashable] = set()
         self.capture_s = 0.0
+        self.evicted = 0
+        self.memory_bytes = 0
+        self._reserved_growth = 0  # what the captures added to the allocator's reserve (where no snapshot)
 
     @property
     def status(self) -> GraphStatus:
-        return GraphStatus(len(self.graphs), self.capture_s, len(self.failed))
+        return GraphStatus(len(self.graphs), self.capture_s, len(self.failed), round(self.memory_bytes / 2**20, 1),
+                           self.evicted, self.capacity)
 
-    def graph(self, plan: StepPlan) -> torch.cuda.CUDAGraph | None:
-        """The graph of ``plan``'s shape, captured now if it has none yet (None: that shape runs eagerly)."""
+    def has(self, shape: Hashable) -> bool:
+        """Whether ``shape`` has a graph, or is known to run eagerly (no capture to come)."""
+        return shape in self.graphs or shape in self.failed
+
+    def graph(self, plan: StepPlan) -> Any:
+        """The graph of ``plan``'s shape, captured now (and replayed once) if it has none yet (None: that
+        shape runs eagerly)."""
         shape = plan.shape
         if shape in self.graphs:
+            self.graphs.move_to_end(shape)
             return self.graphs[shape]
         if shape in self.failed:
             return None
         started = time.perf_counter()
         try:
             graph = self._capture(plan)
+            graph.replay()  # once right after capture, on the dummy state: the first replay's costs paid here
+            plan.load_dummy()
         except Exception as exc:  # noqa: BLE001 - an op that cannot be captured: that shape stays eager
             self.failed.add(shape)
             plan.hooks_outside = False
@@ -104,9 +141,37 @@ class StepGraphs:
         finally:
             self.capture_s += time.perf_counter() - started
         self.graphs[shape] = graph
+        while len(self.graphs) > self.capacity:
+            self.drop(next(iter(self.graphs)))
+        self.memory_bytes = self._memory_bytes()
         return graph
 
-    def _capture(self, plan: StepPlan) -> torch.cuda.CUDAGraph:
+    def drop(self, shape: Hashable) -> None:
+        """Forget ``shape``'s graph (its plan was dropped, or past the bound)."""
+        graph = self.graphs.pop(shape, None)
+        if graph is None:
+            return
+        self.evicted += 1
+        reset = getattr(graph, "reset", None)
+        if reset is not None:
+            reset()
+
+    def _memory_bytes(self) -> int:
+        """The graphs' pool: its segments in the allocator's snapshot, else what the captures reserved."""
+        if self.pool is None:
+            return 0
+        try:
+            pool = tuple(self.pool)
+            held = sum(int(seg.get("total_size", 0)) for seg in torch.cuda.memory_snapshot()
+                       if tuple(seg.get("segment_pool_id", ()) or ()) == pool)
+        except Exception:  # noqa: BLE001 - no snapshot on this build: the reserve's growth instead
+            held = 0
+        return held or self._reserved_growth
+
+    def _capture(self, plan: StepPlan) -> Any:
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        reserved = torch.cuda.memory_reserved(self.device)
         plan.hooks_outside = True
         plan.load_dummy()
         side = torch.cuda.Stream(self.device)
@@ -120,13 +185,14 @@ class StepGraphs:
         with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
             plan.step()
         torch.cuda.current_stream(self.device).synchronize()
+        self._reserved_growth += max(0, torch.cuda.memory_reserved(self.device) - reserved)
         return graph
 
-    def replay(self, plan: StepPlan, graph: torch.cuda.CUDAGraph) -> None:
+    def replay(self, plan: StepPlan, graph: Any) -> None:
         """One step: the backbone's forward pre-hooks (Python, outside the graph), then the replay."""
-        llm = plan.sampler.model.llm
-        for hook in list(llm._forward_pre_hooks.values()):
-            hook(llm, ())
+        from omnistudio.engine.step_backbone import call_pre_hooks
+
+        call_pre_hooks(plan.sampler.model.llm, plan.backbone_inputs())
         graph.replay()
 
     def prepare(self, plans: Iterable[StepPlan]) -> GraphStatus:

@@ -66,6 +66,7 @@ from omnistudio.engine.sampler_ops import (  # noqa: F401 (SamplerStats: re-expo
     build_layout,
     draw_uniforms,
     gumbel,
+    noise_kinds,
     predict,
     scatter_topk,
     unmask_schedules,
@@ -360,7 +361,8 @@ class FastSampler:
         """Score every item at once; one top-k and one scatter for the whole batch."""
         device = tokens.device
         b, num_cb, t_max = tokens.shape
-        cls_u, pos_u = draw_uniforms(layout.t_lens, ks, num_cb, self.vocab, gen_config, device, self.generators)
+        cls_u, pos_u = draw_uniforms(layout.t_lens, ks, num_cb, self.vocab, noise_kinds(gen_config), device,
+                                     self.generators)
         open_ = (tokens == self.mask_id) & layout.valid.unsqueeze(1)  # (B, C, T) still masked
         items = torch.tensor([k > 0 for k in ks], device=device)
         lo, hi, sel = 0, num_cb, None

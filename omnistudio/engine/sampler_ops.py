@@ -204,7 +204,7 @@ def unmask_schedules(t_lens: Sequence[int], num_cb: int, gen_config: GenerationC
     return out
 
 
-def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: int, gen_config: Scoring,
+def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: int, kinds: tuple[bool, bool],
                   device: torch.device | str, generators: Sequence[torch.Generator] | None = None,
                   out: tuple[torch.Tensor | None, torch.Tensor | None] | None = None,
                   ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
@@ -212,18 +212,20 @@ def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: 
 
     Stock draws, for each item that unmasks something (in batch order), first
     the class noise (1, C, T_i, V) when class_temperature > 0, then the position
-    noise (1, C, T_i) when position_temperature > 0. ``generators`` (one per
+    noise (1, C, T_i) when position_temperature > 0 (``kinds``: whether each is drawn,
+    :func:`noise_kinds`). ``generators`` (one per
     item) replaces the global generator, for per-item seeds. ``out`` (class, position buffers of at
     least (B, C, T_max[, V])) receives the draws in place instead of new tensors; frames no item
     draws hold 0.5.
     """
     b, t_max = len(t_lens), max(t_lens)
     cls = pos = None
-    if gen_config.class_temperature > 0.0:
+    classes, positions = kinds
+    if classes:
         cls = out[0] if out is not None and out[0] is not None else \
             torch.empty((b, num_cb, t_max, vocab), dtype=torch.float32, device=device)
         cls.fill_(0.5)
-    if gen_config.position_temperature > 0.0:
+    if positions:
         pos = out[1] if out is not None and out[1] is not None else \
             torch.empty((b, num_cb, t_max), dtype=torch.float32, device=device)
         pos.fill_(0.5)
@@ -238,8 +240,13 @@ def draw_uniforms(t_lens: Sequence[int], ks: Sequence[int], num_cb: int, vocab: 
     return cls, pos
 
 
-def gumbel(scores: torch.Tensor, temperature: float, uniform: torch.Tensor) -> torch.Tensor:
-    """``omnivoice._gumbel_sample`` with its uniforms given."""
+def noise_kinds(gen_config: Scoring) -> tuple[bool, bool]:
+    """Whether a step draws class noise and position noise under ``gen_config`` (:func:`draw_uniforms`)."""
+    return gen_config.class_temperature > 0.0, gen_config.position_temperature > 0.0
+
+
+def gumbel(scores: torch.Tensor, temperature: float | torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """``omnivoice._gumbel_sample`` with its uniforms given (``temperature`` a float or a 0-dim tensor)."""
     scaled = scores / temperature
     return scaled + -torch.log(-torch.log(uniform + 1e-10) + 1e-10)
 
@@ -247,19 +254,32 @@ def gumbel(scores: torch.Tensor, temperature: float, uniform: torch.Tensor) -> t
 def predict(c_logits: torch.Tensor, u_logits: torch.Tensor | None, gen_config: Scoring, mask_id: int,
             cls_uniform: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``OmniVoice._predict_tokens_with_scoring`` over any leading shape: (tokens, confidence)."""
-    if gen_config.guidance_scale != 0:
+    guided = gen_config.guidance_scale != 0
+    if guided:
         assert u_logits is not None  # guided: the unconditional copy is scored
+    noisy = gen_config.class_temperature > 0.0
+    return score(c_logits, u_logits if guided else None, gen_config.guidance_scale, mask_id,
+                 gen_config.class_temperature if noisy else None, cls_uniform)
+
+
+def score(c_logits: torch.Tensor, u_logits: torch.Tensor | None, guidance: float | torch.Tensor, mask_id: int,
+          class_temperature: float | torch.Tensor | None, cls_uniform: torch.Tensor | None,
+          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`predict` with the structure given (guided: ``u_logits`` not None; class noise:
+    ``class_temperature`` not None) and the values as floats or 0-dim tensors (the static step's, which
+    a captured graph reads where they are): no value decides anything on the host."""
+    if u_logits is not None:
         c_lp = F.log_softmax(c_logits, dim=-1)
         u_lp = F.log_softmax(u_logits, dim=-1)
-        log_probs = torch.log_softmax(c_lp + gen_config.guidance_scale * (c_lp - u_lp), dim=-1)
+        log_probs = torch.log_softmax(c_lp + guidance * (c_lp - u_lp), dim=-1)
     else:
         log_probs = F.log_softmax(c_logits, dim=-1)
     log_probs[..., mask_id] = -float("inf")
-    if gen_config.class_temperature > 0.0:
+    if class_temperature is not None:
         from omnivoice.models.omnivoice import _filter_top_k
 
         assert cls_uniform is not None
-        pred = gumbel(_filter_top_k(log_probs, ratio=0.1), gen_config.class_temperature, cls_uniform).argmax(-1)
+        pred = gumbel(_filter_top_k(log_probs, ratio=0.1), class_temperature, cls_uniform).argmax(-1)
     else:
         pred = log_probs.argmax(dim=-1)
     return pred, log_probs.max(dim=-1)[0]
