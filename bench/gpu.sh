@@ -23,6 +23,7 @@
 #   3 serve      the speech server at 1, 8 and 16 clients, batching off and on
 #   4 vocoder    the vocoder alone: after diffusion vs again, allocator activity, fp16/bf16 vs fp32
 #   5 libraries  which alternative step backends are importable (omnivoice-triton, flashinfer)
+#   5b probe     a never-seen length after warm-up: worst step vs median, the step's kernels (liger or exact)
 #   6 compile    the compiled backbone's length sweep, only with the time left
 #
 # How the wheels travel to a GPU machine with no network: run `bash bench/gpu-wheels.sh` here first (it
@@ -146,5 +147,6 @@ step vocoder 60 "${bench[@]}" --vocoder --sentences 6
 step libraries 15 "$PY" -c "
 import importlib.util, json
 print(json.dumps({name: importlib.util.find_spec(name) is not None for name in ('omnivoice_triton', 'flashinfer')}))"
+step probe 60 "$PY" -m omnistudio.bench.probe --model "$MODEL" --device "$DEVICE"  # issue 47: a never-seen length
 step compile "$(left)" "${bench[@]}" --lengths --sentences 10 --compile default
 echo "gpu.sh: done, $(left) s of the budget left; results in $RESULTS" >&2

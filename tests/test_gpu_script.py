@@ -15,7 +15,7 @@ from pathlib import Path
 from support.wait import HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ["graphs", "stream-eager", "stream-replayed", "serve", "vocoder", "libraries", "compile"]
+STEPS = ["graphs", "stream-eager", "stream-replayed", "serve", "vocoder", "libraries", "probe", "compile"]
 
 STAND_IN = """#!/usr/bin/env bash
 # The GPU machine's python: `bench --only graphs` answers at once, `bench --stream` hangs (cut off by the

@@ -27,6 +27,16 @@ class GraphCounts(TypedDict):
     failed: int
 
 
+def graph_failures(result: Mapping[str, object]) -> int:
+    """The step-graph captures that failed in a mode's result (its ``graphs``: one ``GraphCounts``, or one
+    per variant): a bench that meets one exits non-zero, since its figures are of the eager step."""
+    graphs = result.get("graphs")
+    if not isinstance(graphs, Mapping):
+        return 0
+    counts = [graphs] if "failed" in graphs else [g for g in graphs.values() if isinstance(g, Mapping)]
+    return sum(int(c.get("failed", 0) or 0) for c in counts)
+
+
 def agreement(row: Mapping[str, object], key: str) -> float:
     """A variant row's share of tokens (``token_agreement``, ``baseline_agreement``): the float it holds."""
     value = row[key]

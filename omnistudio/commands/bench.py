@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from omnistudio.bench import (compiled, dialogue, meter, remote, sentences, serve, serve_ray, speed, stream, studio,
                               vocoder)
+from omnistudio.bench.modes import graph_failures
 from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
 
@@ -104,6 +105,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         module.print_result(result)
         print(provenance_line(measured))
+    failed = graph_failures(result)
+    if failed:  # the figures above are of the eager step where a graph was meant to replay
+        import sys
+
+        print(f"bench: {failed} step graph capture(s) failed (those shapes ran eagerly)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,0 +1,109 @@
+"""The static step at a never-seen length: its worst step against the median of warm steps (issue 47).
+
+Warms the engine up as ``serve`` and the studio do (every batch-1 step graph captured up to the longest
+row, each replayed once), renders a few short sentences, then one sentence whose row length no sentence
+has had yet: the goal is a worst step no more than twice the warm median (no first-use cost per length:
+no capture, no new kernels, no allocator growth on the audio path), the new length's worst step against
+its own median (its row is longer than the warm ones). Each step is timed from one backbone
+call to the next with the device synchronised (the pre-hook the runner calls before each replay). Also
+reports which kernels the step ran (``exact``, ``liger``, or ``module``: the backbone's own forward), the
+step graphs (a failed capture makes this bench exit 1) and the op count is on the CPU test
+(tests/test_step_backbone.py).
+
+    python -m omnistudio.bench.probe --model full --device cuda   # bench/gpu.sh's "probe" step
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+WARM = ["Good evening.", "Markets closed higher.", "Traffic is heavy on the ring road."]
+NEW = ("In sport, the home side won their third match in a row after a late goal, and the coach said the "
+       "team had never played better in all the years he had been in charge of it.")
+
+
+def run(model: str, device: str | None = None, dtype: str | None = None, num_step: int = 10) -> dict[str, Any]:
+    import torch
+    from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
+
+    from omnistudio.bench.corpus import reference_prompt
+    from omnistudio.engine.engine import LONGEST_ROW, Engine
+    from omnistudio.engine.sampler import FastSampler, SamplerOptions
+
+    engine = Engine.load(model, device=device, dtype=dtype)
+    dev = str(engine.model.device)
+    cuda = dev.startswith("cuda")
+    options = replace(SamplerOptions.for_device(dev), static_step=True, length_bucketing=True, block_attention=False)
+    sampler = FastSampler(engine.model, options)
+    prompt = reference_prompt(engine)
+    gen_config = OmniVoiceGenerationConfig.from_dict(engine.generation_kwargs(num_step, 2.0))
+    status = sampler.prepare_graphs(gen_config, (1,), LONGEST_ROW)
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    def steps_of(text: str) -> tuple[list[float], int]:
+        marks: list[float] = []
+
+        def mark(*_: object) -> None:
+            sync()
+            marks.append(time.perf_counter())
+
+        hook = engine.model.llm.register_forward_pre_hook(mark)
+        try:
+            engine.render_tokens([text], [prompt], ["en"], num_step=num_step, seeds=[1], sampler=sampler)
+            sync()
+            end = time.perf_counter()
+        finally:
+            hook.remove()
+        return [b - a for a, b in zip(marks, [*marks[1:], end])], sampler.last_stats.length
+
+    warm: list[float] = []
+    seen: set[int] = set()
+    for text in WARM:
+        times, length = steps_of(text)
+        warm += times
+        seen.add(length)
+    probe, length = steps_of(NEW)
+    median, probe_median = statistics.median(warm), statistics.median(probe)
+    status = sampler.graph_status
+    return {
+        "model": engine.loaded.spec.name, "device": dev, "dtype": engine.loaded.dtype_name, "num_step": num_step,
+        "kernels": sampler.runner.kernels, "seen_lengths": sorted(seen), "probe_length": length,
+        "never_seen": length not in seen, "warm_median_ms": round(median * 1e3, 3),
+        "probe_median_ms": round(probe_median * 1e3, 3), "probe_worst_ms": round(max(probe) * 1e3, 3),
+        # the goal (<= 2): the new length's worst step against its own median (a longer row costs more)
+        "worst_vs_median": round(max(probe) / probe_median, 2) if probe_median > 0 else None,
+        "graphs": {"captured": status.captured, "capture_s": round(status.capture_s, 3), "failed": status.failed,
+                   "memory_mb": status.memory_mb},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from omnistudio.bench.modes import graph_failures
+    from omnistudio.flags.engine import add_model_options
+
+    parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.probe", description=__doc__.splitlines()[0])
+    parser.add_argument("--num-step", type=int, default=10, help="diffusion steps a sentence (default 10)")
+    add_model_options(parser)
+    parser.set_defaults(model="tiny", device="cpu")
+    args = parser.parse_args(argv)
+    from omnistudio.bench.provenance import provenance
+
+    result = run(args.model, device=args.device, dtype=args.dtype, num_step=args.num_step)
+    print(json.dumps({**result, "provenance": provenance()}))
+    if graph_failures(result):
+        print(f"probe: {graph_failures(result)} step graph capture(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
