@@ -6,8 +6,9 @@
 #      pip for that target (`pip install --dry-run --report --python-version --platform --only-binary`);
 #      a requirement published only as a source archive (srt) is built into a pure-Python wheel here and
 #      offered to the resolver, and the resolution is tried again;
-#   2. rooted at what the steps import (bench/preflight.py --distributions, run with this checkout's
-#      .venv), each with its own requirements; declared but never imported stays out (omnivoice's gradio);
+#   2. only the distributions the steps import (bench/preflight.py --distributions, run with this
+#      checkout's .venv; the GPU's preflight imports the same): declared but never imported stays out
+#      (omnivoice's gradio and librosa, lingua: the whole closure is about 440 MiB);
 #   3. less the image's: torch, torchaudio and all they require (triton, nvidia-*, ...), and what
 #      bench/gpu-image.txt lists (the image's `pip list`, which gpu.sh writes beside its results);
 #   4. downloaded at the resolved versions (bench/wheelset.py picks them), and its size checked against
