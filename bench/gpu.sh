@@ -144,7 +144,7 @@ step stream-eager 60 env OMNISTUDIO_CUDA_GRAPHS=0 "${bench[@]}" --stream --sente
 step stream-replayed 60 "${bench[@]}" --stream --sentences 8
 step serve 150 "${bench[@]}" --serve --clients 1,8,16 --sentences 16
 step vocoder 60 "${bench[@]}" --vocoder --sentences 6
-step libraries 15 "$PY" -c "
+step libraries 20 "$PY" -c "
 import importlib.util, json
 print(json.dumps({name: importlib.util.find_spec(name) is not None for name in ('omnivoice_triton', 'flashinfer')}))"
 step probe 60 "$PY" -m omnistudio.bench.probe --model "$MODEL" --device "$DEVICE"  # issue 47: a never-seen length
