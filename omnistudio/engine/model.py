@@ -304,8 +304,13 @@ def _from_pretrained(path: Path, device: str, dtype: torch.dtype) -> OmniVoiceMo
 
     model = OmniVoice.from_pretrained(str(path), dtype=dtype, train=True)  # train: the backbone alone
     model.text_tokenizer = AutoTokenizer.from_pretrained(str(path))
-    model.audio_tokenizer = HiggsAudioV2TokenizerModel.from_pretrained(str(path / "audio_tokenizer"))
-    model.feature_extractor = AutoFeatureExtractor.from_pretrained(str(path / "audio_tokenizer"))
+    vocoder = path / "audio_tokenizer"
+    if not vocoder.is_dir():  # an older checkpoint layout: upstream fetches the tokenizer on its own
+        from omnivoice.models.omnivoice import _resolve_model_path
+
+        vocoder = Path(_resolve_model_path("eustlb/higgs-audio-v2-tokenizer"))
+    model.audio_tokenizer = HiggsAudioV2TokenizerModel.from_pretrained(str(vocoder))
+    model.feature_extractor = AutoFeatureExtractor.from_pretrained(str(vocoder))
     model.sampling_rate = model.feature_extractor.sampling_rate
     model.duration_estimator = RuleDurationEstimator()
     model.to(device)
