@@ -86,6 +86,48 @@ def run(model: str, device: str | None = None, dtype: str | None = None, num_ste
     }
 
 
+def ops_per_step(model: str, device: str | None = None, dtype: str | None = None) -> dict[str, Any]:
+    """The aten ops of one static step at batch 1 (a TorchDispatchMode counts every op the step
+    dispatches, the backbone's included): what issue 47's goal of 1,200 on ``full`` counts."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from omnistudio.bench.corpus import reference_prompt
+    from omnistudio.engine.engine import Engine
+    from omnistudio.engine.sampler import FastSampler, SamplerOptions
+
+    class Count(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        ops = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            self.ops += 1
+            return func(*args, **(kwargs or {}))
+
+    engine = Engine.load(model, device=device, dtype=dtype)
+    sampler = FastSampler(engine.model, SamplerOptions(length_bucketing=True, block_attention=False, static_step=True))
+    counts: list[int] = []
+    plan_of = sampler.runner.plan
+
+    def plan(shape: Any) -> Any:
+        made = plan_of(shape)
+        if "step" not in vars(made):
+            step = made.step
+
+            def counted() -> None:
+                with Count() as rec:  # type: ignore[no-untyped-call]
+                    step()
+                counts.append(rec.ops)
+            setattr(made, "step", counted)  # noqa: B010 (an instance's step, replaced)
+        return made
+
+    sampler.runner.plan = plan  # type: ignore[method-assign]
+    with torch.inference_mode():
+        engine.render_tokens(["Markets closed higher today."], [reference_prompt(engine)], ["en"], num_step=2,
+                             seeds=[3], sampler=sampler)
+    return {"model": engine.loaded.spec.name, "dtype": engine.loaded.dtype_name, "kernels": sampler.runner.kernels,
+            "length": sampler.last_stats.length, "ops_per_step": max(counts)}
+
+
 def main(argv: list[str] | None = None) -> int:
     from omnistudio.bench.modes import graph_failures
     from omnistudio.flags.engine import add_model_options
@@ -93,9 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.probe", description=__doc__.splitlines()[0])
     parser.add_argument("--num-step", type=int, default=10, help="diffusion steps a sentence (default 10)")
     add_model_options(parser)
+    parser.add_argument("--ops", action="store_true", help="count the aten ops of one step instead")
     parser.set_defaults(model="tiny", device="cpu")
     args = parser.parse_args(argv)
     from omnistudio.bench.provenance import provenance
+
+    if args.ops:
+        print(json.dumps({**ops_per_step(args.model, args.device, args.dtype), "provenance": provenance()}))
+        return 0
 
     result = run(args.model, device=args.device, dtype=args.dtype, num_step=args.num_step)
     print(json.dumps({**result, "provenance": provenance()}))
