@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 import torch
-import test_static_step as static_tests
-from test_static_step import LINES, STATIC, OpRecorder, render, step_replaced
+from support.step import LINES, STATIC, OpRecorder, render, step_replaced, three_voices
 
 from omnistudio.engine.sampler import FastSampler
 from omnistudio.engine.static_step import StepPlan
 
-voices = static_tests.voices  # three flite speakers (test_static_step's fixture)
+@pytest.fixture(scope="module")
+def voices(tiny_engine: Any, voice_roster_file: Any) -> list[Any]:
+    return three_voices(tiny_engine, voice_roster_file)
 
 
 def recorded_steps(engine: Any, sampler: FastSampler, texts: list[str], voices: list[Any]) -> list[list[str]]:
@@ -126,3 +127,22 @@ def test_fused_kernels_stay_off_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("OMNISTUDIO_STEP_KERNELS", "liger")
     assert choose_kernels(torch.device("cpu"), torch.bfloat16).name == "exact"
     assert "liger_kernel" not in sys.modules  # never imported on the CPU: it costs nothing there
+
+
+def test_block_attention_installed_on_the_model_keeps_the_step_backbone(tiny_engine: Any, voices: list[Any]) -> None:
+    """A sampler with block attention routes the model's attention through it for good (engine/block_attention.py);
+    with no blocks set that is SDPA, so a later static step still runs the step backbone (it fell back to the
+    module's forward, with a KV cache, once any block-attention sampler had run in the process)."""
+    from omnistudio.engine.block_attention import BLOCK_ATTENTION
+    from omnistudio.engine.sampler import SamplerOptions
+
+    llm = tiny_engine.model.llm
+    saved = llm.config._attn_implementation
+    try:
+        FastSampler(tiny_engine.model, SamplerOptions(block_attention=True))
+        assert llm.config._attn_implementation == BLOCK_ATTENTION
+        steps = recorded_steps(tiny_engine, FastSampler(tiny_engine.model, STATIC), LINES[:1], voices[:1])
+        assert all("cat" not in ops for ops in steps)
+        assert max(len(ops) for ops in steps) <= 40 * int(llm.config.num_hidden_layers) + 70
+    finally:
+        llm.set_attn_implementation(saved)

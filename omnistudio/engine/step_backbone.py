@@ -41,6 +41,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from omnistudio.engine.block_attention import BLOCK_ATTENTION
+
 log = logging.getLogger(__name__)
 
 KERNELS_ENV = "OMNISTUDIO_STEP_KERNELS"  # auto (default) | exact | liger
@@ -157,7 +159,8 @@ def supported(llm: Any) -> bool:
     config = getattr(llm, "config", None)
     if type(llm).__name__ != "Qwen3Model" or config is None or "forward" in vars(llm):
         return False
-    if getattr(config, "_attn_implementation", None) != "sdpa":
+    # block attention (engine/block_attention.py) is SDPA wherever no blocks are set, as in every static step
+    if getattr(config, "_attn_implementation", None) not in ("sdpa", BLOCK_ATTENTION):
         return False
     if any(t != "full_attention" for t in (getattr(config, "layer_types", None) or ["full_attention"])):
         return False
