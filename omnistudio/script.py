@@ -238,12 +238,26 @@ def split_story(line_text: str, line: int) -> tuple[str | None, int]:
     return name, (len(line_text) if match["head"] is not None else match.end())
 
 
-def split_tag(line_text: str, line: int) -> tuple[Tag | None, str]:
-    """A leading speaker tag of a line (if any) and the rest of the line."""
+def speaker_tag_match(line_text: str) -> re.Match[str] | None:
+    """Where a line's leading speaker tag is written (None: no tag, or a non-verbal or pause tag)."""
     match = TAG_RE.match(line_text)
     if not match or match.group(1).strip().lower() in NONVERBAL_TAGS or PAUSE_RE.match(match.group(0).strip()):
+        return None
+    return match
+
+
+def split_tag(line_text: str, line: int) -> tuple[Tag | None, str]:
+    """A leading speaker tag of a line (if any) and the rest of the line."""
+    match = speaker_tag_match(line_text)
+    if match is None:
         return None, line_text.strip()
     return parse_tag(match.group(1), line), line_text[match.end():].strip()
+
+
+def with_preset(tag: Tag, presets: Mapping[str, Blend] | None) -> Tag:
+    """``tag`` with a preset's name (``[morning]``) read as that named duo's blend; any other tag as it is."""
+    preset = presets.get(tag.speaker or "") if presets and tag.blend is None else None
+    return tag if preset is None else Tag(preset.key(), tag.lang, preset)
 
 
 # ---------------------------------------------------------------- sentences
@@ -386,9 +400,7 @@ def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None =
         if named is not None:
             story, raw, at = named, raw[skip:], at + skip
         tag, body = split_tag(raw, number)
-        preset = presets.get(tag.speaker or "") if presets and tag is not None and tag.blend is None else None
-        if tag is not None and preset is not None:
-            tag = Tag(preset.key(), tag.lang, preset)
+        tag = with_preset(tag, presets) if tag is not None else None
         check_line(raw, tag, PAUSE_RE.sub(" ", body).strip(), number)
         if tag is not None:
             unknown = [a for a in speaker_anchors(tag.speaker) if a not in known] if (
@@ -460,4 +472,5 @@ def read_script(path: Path, max_bytes: int = MAX_SCRIPT_BYTES) -> str:
 
 __all__ = ["Blend", "DEFAULT_PAUSE_S", "LANGUAGES", "MAX_SCRIPT_BYTES", "Script", "Sentence", "Tag", "blend_parts",
            "check_script_size", "cut_long",
-           "parse_pause", "parse_script", "parse_tag", "read_script", "split_sentences", "split_story", "split_tag"]
+           "parse_pause", "parse_script", "parse_tag", "read_script", "speaker_tag_match", "split_sentences", "split_story",
+           "split_tag", "with_preset"]

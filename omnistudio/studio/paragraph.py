@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from omnistudio.errors import UserError
-from omnistudio.script import NONVERBAL_TAGS, PAUSE_RE, TAG_RE, Blend, Sentence, Tag, parse_tag, split_story
+from omnistudio.script import Blend, Sentence, Tag, parse_tag, speaker_tag_match, split_story, with_preset
 
 
 @dataclass(frozen=True)
@@ -60,18 +60,20 @@ def paragraph_at(text: str, offset: int, presets: Mapping[str, Blend] | None = N
     except UserError:
         skip = 0
     body = raw[skip:]
-    match = TAG_RE.match(body)
+    match = speaker_tag_match(body)
     at = start + skip + (len(body) - len(body.lstrip()))
-    if match is None or match.group(1).strip().lower() in NONVERBAL_TAGS or PAUSE_RE.match(match.group(0).strip()):
+    if match is None:
         return Paragraph(line, start, end, at, at, None)
     try:
-        tag = parse_tag(match.group(1), line)
+        tag = with_preset(parse_tag(match.group(1), line), presets)
     except UserError:
         return Paragraph(line, start, end, at, at, None)
-    preset = presets.get(tag.speaker or "") if presets and tag.blend is None else None
-    if preset is not None:
-        tag = Tag(preset.key(), tag.lang, preset)
     return Paragraph(line, start, end, at, start + skip + match.end(), tag)
+
+
+def sentence_at(sentences: list[Sentence], offset: int) -> Sentence | None:
+    """The sentence at character ``offset``, else the next one, else the last (None: no sentences)."""
+    return next((s for s in sentences if offset < s.end), sentences[-1] if sentences else None)
 
 
 def sentences_of(sentences: list[Sentence], paragraph: Paragraph) -> list[Sentence]:
