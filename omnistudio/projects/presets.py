@@ -50,13 +50,19 @@ def read_presets(folder: Path) -> tuple[dict[str, Blend], str | None]:
     return presets, None
 
 
-def save_preset(folder: Path, name: str, blend: Blend, anchors: Collection[str] = ()) -> dict[str, Blend]:
-    """Keep ``blend`` as ``name`` in the project ``folder`` (replacing a preset of that name); the presets now."""
+def with_preset(presets: Mapping[str, Blend], name: str, blend: Blend,
+                anchors: Collection[str] = ()) -> tuple[str, dict[str, Blend]]:
+    """``presets`` with ``blend`` kept as ``name`` (replacing a preset of that name), checked: the name as
+    kept and the presets now (a new dict)."""
     key = check_preset_name(name, anchors)
-    presets, _problem = read_presets(folder)
     if key not in presets and len(presets) >= MAX_PRESETS:
         raise UserError(f"the project keeps {MAX_PRESETS} duo presets at most")
-    presets[key] = blend
+    return key, {**presets, key: blend}
+
+
+def save_preset(folder: Path, name: str, blend: Blend, anchors: Collection[str] = ()) -> dict[str, Blend]:
+    """Keep ``blend`` as ``name`` in the project ``folder`` (replacing a preset of that name); the presets now."""
+    _key, presets = with_preset(read_presets(folder)[0], name, blend, anchors)
     write_presets(folder, presets)
     return presets
 

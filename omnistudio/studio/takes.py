@@ -19,7 +19,7 @@ from omnistudio.errors import UserError
 from omnistudio.studio import commands as cmd
 from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
 from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
-from omnistudio.projects.presets import MAX_PRESETS, check_preset_name, read_presets, write_presets
+from omnistudio.projects.presets import read_presets, with_preset, write_presets
 from omnistudio.projects.project import MANIFEST, Project, open_or_create
 from omnistudio.projects.retake import pipeline_synth, regenerate
 from omnistudio.script import Blend
@@ -63,10 +63,7 @@ class ProjectTakes:
         engine thread, which alone touches the project); returns the name as kept."""
         if self.project is None:
             raise UserError("duo presets live in a project: open one (omnistudio NAME.omniproj) to keep them")
-        key = check_preset_name(name, anchors)
-        if key not in self.presets and len(self.presets) >= MAX_PRESETS:
-            raise UserError(f"the project keeps {MAX_PRESETS} duo presets at most")
-        self.presets = {**self.presets, key: blend}
+        key, self.presets = with_preset(self.presets, name, blend, anchors)
         self._queue(cmd.KeepPreset(dict(self.presets)))
         return key
 
