@@ -42,6 +42,8 @@ class MorphHost(Protocol):
 
     def paragraph(self) -> tuple[Paragraph, list[Sentence]]: ...
 
+    def here(self) -> Paragraph: ...
+
     def apply_edit(self, edit: TextEdit) -> None: ...
 
     def show_morph(self, anchor: str, partner: str, value: float | None) -> None: ...
@@ -74,7 +76,7 @@ class MorphBinding:
         """Show the paragraph under the cursor on the slider (cursor moved, script edited)."""
         if self._timer is not None:
             return  # a gesture is under way: its rest rewrites the tag, then this shows it
-        here, sentences = self.host.paragraph()
+        here = self.host.here()
         studio = self.host.studio
         if here.blend is not None:
             self.host.show_morph(here.blend.a, here.blend.b, here.blend.alpha)

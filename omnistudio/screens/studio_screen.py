@@ -20,7 +20,7 @@ from omnistudio.screens.error import ErrorModal
 from omnistudio.screens.export import AskDialog
 from omnistudio.screens.morph import MorphBinding
 from omnistudio.script import Sentence
-from omnistudio.studio.paragraph import Paragraph, TextEdit, assign, paragraph_at, sentences_of
+from omnistudio.studio.paragraph import Paragraph, TextEdit, assign, paragraph_at, sentence_at, sentences_of
 from omnistudio.widgets.anchor_picker import AnchorPicker
 from omnistudio.widgets.morph_slider import MorphSlider
 from omnistudio.widgets.script_editor import ScriptEditor
@@ -88,22 +88,35 @@ class StudioScreen(Screen[None]):
         option = self.query_one("#anchor-list", OptionList).highlighted_option
         return option.id if option is not None and option.id else self.studio.anchor
 
+    def _sentences(self) -> list[Sentence]:
+        """The editor's script parsed; none for an empty one, or one that does not parse yet (a half-typed
+        line, e.g. an open tag, while the cursor moves)."""
+        text = self.editor.text
+        try:
+            return self.studio.parse(text) if text.strip() else []
+        except UserError:
+            return []
+
     def paragraph(self) -> tuple[Paragraph, list[Sentence]]:
         """The paragraph under the cursor and its sentences (none: an empty line, or a script that does not
         parse yet); on a line with nothing to speak, the paragraph of the next sentence."""
         text, offset = self.editor.text, self.editor.cursor_offset
-        try:
-            sentences = self.studio.parse(text) if text.strip() else []
-        except UserError:
-            sentences = []
+        sentences = self._sentences()
         presets = self.studio.takes.presets
         here = paragraph_at(text, offset, presets)
         mine = sentences_of(sentences, here)
-        if not mine and sentences:
-            after = next((s for s in sentences if offset < s.end), sentences[-1])
+        after = sentence_at(sentences, offset) if not mine else None
+        if after is not None:
             here = paragraph_at(text, after.start, presets)
             mine = sentences_of(sentences, here)
         return here, mine
+
+    def here(self) -> Paragraph:
+        """The paragraph under the cursor without parsing the script (the slider shows it on every cursor
+        move); a line with nothing after its tag is :meth:`paragraph`'s (the next sentence's)."""
+        text = self.editor.text
+        here = paragraph_at(text, self.editor.cursor_offset, self.studio.takes.presets)
+        return here if text[here.tag_end:here.end].strip() else self.paragraph()[0]
 
     def action_audition(self) -> None:
         anchor = self.highlighted_anchor()
@@ -183,9 +196,4 @@ class StudioScreen(Screen[None]):
                                        "", "Keep"), done)
 
     def sentence_under_cursor(self) -> Sentence | None:
-        offset = self.editor.cursor_offset
-        try:
-            sentences = self.studio.parse(self.editor.text)
-        except UserError:
-            return None  # a half-typed line (e.g. an open tag) while the cursor moves: no sentence yet
-        return next((s for s in sentences if offset < s.end), sentences[-1] if sentences else None)
+        return sentence_at(self._sentences(), self.editor.cursor_offset)
