@@ -127,7 +127,8 @@ class StudioApp(App[None]):
     async def action_quit(self) -> None:
         """Ctrl+Q: quit at once when idle; while a render or an export runs, say what would be lost and ask
         (Ctrl+Q again on the question quits)."""
-        lost = render_in_progress(self.studio.state, self.studio.rendering_play, self.rendering_detail)
+        lost = render_in_progress(self.studio.state, self.studio.rendering_play, self.rendering_detail,
+                                  self.studio.commands.user_waiting())
         if lost is None or isinstance(self.screen, QuitDialog):
             self.exit()
             return

@@ -45,6 +45,15 @@ async def _asks(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:  
             await wait_for(pilot, lambda: isinstance(app.screen, QuitDialog), what="the quit question")
             return str(app.screen.query_one("#quit-message", Label).render())
 
+        # a play or an export asked a moment ago, still on the engine thread's queue (found in tmux: F5 then
+        # Ctrl+Q at once quit without a word)
+        waiting = studio.commands.user_waiting
+        studio.commands.user_waiting = lambda: True  # type: ignore[method-assign]
+        assert await ask() == "The render in progress (the play or export just asked for, not started yet) will be lost."
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, QuitDialog), what="the question closed")
+        studio.commands.user_waiting = waiting  # type: ignore[method-assign]
+
         # an export: what the controller sets while it runs one
         studio.state = "rendering"
         studio.report(EngineState("rendering", "exporting bulletin.wav"))

@@ -15,11 +15,12 @@ from textual.widgets import Button, Label
 EXPORTING = "exporting "  # the controller's engine-state detail while it exports: "exporting NAME.wav"
 
 
-def render_in_progress(state: str, rendering_play: bool, detail: str) -> str | None:
+def render_in_progress(state: str, rendering_play: bool, detail: str, queued: bool = False) -> str | None:
     """What a quit now would lose (e.g. "export of bulletin.wav"), None when nothing renders. ``state`` and
-    ``rendering_play``: the controller's; ``detail``: its last engine-state detail."""
+    ``rendering_play``: the controller's; ``detail``: its last engine-state detail; ``queued``: a command of
+    the producer's waits for the engine thread (F5 or an export asked a moment ago, not started yet)."""
     if state != "rendering" and not rendering_play:
-        return None
+        return "the play or export just asked for, not started yet" if queued else None
     if detail.startswith(EXPORTING):
         return f"export of {detail[len(EXPORTING):]}"
     if rendering_play:
