@@ -50,6 +50,18 @@ mascota mascotas vaca vacas oveja ovejas gallina gallinas cosecha cosechas
 FEMININE_ENDINGS = ("ción", "ciones", "sión", "siones", "dad", "dades", "tad", "tades", "tud", "tudes",
                     "umbre", "umbres")
 
+# Adjectives news copy puts between a number and its noun ("200 nuevas viviendas", "3 grandes obras"): a
+# gendered one says the noun's gender itself; an invariable one ("grandes") passes the question on.
+PRENOMINAL = frozenset("""
+nuevo nueva nuevos nuevas primer primera primeros primeras último última últimos últimas pequeño pequeña
+pequeños pequeñas buen buena buenos buenas mal mala malos malas viejo vieja viejos viejas antiguo antigua
+antiguos antiguas distintos distintas diversos diversas numerosos numerosas escasos escasas pocos pocas
+muchos muchas varios varias otros otras mismos mismas ciertos ciertas próximo próxima próximos próximas
+supuestos supuestas presuntos presuntas modernos modernas enormes grandes principales diferentes
+importantes recientes mayores menores mejores peores altos altas bajos bajas jóvenes largos largas breves
+""".split())
+_ADJECTIVES_SKIPPED = 2
+
 _NEXT_WORD_RE = re.compile(r"[ \u00a0]+([^\W\d_]+)")
 
 
@@ -72,5 +84,18 @@ def noun_gender(word: str) -> str:
 
 
 def gender_after(text: str, pos: int, lang: str) -> str:
-    """The agreement asked for by the word after ``pos`` in ``text`` (Spanish; "n" for English)."""
-    return noun_gender(next_word(text, pos)) if lang == "es" else NEUTRAL
+    """The agreement asked for by the word after ``pos`` in ``text`` (Spanish; "n" for English), through
+    up to two adjectives before the noun ("200 nuevas viviendas" -> feminine)."""
+    if lang != "es":
+        return NEUTRAL
+    for _ in range(_ADJECTIVES_SKIPPED):
+        match = _NEXT_WORD_RE.match(text, pos)
+        word = match.group(1).lower() if match else ""
+        if match is None or word not in PRENOMINAL:
+            return noun_gender(match.group(1) if match else "")
+        if word.endswith(("a", "as")):
+            return FEMININE
+        if word.endswith(("o", "os")):
+            return MASCULINE
+        pos = match.end()
+    return noun_gender(next_word(text, pos))

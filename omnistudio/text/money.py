@@ -59,6 +59,9 @@ def _pattern(lang: str) -> str:
     before = (rf"(?<![\w$])(?P<sign>{_SIGN_ALT}){space}(?P<n>{NUMBER[lang]})(?![0-9])"
               rf"(?:{space if lang == 'en' else '[ ]'}(?P<scale>{scale})(?!\w))?")
     after = rf"(?<![\w.,])(?P<n2>{NUMBER[lang]}){space}(?P<sign2>USD|ARS|EUR|GBP|BRL|€|£)(?!\w)"
+    if lang == "es":  # "$78.40", "US$1,234.50": wire copy in English notation inside a Spanish paragraph
+        wire = rf"(?<![\w$])(?P<wsign>{_SIGN_ALT}){space}(?P<wn>{NUMBER['en']}\.[0-9]{{1,2}})(?![0-9])"
+        return rf"{wire}|{before}|{after}"
     return rf"{before}|{after}"
 
 
@@ -100,6 +103,12 @@ def _amount_en(written: str, cur: Currency, scale: str | None) -> str:
 
 
 def _say_money(match: re.Match[str], lang: str) -> tuple[str, str]:
+    groups = match.groupdict()
+    if groups.get("wn"):  # English notation in Spanish copy: its "$" is the dollar, its point the cents'
+        sign, whole, _, cents = groups["wsign"], *groups["wn"].replace(",", "").partition(".")
+        code = "USD" if sign == "$" else SIGNS[sign]
+        cur = CURRENCIES[lang][code]
+        return _amount_es(f"{whole},{cents}", cur, None), f"{sign} = {cur.many}"
     sign = match.group("sign") or match.group("sign2")
     written = match.group("n") or match.group("n2")
     code = LOCAL_DOLLAR[lang] if sign == "$" else SIGNS[sign]
