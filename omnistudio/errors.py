@@ -13,6 +13,19 @@ class Unavailable(UserError):
     lost); the same request may work later. Clients show it, keep everything, and try again."""
 
 
+_UNSHOWN = frozenset([*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
+def shown(text: str) -> str:
+    """Text read from a file (bext, iXML, a marker's label, a tag, a sidecar), safe to print or draw: each
+    control character (ESC, BEL, CR, LF, TAB, C1) and bidi override as its ``\\xNN`` escape, so a file can
+    neither retitle nor clear a terminal, nor fake a line of output."""
+    if not any(ord(c) in _UNSHOWN for c in text):
+        return text
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x100 and ord(c) in _UNSHOWN else
+                   f"\\u{ord(c):04x}" if ord(c) in _UNSHOWN else c for c in text)
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message, or its type name when it has none."""
     text = str(exc).strip()

@@ -94,3 +94,32 @@ def test_zero_frame_wav(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     sf.write(str(path), np.zeros(0, dtype=np.float32), 24_000)
     assert main(["analyze", str(path)]) == 2
     assert "holds no audio frames" in capsys.readouterr().err
+
+
+def test_a_report_linked_to_the_file_analysed_is_refused(tone_wav: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    before = tone_wav.read_bytes()
+    link = tmp_path / "r.html"
+    link.symlink_to(tone_wav)
+    assert main(["analyze", str(tone_wav), "--report", str(link)]) == 2
+    assert "destroy an input" in capsys.readouterr().err and tone_wav.read_bytes() == before
+
+
+def test_text_a_file_holds_is_shown_with_its_control_characters_escaped(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.audio.bwf import Broadcast, Marker
+    from omnistudio.audio.writer import write_audio
+
+    hostile = "\x1b]0;PWNED\x07\x1b[2J\r\nfake line: EBU R128: PASS"
+    path = tmp_path / "hostile.wav"
+    tone = (0.1 * np.sin(2 * np.pi * 1000 * np.arange(24_000 * 4) / 24_000)).astype(np.float32)
+    write_audio(path, tone, 24_000, Broadcast(description=hostile, originator="\x1b[31mred",
+                                              markers=(Marker(0.5, hostile),), note=hostile))
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+    assert "\\x1b]0;PWNED\\x07\\x1b[2J\\x0d\\x0afake line" in out
+    assert not any(line.startswith("fake line") for line in out.splitlines())
+    assert main(["analyze", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "\x1b" not in json.dumps(data, ensure_ascii=False) and "\x1b" not in data["broadcast"]["markers"][0]["label"]

@@ -312,8 +312,23 @@ async def _export_rule(engine, roster: Path, tmp_path: Path) -> None:  # noqa: A
         await wait_for(pilot, lambda: out.exists() and Path(str(out) + ".json").exists(), what="the export")
         assert app.studio.settings.rule().key == "podcast"  # the meter, the monitor and later exports agree
         assert app.screen.query_one(LufsMeter).target == -16.0
+        await pilot.press("ctrl+e")  # the file it is made in: 48 kHz 16-bit dual-mono, to EBU R128
+        await pilot.pause()
+        dialog = app.screen
+        dialog.query_one("#export-profile", Select).value = "ebu"
+        dialog.query_one("#export-format", Select).value = "2/48000/16"
+        path = dialog.query_one("#export-path", Input)
+        path.value = str(tmp_path / "playout.wav")
+        path.focus()
+        await pilot.press("enter")
+        playout = tmp_path / "playout.wav"
+        await wait_for(pilot, lambda: playout.exists() and Path(str(playout) + ".json").exists(), what="the export")
     data, rate = sf.read(str(out), dtype="float32")
     assert abs(measure(data if data.ndim == 1 else data[:, 0], rate).integrated_lufs - (-16.0)) < 0.5
+    info = sf.info(str(playout))
+    assert (info.samplerate, info.channels, info.subtype) == (48_000, 2, "PCM_16")
+    data, rate = sf.read(str(playout), dtype="float32")
+    assert abs(measure(data, rate).integrated_lufs - (-23.0)) < 0.2  # two channels: every meter reads -23
 
 
 def test_a_duo_preset_is_kept_in_the_project_offered_in_the_picker_and_read_as_a_tag(

@@ -1,6 +1,7 @@
 """What a delivered file says about itself, in the chunks broadcast tools read (EBU Tech 3285 and kin).
 
-- ``bext`` version 2: description, originator, its reference (the take), origination date and time,
+- ``bext`` version 2: description, originator, its reference (EBU R99's USID, one per distinct file),
+  origination date and time,
   the coding history, and the loudness fields our own finishing pass measured (integrated loudness,
   loudness range, maximum true peak, maximum momentary and short-term loudness, each x100 as int16;
   0x7FFF where a figure is not defined, e.g. a silent file);
@@ -24,7 +25,7 @@ from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omnistudio.errors import UserError
+from omnistudio.errors import UserError, shown
 
 if TYPE_CHECKING:
     from omnistudio.audio.loudness import LoudnessReport
@@ -49,7 +50,7 @@ class Broadcast:
 
     description: str = ""
     originator: str = "OmniStudio"
-    reference: str = ""  # the take (bext OriginatorReference, iXML TAKE)
+    reference: str = ""  # the take (iXML TAKE)
     title: str = ""  # tags of MP3, M4A and FLAC (the script's or project's name)
     artist: str = ""  # the voice
     project: str = ""
@@ -60,6 +61,7 @@ class Broadcast:
     chapters: tuple[Marker, ...] = ()  # where chapters start (stories, else paragraphs), for MP3/M4A/FLAC
     created: datetime | None = field(default_factory=lambda: created_now()[0])  # bext's origination date
     timed: bool = field(default_factory=lambda: created_now()[1])  # and its time (see created_now)
+    usid: str = ""  # bext's OriginatorReference, EBU R99's USID; "": one made from what the file says (usid)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,31 @@ class LoudnessFields:
     def of(cls, report: LoudnessReport) -> LoudnessFields:
         return cls(report.integrated_lufs, report.loudness_range_lu, report.true_peak_dbtp,
                    report.momentary_max_lufs, report.short_term_max_lufs)
+
+
+USID_ENV = "OMNISTUDIO_USID_ORIGIN"  # "CCOOO": the ISO 3166 country and EBU R99 organisation code
+USID_ORIGIN = "XXOMS"  # no country, OmniStudio's three letters, until a site sets its own
+
+
+def usid(info: Broadcast, samples: bytes = b"") -> str:
+    """EBU R99's Unique Source Identifier of a file: country (2) and organisation (3) from
+    ``OMNISTUDIO_USID_ORIGIN``, this machine's serial (12: a hash of its name), the time it was made
+    (HHMMSS; 000000 where the file carries its date alone, see :func:`created_now`) and 9 digits drawn
+    from a hash of the file itself: ``samples`` (a digest of them) and everything it says of itself. Two
+    stories, two takes, the same take at two settings: two references; the same take written twice:
+    the same bytes, as everywhere else in a delivery."""
+    import hashlib
+    import os
+    import platform
+
+    origin = os.environ.get(USID_ENV, "").strip().upper()
+    origin = origin if len(origin) == 5 and origin.isalnum() and origin.isascii() else USID_ORIGIN
+    serial = hashlib.sha256(platform.node().encode()).hexdigest()[:12].upper()
+    when = f"{info.created:%H%M%S}" if info.created is not None and info.timed else "000000"
+    said = repr((info.description, info.reference, info.title, info.artist, info.project, info.scene, info.note,
+                 info.user, info.markers, info.chapters)).encode()
+    digits = int(hashlib.sha256(samples + said).hexdigest(), 16) % 10**9
+    return f"{origin}{serial}{when}{digits:09d}"
 
 
 def created_now() -> tuple[datetime, bool]:
@@ -111,15 +138,17 @@ def _x100(value: float) -> int:
 
 
 def bext_chunk(info: Broadcast, sample_rate: int, loudness: LoudnessFields | None = None,
-               pcm: str = "PCM_FLOAT", bits: int = 32) -> bytes:
-    """The ``bext`` chunk (header included), loudness fields ``NOT_SET`` until they are known."""
+               pcm: str = "PCM_FLOAT", bits: int = 32, channels: int = 1) -> bytes:
+    """The ``bext`` chunk (header included), loudness fields ``NOT_SET`` until they are known; the coding
+    history's mode (EBU R98) is ``mono``, or ``dual-mono`` for the voice on two channels."""
     from omnistudio import __version__
 
-    history = f"A={pcm},F={sample_rate},W={bits},M=mono,T=OmniStudio {__version__}\r\n"
+    mode = "dual-mono" if channels == 2 else "mono"
+    history = f"A={pcm},F={sample_rate},W={bits},M={mode},T=OmniStudio {__version__}\r\n"
     values = (NOT_SET,) * 5 if loudness is None else tuple(_x100(v) for v in (
         loudness.integrated_lufs, loudness.loudness_range_lu, loudness.true_peak_dbtp,
         loudness.momentary_max_lufs, loudness.short_term_max_lufs))
-    body = (_ascii(info.description, 256) + _ascii(info.originator, 32) + _ascii(info.reference, 32)
+    body = (_ascii(info.description, 256) + _ascii(info.originator, 32) + _ascii(info.usid or usid(info), 32)
             + _ascii(_date(info), 10) + _ascii(_time(info), 8)
             + struct.pack("<IIH", 0, 0, 2) + b"\0" * 64 + struct.pack("<5h", *values) + b"\0" * 180
             + history.encode("ascii"))
@@ -135,18 +164,20 @@ def _time(info: Broadcast) -> str:
 
 
 def wav_header(info: Broadcast, sample_rate: int, frames: int, *, float32: bool = True,
-               loudness: LoudnessFields | None = None, tail: int = 0) -> bytes:
-    """Everything of a mono Broadcast Wave file before its samples: ``RIFF``, ``fmt `` (32-bit float, or
-    16-bit PCM), ``fact`` (float), ``bext``, ``iXML`` and the ``data`` chunk's header; ``tail``: the bytes
-    of the chunks that follow the samples (:func:`cue_chunks`). Its length does not depend on ``frames``,
-    ``loudness`` or ``tail``: a writer writes it first and again, filled in, when the file is done."""
-    width = 4 if float32 else 2
-    data = frames * width
-    fmt = (struct.pack("<HHIIHHH", 3, 1, sample_rate, sample_rate * 4, 4, 32, 0) if float32
-           else struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16))
-    body = (chunk(b"fmt ", fmt) + (chunk(b"fact", struct.pack("<I", frames)) if float32 else b"")
-            + bext_chunk(info, sample_rate, loudness, "PCM_FLOAT" if float32 else "PCM", 32 if float32 else 16)
-            + ixml_chunk(info))
+               loudness: LoudnessFields | None = None, tail: int = 0, channels: int = 1, bits: int | None = None) -> bytes:
+    """Everything of a Broadcast Wave file before its samples: ``RIFF``, ``fmt `` (32-bit float, or
+    ``bits``-bit PCM: 16 or 24), ``fact`` (float), ``bext``, ``iXML`` and the ``data`` chunk's header; ``tail``:
+    the bytes of the chunks that follow the samples (:func:`cue_chunks`). Its length does not depend on
+    ``frames``, ``loudness`` or ``tail``: a writer writes it first and again, filled in, when the file is done."""
+    bits = (32 if float32 else 16) if bits is None else bits
+    is_float = bits == 32
+    align = channels * bits // 8
+    data = frames * align
+    fmt = struct.pack("<HHIIHH", 3 if is_float else 1, channels, sample_rate, sample_rate * align, align, bits)
+    body = (chunk(b"fmt ", fmt + (struct.pack("<H", 0) if is_float else b""))
+            + (chunk(b"fact", struct.pack("<I", frames)) if is_float else b"")
+            + bext_chunk(info, sample_rate, loudness, "PCM_FLOAT" if is_float else "PCM", bits, channels)
+            + ixml_chunk(info, channels))
     riff = 4 + len(body) + 8 + data + data % 2 + tail
     return b"RIFF" + struct.pack("<I", riff) + b"WAVE" + body + b"data" + struct.pack("<I", data)
 
@@ -154,21 +185,30 @@ def wav_header(info: Broadcast, sample_rate: int, frames: int, *, float32: bool 
 def wav_file(samples: bytes, info: Broadcast, sample_rate: int, *, float32: bool = False,
              loudness: LoudnessFields | None = None) -> bytes:
     """A whole Broadcast Wave file of mono ``samples`` (little-endian int16, or float32), in memory."""
+    import hashlib
+
     frames = len(samples) // (4 if float32 else 2)
+    info = replace(info, usid=info.usid or usid(info, hashlib.sha256(samples).digest()))
     tail = cue_chunks(info.markers, sample_rate)
     pad = b"\0" if len(samples) % 2 else b""
     return (wav_header(info, sample_rate, frames, float32=float32, loudness=loudness, tail=len(tail))
             + samples + pad + tail)
 
 
-def ixml_chunk(info: Broadcast) -> bytes:
-    from xml.sax.saxutils import escape
+def ixml_chunk(info: Broadcast, channels: int = 1) -> bytes:
+    from xml.sax.saxutils import escape as _xml_escape
+
+    def escape(text: str) -> str:  # XML's escapes, and the characters XML 1.0 cannot hold as visible escapes
+        return _xml_escape("".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 and c not in "\t\n\r" else c for c in text))
 
     user = "\n".join(f"{key}={value}" for key, value in info.user)
     fields = (("IXML_VERSION", "2.10"), ("PROJECT", info.project), ("SCENE", info.scene), ("TAKE", info.reference),
               ("NOTE", info.note), ("USER", user))
-    tracks = ("<TRACK_LIST><TRACK_COUNT>1</TRACK_COUNT><TRACK><CHANNEL_INDEX>1</CHANNEL_INDEX>"
-              f"<INTERLEAVE_INDEX>1</INTERLEAVE_INDEX><NAME>{escape(info.artist or 'voice')}</NAME></TRACK></TRACK_LIST>")
+    name = escape(info.artist or "voice")
+    sides = ("",) if channels == 1 else (" L", " R")
+    tracks = (f"<TRACK_LIST><TRACK_COUNT>{channels}</TRACK_COUNT>" + "".join(
+        f"<TRACK><CHANNEL_INDEX>{n}</CHANNEL_INDEX><INTERLEAVE_INDEX>{n}</INTERLEAVE_INDEX><NAME>{name}{side}</NAME>"
+        "</TRACK>" for n, side in enumerate(sides, start=1)) + "</TRACK_LIST>")
     xml = ('<?xml version="1.0" encoding="UTF-8"?>\n<BWFXML>'
            + "".join(f"<{tag}>{escape(value)}</{tag}>" for tag, value in fields) + tracks + "</BWFXML>\n")
     return chunk(b"iXML", xml.encode("utf-8"))
@@ -272,8 +312,8 @@ def _read_bext(body: bytes, path: Path) -> ReadBack:
         keys = ("integrated_lufs", "loudness_range_lu", "true_peak_dbtp", "momentary_max_lufs", "short_term_max_lufs")
         values = struct.unpack("<5h", body[412:422])
         loudness = {k: (None if v == NOT_SET else v / 100) for k, v in zip(keys, values)}
-    return ReadBack(description=text(0, 256), originator=text(256, 32), reference=text(288, 32),
-                    loudness=loudness)
+    return ReadBack(description=shown(text(0, 256)), originator=shown(text(256, 32)),
+                    reference=shown(text(288, 32)), loudness=loudness)
 
 
 def _read_ixml(body: bytes, path: Path) -> dict[str, str]:
@@ -284,7 +324,7 @@ def _read_ixml(body: bytes, path: Path) -> dict[str, str]:
     except Exception as exc:  # noqa: BLE001 - any parse failure (not XML, a DTD) is a damaged chunk
         raise UserError(f"{path}: its iXML chunk is damaged ({type(exc).__name__}: "
                         f"{str(exc).splitlines()[0] if str(exc) else 'not XML'})") from None
-    return {child.tag: (child.text or "") for child in root}
+    return {shown(child.tag): "\n".join(shown(line) for line in (child.text or "").split("\n")) for child in root}
 
 
 def _read_cues(cues: bytes, listing: bytes, sample_rate: int, path: Path) -> tuple[Marker, ...]:
@@ -302,7 +342,7 @@ def _read_cues(cues: bytes, listing: bytes, sample_rate: int, path: Path) -> tup
         kind, length = listing[at:at + 4], struct.unpack("<I", listing[at + 4:at + 8])[0]
         body = listing[at + 8:at + 8 + length]
         if kind == b"labl" and len(body) >= 4:
-            labels[struct.unpack("<I", body[:4])[0]] = body[4:].split(b"\0", 1)[0].decode("utf-8", "replace")
+            labels[struct.unpack("<I", body[:4])[0]] = shown(body[4:].split(b"\0", 1)[0].decode("utf-8", "replace"))
         elif kind == b"ltxt" and len(body) >= 8:
             ident, frames = struct.unpack("<II", body[:8])
             lengths[ident] = frames

@@ -28,6 +28,7 @@ import numpy as np
 from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, SentenceSpan, Stitcher, chunk_fields
 from omnistudio.audio.bwf import Broadcast, LoudnessFields, Marker
 from omnistudio.audio.export import TARGET_LUFS, TRUE_PEAK_DBTP, check_output_path, json_writer, sidecar_path
+from omnistudio.audio.profiles import DeliveryFormat
 
 if TYPE_CHECKING:
     from omnistudio.audio.loudness import LoudnessReport
@@ -47,6 +48,30 @@ class FinishingOptions:
     shm_name: str | None = None
     seed: int = 0
     profile: str | None = None  # the loudness rule it is made to (audio/profiles.py); None: its figures alone
+    delivery: DeliveryFormat = DeliveryFormat()  # channels, rate and bits of the file (not of finish_pcm's)
+
+    @classmethod
+    def for_rule(cls, rule: LoudnessRule, delivery: DeliveryFormat | None = None, target_lufs: float | None = None,
+                 true_peak_db: float | None = None, **rest: Any) -> FinishingOptions:
+        """A delivery to ``rule``: its format unless ``delivery`` is given, and the rule's target for a file
+        of that many channels unless ``target_lufs`` overrides it (the same for the ceiling)."""
+        delivery = delivery or rule.delivery
+        applied = rule.for_file(delivery.channels)
+        return cls(target_lufs=applied.target_lufs if target_lufs is None else target_lufs,
+                   true_peak_db=applied.true_peak_dbtp if true_peak_db is None else true_peak_db,
+                   profile=rule.key, delivery=delivery, **rest)
+
+    @property
+    def measured_as(self) -> str:
+        """How the file's loudness is measured: as a meter reads the file as it is (``stereo``, ``mono``),
+        or, without a profile, a mono file as ``dual-mono`` (played on two loudspeakers)."""
+        return self.delivery.measured_as if self.profile or self.delivery.channels == 2 else "dual-mono"
+
+    @property
+    def mono_as(self) -> str:
+        """How the finishing pass meters its one channel so that it reads what ``measured_as`` says (the
+        dual-mono figure of one channel is the stereo figure of the same voice on two)."""
+        return "mono" if self.measured_as == "mono" else "dual-mono"
 
     def rule(self) -> LoudnessRule:
         """The rule a delivery is checked against: the profile's tolerance, with this target and ceiling
@@ -54,6 +79,7 @@ class FinishingOptions:
         from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
 
         base = RULES[self.profile or DEFAULT_PROFILE]
+        base = base.for_file(self.delivery.channels) if self.profile else base
         if (base.target_lufs, base.true_peak_dbtp) == (self.target_lufs, self.true_peak_db):
             return base
         return replace(base, key=self.profile or "custom", name=f"{base.name if self.profile else 'Custom'} "
@@ -69,6 +95,7 @@ class FinishedRender:
     pcm: np.ndarray | None  # None: a long take is not held in memory (read the file back)
     sample_rate: int
     shm_path: Path | None = None
+    target_missed: dict[str, object] | None = None  # asked, delivered and why, when it missed its target
 
 
 @dataclass(frozen=True)
@@ -155,21 +182,22 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
     if options.shm_name:
         check_shm_target(options.shm_name, root)
     t0 = time.perf_counter()
+    rate = options.delivery.sample_rate
     with _stitched(chunks, sample_rate, options, output.parent if str(output.parent) else None) as (speech, stitcher, plan):
-        final = _Metered(sample_rate)
+        final = _Metered(rate, options.mono_as)
         staged: list[tuple[Path, Path]] = []
         try:
             if options.shm_name:
-                shm_tmp, shm_path = shm_writer(options.shm_name, speech.frames, sample_rate, root,
-                                               lambda fh: _write_pass(speech, plan, sample_rate, options, None, fh))
+                shm_tmp, shm_path = shm_writer(options.shm_name, speech.frames, rate, root,
+                                               lambda fh: _write_pass(speech, plan, rate, options, None, fh))
                 staged.append((shm_tmp, shm_path))
 
             more = extra(list(stitcher.spans)) if extra is not None and not stream else ExtraOutputs()
-            info = more.broadcast or numbered_markers(stitcher.spans)
+            info = _measured(more.broadcast or numbered_markers(stitcher.spans), options)
 
             def write(tmp: Path) -> None:
-                with AudioWriter(tmp, sample_rate, suffix, info) as writer:
-                    _write_pass(speech, plan, sample_rate, options, writer, None, final)
+                with AudioWriter(tmp, rate, suffix, info, options.delivery, seed=options.seed) as writer:
+                    _write_pass(speech, plan, rate, options, writer, None, final)
                     writer.loudness = LoudnessFields.of(final.report())
 
             staged.append((stage(output, write, suffix), output))
@@ -177,14 +205,20 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
             for path, writer in more.files:
                 staged.append((stage(path, writer, path.suffix), path))
             settings = {**asdict(options), "gain_db": plan.gain_db, "limited": plan.limited,
-                        "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None}
+                        "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None,
+                        "measured_as": options.measured_as}
             rows = [{**s.as_dict(), **(more.sentences[i] if i < len(more.sentences) else {})}
                     for i, s in enumerate(stitcher.spans)]
-            sidecar = finished_sidecar(output, sample_rate, speech.frames, final.report().as_dict(), sentences=rows,
+            missed = missed_target(final.report().integrated_lufs, options, plan)
+            measured = {**final.report().as_dict(), "channels": options.delivery.channels,
+                        "channel_mode": options.measured_as, "bits": options.delivery.bits}
+            sidecar = finished_sidecar(output, rate, speech.frames, measured, sentences=rows,
                                        timings={**(timings or {}), "finishing_s": time.perf_counter() - t0},
                                        settings=settings, audio_bytes=audio_bytes,
                                        engine=engine, source=source, take=take)
             sidecar.update(more.sidecar)
+            if missed is not None:
+                sidecar["target_missed"] = missed
             if not stream:
                 staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
         except BaseException:
@@ -192,7 +226,28 @@ def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options
             raise
         commit(staged)
     shm = staged[0][1] if options.shm_name else None
-    return FinishedRender(output, sidecar_path(output), sidecar, None, sample_rate, shm)
+    return FinishedRender(output, sidecar_path(output), sidecar, None, rate, shm, missed)
+
+
+MISSED_LU = 0.2  # a delivery further than this from the target it was asked for says so
+
+
+def missed_target(delivered_lufs: float, options: FinishingOptions, plan: _Plan) -> dict[str, object] | None:
+    """What the sidecar says of a file that did not reach its target (None when it did): asked, delivered,
+    and why (the true-peak ceiling held it down)."""
+    if not math.isfinite(delivered_lufs) or abs(delivered_lufs - options.target_lufs) <= MISSED_LU:
+        return None
+    why = (f"the {options.true_peak_db:g} dBTP true-peak ceiling held it down (the limiter was on)" if plan.limited
+           else "the finishing could not reach it")
+    return {"asked_lufs": options.target_lufs, "delivered_lufs": round(delivered_lufs, 2), "reason": why,
+            "message": f"asked for {options.target_lufs:g} LUFS, delivered {delivered_lufs:.1f} LUFS: {why}"}
+
+
+def _measured(info: Broadcast, options: FinishingOptions) -> Broadcast:
+    """What the file says of how its loudness was measured (iXML USER lines and tags): the rule it is made
+    to and the measurement mode, which ``analyze`` reads back and uses by default."""
+    fields = (("profile", options.profile),) if options.profile else ()
+    return replace(info, user=(*info.user, *fields, ("loudness_measurement", options.measured_as)))
 
 
 def finish_pcm(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()) -> np.ndarray:
@@ -207,9 +262,11 @@ def finish_pcm(chunks: Iterable[Any], sample_rate: int, options: FinishingOption
 def finished_blocks(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()
                     ) -> Iterator[tuple[Iterator[np.ndarray], list[SentenceSpan]]]:
     """The samples :func:`finish_render` writes for the same chunks and options, block by block (flat
-    memory), and where each sentence lands in them: what the studio's waveform of a take is drawn from."""
-    with _stitched(chunks, sample_rate, options, None) as (speech, stitcher, plan):
-        yield _toned_blocks(speech, sample_rate, options, plan), list(stitcher.spans)
+    memory), and where each sentence lands in them: what the studio's waveform of a take is drawn from.
+    At the chunks' own rate, one channel (a 48 kHz or two-channel delivery is made from these)."""
+    at_rate = replace(options, delivery=replace(options.delivery, sample_rate=sample_rate))
+    with _stitched(chunks, sample_rate, at_rate, None) as (speech, stitcher, plan):
+        yield _toned_blocks(speech, sample_rate, at_rate, plan), list(stitcher.spans)
 
 
 def sentence_spans(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()
@@ -235,16 +292,30 @@ def file_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 @contextmanager
 def _stitched(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions,
               spool_dir: Path | None) -> Iterator[tuple[PcmSpool, Stitcher, _Plan]]:
-    """Stitch the chunks without room tone into a disk spool, measure it, and plan the finishing."""
+    """Stitch the chunks without room tone, converted to the delivery's rate, into a disk spool, measure it
+    (after the conversion, as the file will be read), and plan the finishing."""
     from omnistudio.audio.spool import PcmSpool
 
     stitcher = file_stitcher(sample_rate, options)
+    rate = options.delivery.sample_rate
+    convert = _converter(sample_rate, rate)
     with PcmSpool(spool_dir) as speech:
-        meter = _Metered(sample_rate)
+        meter = _Metered(rate, options.mono_as)
         for chunk in chunks:
-            meter.add(speech, stitcher.push(*chunk_fields(chunk)))
-        meter.add(speech, stitcher.finish())
-        yield speech, stitcher, _plan(speech, meter.report(), sample_rate, options)
+            meter.add(speech, convert(stitcher.push(*chunk_fields(chunk)), False))
+        meter.add(speech, convert(stitcher.finish(), True))
+        yield speech, stitcher, _plan(speech, meter.report(), rate, options)
+
+
+def _converter(rate: int, to: int) -> Callable[[np.ndarray, bool], np.ndarray]:
+    """Blocks at ``rate`` to blocks at ``to`` (libsoxr's very high quality, phase-aligned: a sentence
+    starting at t s starts at t s after it), fed in order; ``last`` flushes it."""
+    if rate == to:
+        return lambda block, _last: block
+    import soxr
+
+    stream = soxr.ResampleStream(rate, to, 1, dtype="float32", quality="VHQ")
+    return lambda block, last: stream.resample_chunk(np.asarray(block, dtype=np.float32), last=last)
 
 
 # ------------------------------------------------------------------- block-wise finishing
@@ -254,10 +325,10 @@ BLOCK_S = 10.0  # seconds of audio per processing block (a multiple of the meter
 class _Metered:
     """A loudness meter fed in exact 100 ms steps (EBU-mode maxima), whatever the block sizes."""
 
-    def __init__(self, sample_rate: int) -> None:
+    def __init__(self, sample_rate: int, mono_as: str = "dual-mono") -> None:
         from omnistudio.audio.loudness import BLOCK_S as STEP_S, LoudnessMeter
 
-        self.meter = LoudnessMeter(sample_rate)
+        self.meter = LoudnessMeter(sample_rate, mono_as=mono_as)
         self.step = int(round(STEP_S * sample_rate))
         self._rest = np.zeros(0)
 
@@ -334,7 +405,7 @@ def _plan(speech: PcmSpool, report: LoudnessReport, sample_rate: int, options: F
         loud, peak = report.integrated_lufs + gain_db, report.true_peak_dbtp + gain_db  # exact for a gain
         if limit_db is not None or peak > ceiling:
             limit_db = ceiling - 0.05
-            measured = _Metered(sample_rate)
+            measured = _Metered(sample_rate, options.mono_as)
             for block in _normalised_blocks(speech, sample_rate, gain_db, limit_db):
                 measured.add(None, block)
             result = measured.report()
@@ -346,7 +417,7 @@ def _plan(speech: PcmSpool, report: LoudnessReport, sample_rate: int, options: F
     scale = _ceiling_scale(peak, ceiling)
     tone_scale = 1.0
     if options.room_tone:
-        measured = _Metered(sample_rate)
+        measured = _Metered(sample_rate, options.mono_as)
         for block in _toned_blocks(speech, sample_rate, options, _Plan(gain_db, limit_db, scale, 1.0)):
             measured.add(None, block)
         tone_scale = _ceiling_scale(measured.report().true_peak_dbtp, ceiling)

@@ -23,6 +23,7 @@ Use:
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,7 +35,9 @@ from omnistudio.errors import UserError, first_line
 
 MONO_MODES = ("dual-mono", "mono")
 BLOCK_S = 0.1  # the step at which maxima of momentary/short-term loudness are sampled
-_MODE = eb.MeasurementMode.MODE_I | eb.MeasurementMode.MODE_LRA
+_MODE = eb.MeasurementMode.MODE_I | eb.MeasurementMode.MODE_S
+LRA_ABSOLUTE_GATE_LUFS = -70.0  # EBU Tech 3342
+LRA_RELATIVE_GATE_LU = -20.0
 
 
 def db(value: float) -> float:
@@ -101,6 +104,7 @@ class LoudnessMeter:
         self._momentary = self._short_term = -math.inf
         self._step = int(round(BLOCK_S * self.sample_rate))
         self._energies: deque[float] = deque(maxlen=30)
+        self._short_terms = array("d")  # every short-term reading from 3 s on: the loudness range's input
 
     def add(self, pcm: np.ndarray) -> None:
         """Feed the next block (float; any length)."""
@@ -133,6 +137,7 @@ class LoudnessMeter:
             self.momentary_max = max(self.momentary_max, self._momentary)
         if self.frames >= 3.0 * self.sample_rate:
             self.short_term_max = max(self.short_term_max, self._short_term)
+            self._short_terms.append(self._short_term)
 
     def momentary(self) -> float:
         """Loudness of the last 400 ms (as of the last ``add``), LUFS."""
@@ -147,8 +152,12 @@ class LoudnessMeter:
         return float(eb.get_loudness_global(self._state))
 
     def loudness_range(self) -> float:
-        """EBU Tech 3342 loudness range, LU."""
-        return float(eb.get_loudness_range(self._state))
+        """EBU Tech 3342 (v3) loudness range, LU: the short-term loudness read after every ``add`` once 3 s
+        are in (10 Hz with 100 ms blocks, as Tech 3342 asks and FFmpeg's ``ebur128`` does; libebur128's own
+        LRA reads it once a second, 0.5-0.7 LU under both on speech), gated at -70 LUFS and 20 LU under the
+        gated mean, from the 10th to the 95th percentile by Tech 3342's rank rule (libebur128's; FFmpeg's
+        lower rank is one under it, which moves a short programme's figure by up to a few tenths)."""
+        return loudness_range(np.frombuffer(self._short_terms, dtype=np.float64))
 
     def sample_peak(self) -> float:
         """Highest absolute sample, dBFS."""
@@ -181,6 +190,17 @@ class LoudnessMeter:
             sample_peak_dbfs=peak, true_peak_dbtp=self.true_peak(), crest_factor_db=crest,
             rms_dbfs=rms, duration_s=self.frames / self.sample_rate, sample_rate=self.sample_rate,
             channels=self.channels, channel_mode=self.channel_mode)
+
+
+def loudness_range(short_terms: np.ndarray) -> float:
+    """EBU Tech 3342's loudness range of short-term loudness readings (LUFS), LU; 0 with none above the gates."""
+    values = short_terms[short_terms > LRA_ABSOLUTE_GATE_LUFS]
+    if values.size == 0:
+        return 0.0
+    mean = 10.0 * math.log10(float(np.mean(10.0 ** (values / 10.0))))
+    values = np.sort(values[values >= mean + LRA_RELATIVE_GATE_LU])
+    last = values.size - 1
+    return float(values[int(last * 0.95 + 0.5)] - values[int(last * 0.10 + 0.5)])
 
 
 def measure(pcm: np.ndarray, sample_rate: int, mono_as: str = "dual-mono") -> LoudnessReport:

@@ -143,3 +143,25 @@ def tag_m4a(path: Path, info: Broadcast, loudness: LoudnessFields | None) -> Non
     for key, value in {**loudness_tags(loudness), **{f"OMNISTUDIO_{k.upper()}": v for k, v in info.user}}.items():
         tags[f"----:com.omnistudio:{key}"] = [value.encode("utf-8")]
     mp4.save()
+
+
+def read_user_field(path: Path, key: str) -> str | None:
+    """One ``OMNISTUDIO_KEY`` field the tagging above wrote into a FLAC, MP3 or M4A file (None: not there, or
+    not a file mutagen reads)."""
+    mutagen: ModuleType = import_module("mutagen")
+    name = f"OMNISTUDIO_{key.upper()}"
+    try:
+        found: Any = mutagen.File(str(path))
+    except Exception:  # noqa: BLE001 - a damaged tag block is not this question's to report
+        return None
+    tags: Any = getattr(found, "tags", None)
+    if tags is None:
+        return None
+    for candidate in (name, f"TXXX:{name}", f"----:com.omnistudio:{name}"):
+        try:
+            value = tags[candidate]
+        except (KeyError, ValueError, TypeError):
+            continue
+        first = value.text[0] if hasattr(value, "text") else value[0]
+        return first.decode("utf-8", "replace") if isinstance(first, bytes) else str(first)
+    return None

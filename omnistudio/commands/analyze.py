@@ -25,11 +25,13 @@ LABELS = [
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("analyze", help="print every loudness figure of an audio file")
     p.add_argument("file", type=Path, help="audio file (WAV, FLAC, ...)")
-    p.add_argument("--mono-as", choices=["dual-mono", "mono"], default="dual-mono",
-                   help="how a mono file is measured (default dual-mono: as played on two loudspeakers; "
-                        "mono reads 3.01 LU lower)")
-    p.add_argument("--profile", default="ebu", metavar="RULE",
-                   help="the loudness rule to check against: ebu, atsc, podcast or streaming (default ebu)")
+    p.add_argument("--mono-as", choices=["dual-mono", "mono"], default=None,
+                   help="how a mono file is measured: mono (BS.1770 as it is: one channel, weight 1.0) or "
+                        "dual-mono (as played on two loudspeakers, 3.01 LU higher); default: what the file "
+                        "records, else dual-mono")
+    p.add_argument("--profile", default=None, metavar="RULE",
+                   help="the loudness rule to check against: ebu, atsc, podcast or streaming (default: the one "
+                        "the file records it was made to, else ebu)")
     p.add_argument("--report", type=Path, default=None, metavar="OUT.html",
                    help="also write the compliance report: verdict, figures, loudness plot, a row per story "
                         "and sentence (from the file's sidecar or its cue markers)")
@@ -41,13 +43,14 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.profiles import check_profile
     from omnistudio.take.qc import check_file, write_report
 
-    rule = check_profile(args.profile)
+    rule = check_profile(args.profile) if args.profile is not None else None
     if args.report is not None:
-        from omnistudio.audio.export import check_writable_path
+        from omnistudio.audio.export import check_not_input, check_writable_path
 
         if args.report.suffix.lower() not in (".html", ".htm"):
             raise_usage(f"--report {args.report}: the report is an HTML page: name it .html")
         check_writable_path(args.report)
+        check_not_input(args.report, {"the file analysed": args.file}, sidecar=False)  # a link to it, too
     check = check_file(args.file, rule, args.mono_as)
     report, verdict = check.compliance.report, check.compliance.verdict
     if args.report is not None:
@@ -57,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"file": str(args.file), **report.as_dict(), **{k: v for k, v in check.as_dict().items() if k != "loudness"}, **({"note": note} if note else {}),
                           **({"report": str(args.report)} if args.report is not None else {})}))
         return 3 if args.strict and not verdict.passed else 0
+    made = check.recorded
+    from_file = " (as the file records)" if made.measured_as and args.mono_as is None and report.channels == 1 else ""
     print(f"{args.file}: {report.duration_s:.2f} s, {report.sample_rate} Hz, {report.channels} ch, "
-          f"measured as {report.channel_mode}")
+          f"measured as {report.channel_mode}{from_file}")
     values = report.as_dict()
     for key, label, unit in LABELS:
         value = getattr(report, key)
@@ -69,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     rule = verdict.rule
     why = [] if verdict.passed else (["loudness outside the tolerance"] if not verdict.loudness_ok else []) + (
         ["true peak over the ceiling"] if not verdict.true_peak_ok else [])
-    print(f"  {rule.name}: {'PASS' if verdict.passed else 'FAIL'} ({rule.target_lufs:g} LUFS ± {rule.tolerance_lu:g} LU, "
-          f"true peak <= {rule.true_peak_dbtp:g} dBTP){': ' + ', '.join(why) if why else ''}")
+    recorded_rule = " (the rule the file records)" if made.profile and args.profile is None else ""
+    print(f"  {rule.name}{recorded_rule}: {'PASS' if verdict.passed else 'FAIL'} ({rule.target_lufs:g} LUFS ± "
+          f"{rule.tolerance_lu:g} LU, true peak <= {rule.true_peak_dbtp:g} dBTP){': ' + ', '.join(why) if why else ''}")
     back = check.broadcast
     if back.loudness:
         shown = ", ".join(f"{key} {'unset' if value is None else f'{value:g}'}" for key, value in back.loudness.items())

@@ -43,6 +43,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--lang", default="en", help="language of untagged lines: en or es (default en)")
     p.add_argument("--play", action="store_true", help="play while rendering")
     p.add_argument("--json", action="store_true", help="print one JSON object: TTFA, per-sentence timings, underruns")
+    p.add_argument("--strict", action="store_true", help="exit with status 3 when the file misses its loudness "
+                   "target (the warning becomes an error; the file and its sidecar, which flags it, stay)")
     add_synthesis_options(p, "base seed (each sentence's seed is a hash of it, the text, voice and language)")
     p.add_argument("--batch", type=int, default=1, help="render consecutive lines N at a time in one "
                    "diffusion pass (dialogue; fast sampler; default 1)")
@@ -166,6 +168,13 @@ def run(args: argparse.Namespace) -> int:
         result["report"] = _report(args, options.finishing, quiet=args.json)
     if args.json:
         print(json.dumps({"output": str(args.output) if args.output else None, **result}))
+    missed = result.get("target_missed")
+    if isinstance(missed, dict):
+        from omnistudio.console import err_console
+
+        err_console.print(f"omnistudio: {'error' if args.strict else 'warning'}: {args.output}: {missed['message']}",
+                          markup=False, highlight=False, soft_wrap=True)
+        return 3 if args.strict else 0
     return 0
 
 
@@ -234,7 +243,7 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
         finished = files.finished
         out.update(loudness=finished.sidecar.get("loudness"), sidecar=str(finished.sidecar_path),
                    shm=str(finished.shm_path) if finished.shm_path else None,
-                   captions=finished.sidecar.get("captions", {}).get("files"))
+                   captions=finished.sidecar.get("captions", {}).get("files"), target_missed=finished.target_missed)
     return out
 
 
@@ -243,7 +252,7 @@ def _report(args: argparse.Namespace, finishing: FinishingOptions, quiet: bool =
     from omnistudio.console import err_console
     from omnistudio.take.qc import check_file, report_path, write_report
 
-    check = check_file(args.output, finishing.rule())
+    check = check_file(args.output, finishing.rule(), finishing.mono_as)
     path = write_report(check, report_path(args.output))
     verdict = check.compliance.verdict
     if not quiet:

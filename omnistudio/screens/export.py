@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from omnistudio.captions.formats import CaptionOptions
-from omnistudio.audio.profiles import RULES, LoudnessRule
+from omnistudio.audio.profiles import RULES, DeliveryFormat, LoudnessRule
 from omnistudio.errors import UserError
 from omnistudio.screens.settings import rule_select
 from omnistudio.widgets.checkbox import StudioCheckbox
@@ -60,6 +60,23 @@ class ExportChoice:
     captions: CaptionOptions | None = None
     measure: bool = True
     profile: str = ""
+    delivery: DeliveryFormat | None = None  # channels, rate, bits; None: the rule's
+
+
+# The files the dialog offers: the rule's own, or one of these (channels, rate, bits).
+FILES = (DeliveryFormat(2, 48_000, 24), DeliveryFormat(1, 48_000, 24), DeliveryFormat(2, 48_000, 16),
+         DeliveryFormat(1, 24_000, 32))
+
+
+def file_label(delivery: DeliveryFormat) -> str:
+    """"48 kHz 24-bit dual-mono", "24 kHz float mono", "48 kHz 16-bit dual-mono (dithered)"."""
+    bits = "float" if delivery.bits == 32 else f"{delivery.bits}-bit"
+    side = "dual-mono" if delivery.channels == 2 else "mono"
+    return f"{delivery.sample_rate / 1000:g} kHz {bits} {side}" + (" (dithered)" if delivery.bits == 16 else "")
+
+
+def _file_key(delivery: DeliveryFormat | None) -> str:
+    return "" if delivery is None else f"{delivery.channels}/{delivery.sample_rate}/{delivery.bits}"
 
 
 class ExportDialog(ModalScreen[ExportChoice | None]):
@@ -78,8 +95,8 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
 
     @staticmethod
     def describe(rule: LoudnessRule) -> str:
-        return (f"{rule.name.split(' (')[0]}: {rule.target_lufs:g} LUFS, true peak ≤ {rule.true_peak_dbtp:g} dBTP; "
-                ".wav (Broadcast Wave), .flac, .mp3 or .m4a, with a .json sidecar")
+        return (f"{rule.name.split(' (')[0]}: {rule.target_lufs:g} LUFS, true peak ≤ {rule.true_peak_dbtp:g} dBTP, "
+                f"{file_label(rule.delivery)}; .wav (Broadcast Wave), .flac, .mp3 or .m4a, with a .json sidecar")
 
     def compose(self) -> ComposeResult:
         captions = self.last.captions
@@ -91,6 +108,10 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
             with Horizontal(id="export-rule"):
                 yield Label("Loudness")
                 yield rule_select(self.rule.key, "export-profile")
+            with Horizontal(id="export-file"):
+                yield Label("File")
+                yield Select([("as the rule says", ""), *((file_label(f), _file_key(f)) for f in FILES)],
+                             value=_file_key(self.last.delivery), allow_blank=False, id="export-format", compact=True)
             with Horizontal(id="export-captions"):
                 yield Label("Captions")
                 yield StudioCheckbox("SRT", "srt" in formats, id="cap-srt")
@@ -110,8 +131,10 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
         if words and "vtt" not in formats:
             raise UserError("karaoke word times go in the WebVTT file: tick WebVTT too")
         captions = CaptionOptions(formats, vtt_words=words).validated() if formats else None
+        chosen = str(self.query_one("#export-format", Select).value)
+        delivery = next((f for f in FILES if _file_key(f) == chosen), None)
         return ExportChoice(path, captions, self.query_one("#cap-measure", Checkbox).value,
-                            str(self.query_one("#export-profile", Select).value))
+                            str(self.query_one("#export-profile", Select).value), delivery)
 
     @on(Select.Changed, "#export-profile")
     def _rule(self, event: Select.Changed) -> None:

@@ -235,7 +235,8 @@ class MainScreen(StudioScreen):
                 self.last_export = choice  # the next export starts from it (this session)
                 if choice.profile and choice.profile != self.studio.settings.rule().key:
                     self._use_settings(replace(self.studio.settings, profile=choice.profile))  # meter, monitor, export
-                self._try(self.studio.export, self.editor.text, choice.path, choice.captions, choice.measure)
+                self._try(self.studio.export, self.editor.text, choice.path, choice.captions, choice.measure,
+                          choice.delivery)
 
         project = self.studio.project  # the project's name, beside it; else take.wav here
         default = project.path.with_suffix(".wav") if project is not None else Path.cwd() / "take.wav"

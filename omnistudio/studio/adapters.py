@@ -9,6 +9,7 @@ from omnistudio.take.link import AnchorInfo, local_voices
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishingOptions
+    from omnistudio.audio.profiles import DeliveryFormat
     from omnistudio.studio.settings import StudioSettings
 
 
@@ -26,11 +27,10 @@ def duos(source: Any = None) -> list[tuple[str, str, float, tuple[str, ...]]]:
     return list(source.voices().duos if hasattr(source, "voices") else local_voices().duos)
 
 
-def finishing_options(settings: StudioSettings) -> FinishingOptions:
-    """The studio settings as render finishing options (the loudness rule's target and ceiling, room tone,
-    breaths)."""
+def finishing_options(settings: StudioSettings, delivery: DeliveryFormat | None = None) -> FinishingOptions:
+    """The studio settings as render finishing options: the loudness rule (its target for a file of the
+    delivery's channels, its ceiling), room tone, breaths; the file ``delivery`` says, else the rule's."""
     from omnistudio.audio.finishing import FinishingOptions
 
-    rule = settings.rule()
-    return FinishingOptions(target_lufs=settings.target_lufs, true_peak_db=rule.true_peak_dbtp,
-                            room_tone=settings.room_tone, breaths=settings.breaths, seed=settings.seed, profile=rule.key)
+    return FinishingOptions.for_rule(settings.rule(), delivery, room_tone=settings.room_tone,
+                                     breaths=settings.breaths, seed=settings.seed)

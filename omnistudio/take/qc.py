@@ -13,6 +13,14 @@ from omnistudio.audio.profiles import LoudnessRule
 
 
 @dataclass(frozen=True)
+class Recorded:
+    """What a delivered file says it was made to: its loudness rule and how its loudness was measured."""
+
+    profile: str | None = None
+    measured_as: str | None = None
+
+
+@dataclass(frozen=True)
 class FileCheck:
     """One file's check: the compliance, its broadcast chunks and where its rows came from."""
 
@@ -20,6 +28,7 @@ class FileCheck:
     compliance: Compliance
     broadcast: ReadBack
     rows_from: str
+    recorded: Recorded
 
     def as_dict(self) -> dict[str, object]:
         back = self.broadcast
@@ -28,19 +37,43 @@ class FileCheck:
                   "markers": [{"start_s": round(m.start_s, 4), "label": m.label,
                                **({"end_s": round(m.end_s, 4)} if m.end_s is not None else {})} for m in back.markers]}
         return {"file": str(self.path), **self.compliance.as_dict(), "rows_from": self.rows_from,
+                "recorded": {"profile": self.recorded.profile, "measured_as": self.recorded.measured_as},
                 "broadcast": chunks if back != ReadBack() else None}
 
 
-def check_file(path: Path, rule: LoudnessRule, mono_as: str = "dual-mono") -> FileCheck:
+def check_file(path: Path, rule: LoudnessRule | None = None, mono_as: str | None = None) -> FileCheck:
     """Measure the file at ``path`` against ``rule`` (UserError, one line, for a file that is not audio or
-    whose broadcast chunks are damaged)."""
+    whose broadcast chunks are damaged). Without ``rule`` or ``mono_as``, what the file records it was made to
+    (:func:`recorded`), else EBU R128 and dual-mono; a one-channel file measured as mono is held to the rule's
+    mono target."""
     from omnistudio.audio.loudness import read_audio
+    from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
     from omnistudio.take.file_sentences import file_segments
 
     data, rate = read_audio(path)
     broadcast = read_broadcast(path, rate)
+    made = recorded(path, broadcast)
+    if rule is None:
+        rule = RULES.get(made.profile or "", RULES[DEFAULT_PROFILE])
+    if mono_as is None:
+        mono_as = made.measured_as if made.measured_as in ("mono", "dual-mono") else "dual-mono"
+    channels = 1 if data.ndim == 1 else data.shape[1]
+    applied = rule.for_file(channels) if mono_as == "mono" else rule
     segments, rows_from = file_segments(path, data.shape[0] / rate, broadcast.markers)
-    return FileCheck(path, check_signal(data, rate, rule, segments, mono_as), broadcast, rows_from)
+    return FileCheck(path, check_signal(data, rate, applied, segments, mono_as), broadcast, rows_from, made)
+
+
+def recorded(path: Path, broadcast: ReadBack) -> Recorded:
+    """The rule and measurement mode a file of ours records (a WAV's iXML USER lines, a FLAC/MP3/M4A's tags);
+    nothing for anyone else's file."""
+    if broadcast.ixml:
+        fields = dict(line.partition("=")[::2] for line in broadcast.ixml.get("USER", "").splitlines())
+        return Recorded(fields.get("profile") or None, fields.get("loudness_measurement") or None)
+    if path.suffix.lower() in (".flac", ".mp3", ".m4a"):
+        from omnistudio.audio.tags import read_user_field
+
+        return Recorded(read_user_field(path, "profile"), read_user_field(path, "loudness_measurement"))
+    return Recorded()
 
 
 def report_path(audio: Path) -> Path:

@@ -105,7 +105,8 @@ def _amount_en(written: str, cur: Currency, scale: str | None) -> str:
 def _say_money(match: re.Match[str], lang: str) -> tuple[str, str]:
     groups = match.groupdict()
     if groups.get("wn"):  # English notation in Spanish copy: its "$" is the dollar, its point the cents'
-        sign, whole, _, cents = groups["wsign"], *groups["wn"].replace(",", "").partition(".")
+        sign = str(groups["wsign"])
+        whole, _, cents = str(groups["wn"]).replace(",", "").partition(".")
         code = "USD" if sign == "$" else SIGNS[sign]
         cur = CURRENCIES[lang][code]
         return _amount_es(f"{whole},{cents}", cur, None), f"{sign} = {cur.many}"
