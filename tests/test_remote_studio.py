@@ -71,7 +71,7 @@ def test_remote_studio_plays_exports_survives_a_dead_server(tmp_path: Path, capl
     asyncio.run(_local(tmp_path))
     remote, sr = sf.read(str(tmp_path / "remote.wav"), dtype="float32")
     local, sr_local = sf.read(str(tmp_path / "local.wav"), dtype="float32")
-    assert sr == sr_local == 24_000 and len(remote) > sr
+    assert sr == sr_local == 48_000 and len(remote) > sr  # EBU R128's file: 48 kHz dual-mono
     assert np.array_equal(remote, local), "the remote studio's export differs from the in-process one"
 
 

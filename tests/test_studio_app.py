@@ -75,10 +75,10 @@ async def _pick_type_play_stop_export(tiny_engine, voice_roster_file: Path, tmp_
         await pilot.press("enter")
         await wait_for(pilot, lambda: out.exists() and Path(str(out) + ".json").exists(), what="the export")
     data, sr = sf.read(str(out))
-    assert sr == 24_000 and data.ndim == 1 and len(data) > sr
+    assert sr == 48_000 and data.shape[1] == 2 and len(data) > sr  # EBU R128's file: 48 kHz, dual-mono
     from omnistudio.audio.loudness import measure
 
-    assert abs(measure(data.astype("float32"), sr).integrated_lufs - (-23.0)) < 0.5
+    assert abs(measure(data.astype("float32"), sr).integrated_lufs - (-23.0)) < 0.5  # as a stereo meter reads it
 
 
 def test_autosave_restored_after_crash(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> None:

@@ -87,10 +87,13 @@ async def _follows_and_exports(tiny_engine, voice_roster_file: Path, tmp_path: P
         # let it finish before the export is asked for, as a producer's export comes seconds later
         await wait_for(pilot, lambda: not view.shape.live, what="the take's finished shape")
         path = tmp_path / "take.wav"
-        app.studio.export(editor.text, path)
+        from omnistudio.audio.profiles import DeliveryFormat
+
+        # the strip draws the rule's file at the engine's rate: the export at that rate is what it drew
+        app.studio.export(editor.text, path, delivery=DeliveryFormat(2, app.studio.player.sample_rate, 32))
         await wait_for(pilot, lambda: recorder.first(ev.Exported) is not None, what="the export")
         await pilot.pause()
-        samples, _rate = sf.read(str(path), dtype="float32")
+        samples = sf.read(str(path), dtype="float32")[0][:, 0]
         assert len(samples) == frames == view.shape.frames
         edges = column_edges(len(samples), width)
         from_file = [float(np.abs(samples[a:b]).max()) if b > a else 0.0 for a, b in zip(edges[:-1], edges[1:])]

@@ -40,7 +40,7 @@ async def _takes_by_key(tiny_engine, voice_roster_file: Path, tmp_path: Path) ->
         await pilot.press("f5")
         await wait_for(pilot, lambda: app.takes is not None and app.takes.counts == (1, 1, 1) and idle(),
                        timeout=HANG_S, what="a take per sentence")
-        assert editor.take_marks == {0: "1 1", 1: "1"}
+        await wait_for(pilot, lambda: editor.take_marks == {0: "1 1", 1: "1"}, what="the take marks")  # a message
 
         editor.focus()
         editor.cursor_location = (0, 20)  # in "Here is the news."
@@ -108,6 +108,7 @@ async def _edit_kept(tiny_engine, voice_roster_file: Path, tmp_path: Path) -> No
         editor.focus()
         editor.move_cursor((1, 0))
         await pilot.press(*"[storm] ")
+        await wait_for(pilot, lambda: "[storm] And" in editor.text, what="the typed tag")  # a loaded machine lags
         edited = editor.text
     assert edited == "Good evening. Here is the news.\n[storm] And now the weather."
     assert Project.open(path).script == edited  # quit without playing: the edit is in the project

@@ -68,14 +68,20 @@ def test_studio_export_render_and_direct_take_are_bit_identical(tiny_engine: Any
 
     script = flite_desk / "script.txt"
     script.write_text(SCRIPT, encoding="utf-8")
-    # 1. omnistudio render -o (its own engine, loaded from the tiny checkpoint; builds the prompts)
+    from omnistudio.audio.finishing import FinishingOptions
+    from omnistudio.audio.profiles import RULES
+
+    # 1. omnistudio render -o (its own engine, loaded from the tiny checkpoint; builds the prompts), to the
+    # studio's loudness rule (EBU R128 by default: its 48 kHz 24-bit dual-mono file)
     by_render = flite_desk / "render.wav"
     assert main(["render", str(script), "-o", str(by_render), "--model", "tiny", "--device", "cpu",
-                 "--num-step", str(STEPS), "--seed", str(SEED)]) == 0
+                 "--num-step", str(STEPS), "--seed", str(SEED), "--profile", "ebu"]) == 0
     # 2. a direct take call
     direct = flite_desk / "direct.wav"
     engine = fast_engine(tiny_engine)
-    build_take(LocalEngine(engine), SCRIPT, TakeOptions(num_step=STEPS, seed=SEED)).run([FileSink(direct)])
+    build_take(LocalEngine(engine), SCRIPT, TakeOptions(num_step=STEPS, seed=SEED,
+                                                        finishing=FinishingOptions.for_rule(RULES["ebu"]))
+               ).run([FileSink(direct)])
     # 3. the studio: play, then export what was heard
     studio = open_studio(fast_engine(tiny_engine), audio="virtual", virtual_rate=50.0)
     try:
@@ -93,7 +99,7 @@ def test_studio_export_render_and_direct_take_are_bit_identical(tiny_engine: Any
     a, sr = sf.read(str(by_render), dtype="float32")
     b, _ = sf.read(str(direct), dtype="float32")
     c, _ = sf.read(str(by_studio), dtype="float32")
-    assert sr == 24_000 and a.size > 0
+    assert sr == 48_000 and a.shape[1] == 2 and a.size > 0
     assert np.array_equal(a, b) and np.array_equal(a, c)
 
 

@@ -95,8 +95,8 @@ class ExportDialog(ModalScreen[ExportChoice | None]):
 
     @staticmethod
     def describe(rule: LoudnessRule) -> str:
-        return (f"{rule.name.split(' (')[0]}: {rule.target_lufs:g} LUFS, true peak ≤ {rule.true_peak_dbtp:g} dBTP, "
-                f"{file_label(rule.delivery)}; .wav (Broadcast Wave), .flac, .mp3 or .m4a, with a .json sidecar")
+        return (f"{rule.name.split(' (')[0]}: {rule.target_lufs:g} LUFS, peak ≤ {rule.true_peak_dbtp:g} dBTP, "
+                f"{file_label(rule.delivery)}\n.wav (Broadcast Wave), .flac, .mp3 or .m4a, with a .json sidecar")
 
     def compose(self) -> ComposeResult:
         captions = self.last.captions

@@ -28,7 +28,6 @@ class SpeechJob:
     target_lufs: float | None = None
     timestamps: Timestamps | None = None  # "sentence": spans; "word": and word times (see server.timestamps)
     true_peak_db: float | None = None  # the ceiling of the profile asked for (None: the finishing's default)
-    profile: str | None = None
 
 
 def check_format(value: str) -> str:
@@ -88,7 +87,7 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
 
         rule = check_profile(req.profile)
         target = check_target(req.target_lufs) if req.target_lufs is not None else rule.target_lufs
-        return SpeechJob(sentences, options, True, target, req.timestamps, rule.true_peak_dbtp, rule.key)
+        return SpeechJob(sentences, options, True, target, req.timestamps, rule.true_peak_dbtp)
     return SpeechJob(sentences, options, True, check_target(req.target_lufs), req.timestamps)
 
 

@@ -182,7 +182,9 @@ class TakeRun:
         if job.target_lufs is not None:  # the finishing `render -o` applies: the same samples
             from omnistudio.audio.finishing import finish_pcm
 
-            finishing = replace(take.finishing, target_lufs=job.target_lufs, profile=job.profile,
+            # one channel at the engine's rate, measured dual-mono as the server always has (its headers and
+            # its WAV's iXML say so); the rule gives the target and the ceiling
+            finishing = replace(take.finishing, target_lufs=job.target_lufs, profile=None,
                                 true_peak_db=take.finishing.true_peak_db if job.true_peak_db is None else job.true_peak_db)
             pcm = finish_pcm(result.chunks, self.link.sample_rate, finishing)
             self.put(Audio(-1, pcm))

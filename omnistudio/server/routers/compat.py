@@ -78,7 +78,8 @@ def _broadcast(req: wire.GenerateRequest, done: Done) -> bwf.Broadcast:
     """What the WAV says about itself: a cue marker per sentence, its take's voice, seed and steps."""
     count = len(done.sentences)
     user = (("voice", req.voice), ("seed", str(req.seed)), ("num_step", str(req.num_step)),
-            ("guidance", str(req.guidance_scale)), *((("profile", req.profile),) if req.profile else ()))
+            ("guidance", str(req.guidance_scale)), *((("profile", req.profile),) if req.profile else ()),
+            ("loudness_measurement", "dual-mono"))  # one channel, levelled as heard on two loudspeakers
     title = bwf.label(done.sentences[0].text) if done.sentences else "OmniStudio"
     return bwf.Broadcast(description=f"{title}: {count} sentences, read by {req.voice}", title=title,
                          artist=req.voice, project=title, scene=title, reference=f"seed {req.seed}", user=user,
