@@ -29,6 +29,23 @@ IntLike = str | SupportsInt | SupportsIndex
 FloatLike = str | SupportsFloat | SupportsIndex
 
 
+def check_audio_file(path: Path) -> Path:
+    """``path`` if it is a regular file, else one line saying what it is (a folder, a FIFO, a device: a
+    command that reads an audio file reads it whole, seeking; not "no such file" for a path that exists)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise UserError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    for test, kind in kinds:
+        if test(mode):
+            raise UserError(f"{path} is {kind}, not an audio file: give the path of a WAV, FLAC, MP3 or M4A file")
+    return path
+
+
 def check_unicode(text: str, what: str = "the text") -> str:
     """Refuse text that cannot be UTF-8: bytes that were not UTF-8 (a command-line argument in another
     encoding arrives as lone surrogates U+DC80..U+DCFF) or a lone surrogate (a JSON ``\\ud800``)."""

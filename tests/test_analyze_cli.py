@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -123,3 +124,92 @@ def test_text_a_file_holds_is_shown_with_its_control_characters_escaped(tmp_path
     assert main(["analyze", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "\x1b" not in json.dumps(data, ensure_ascii=False) and "\x1b" not in data["broadcast"]["markers"][0]["label"]
+
+
+def _marked_wav(path: Path) -> Path:
+    from omnistudio.audio.bwf import Broadcast, Marker
+    from omnistudio.audio.writer import write_audio
+
+    tone = (0.1 * np.sin(2 * np.pi * 1000 * np.arange(24_000 * 4) / 24_000)).astype(np.float32)
+    write_audio(path, tone, 24_000, Broadcast(description="a take", markers=(Marker(0.5, "Good evening."),
+                                                                              Marker(1.0, "Weather", 2.0))))
+    return path
+
+
+def _patch(path: Path, marker: bytes, offset: int, value: int) -> None:
+    data = bytearray(path.read_bytes())
+    at = data.index(marker) + offset
+    data[at:at + 4] = value.to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_chunks_are_one_line_never_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    overrun = _marked_wav(tmp_path / "overrun.wav")
+    _patch(overrun, b"data", 4, 0xFFFF_FFF0)  # the data chunk claims 4 GB: the cue and LIST bytes read as samples
+    code = main(["analyze", str(overrun), "--json"])
+    captured = capsys.readouterr()
+    if code == 0:  # the bytes after the audio happened to read as small numbers: measured, with the warning
+        assert "warning" in captured.err and "data chunk claims 4,294,967,280 bytes" in captured.err
+        assert json.loads(captured.out)["true_peak_dbtp"] < 60
+    else:
+        assert code == 2 and "damaged" in captured.err and "Traceback" not in captured.err
+    assert "RuntimeWarning" not in captured.err
+    label = _marked_wav(tmp_path / "label.wav")
+    _patch(label, b"labl", 4, 0x7FFF_FFFF)
+    assert main(["analyze", str(label)]) == 2
+    err = capsys.readouterr().err
+    assert "LIST/adtl chunk is damaged" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_path_that_is_not_a_file_is_named_for_what_it_is(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.wav"
+    os.mkfifo(fifo)
+    for argv, what in ((["analyze", str(tmp_path)], "is a folder"), (["analyze", str(fifo)], "is a FIFO"),
+                       (["captions", str(tmp_path), "--text", "Hello."], "is a folder")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert what in err and "no such file" not in err, (argv, err)
+
+
+def test_a_file_at_its_loudness_but_over_the_ceiling_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.audio.profiles import RULES
+
+    assert not RULES["ebu"].verdict(-23.0, -0.5).passed and RULES["ebu"].verdict(-23.0, -1.0).passed
+    path = write_tone(tmp_path / "click.wav", [(10, -23)])
+    data, rate = sf.read(str(path), dtype="float32")
+    data[rate * 5:rate * 5 + 4] = 0.99  # one click at 5 s: the loudness stays, the true peak goes over -1 dBTP
+    sf.write(str(path), data, rate, subtype="FLOAT")
+    assert main(["analyze", str(path), "--json", "--strict"]) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert abs(report["integrated_lufs"] + 23.0) < 0.5 and report["true_peak_dbtp"] > -1.0
+    assert report["loudness_ok"] and not report["true_peak_ok"] and not report["passed"]
+
+
+def test_a_file_is_measured_in_blocks_with_the_figures_of_the_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """analyze reads a file block by block (flat memory for a ten-hour file); any block size gives the figures,
+    curve and per-story rows of the whole file read at once."""
+    from omnistudio.audio import loudness
+
+    path = _marked_wav(tmp_path / "long.wav")
+    seen: list[int] = []
+    real = loudness._checked
+
+    def counted(path: Path, rate: int, blocks: Any) -> Any:
+        for block in real(path, rate, blocks):
+            seen.append(block.shape[0])
+            yield block
+
+    assert main(["analyze", str(path), "--json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(loudness, "READ_BLOCK_S", 0.37)
+    monkeypatch.setattr(loudness, "_checked", counted)
+    assert main(["analyze", str(path), "--json"]) == 0
+    blocks = json.loads(capsys.readouterr().out)
+    assert len(seen) > 10 and max(seen) == int(0.37 * 24_000)  # read a third of a second at a time
+    for key in ("integrated_lufs", "loudness_range_lu", "true_peak_dbtp", "momentary_max_lufs", "short_term_max_lufs"):
+        assert blocks[key] == pytest.approx(whole[key], abs=1e-3), key
+    assert blocks["segments"] == whole["segments"] and len(whole["segments"]) == 2

@@ -165,3 +165,18 @@ def test_a_missed_target_is_said_and_strict_makes_it_an_error(tmp_path: Path, re
     assert main(["render", str(script), "-o", str(tmp_path / "c.wav"), "--profile", "streaming", "--strict",
                  *common[4:]]) == 0
     assert "target_missed" not in sidecar(tmp_path / "c.wav")
+
+
+def test_long_chapter_titles_are_cut_to_what_readers_list(chunks: list[Any], tmp_path: Path) -> None:
+    from omnistudio.audio.bwf import Broadcast, Marker
+    from omnistudio.audio.writer import write_audio
+
+    long = "Últimas noticias: " + "la lluvia vuelve al norte y el sol al sur " * 6
+    pcm = np.concatenate([pcm for pcm, _gap in chunks])
+    out = tmp_path / "chapters.mp3"
+    write_audio(out, pcm, 24_000, Broadcast(title="news", chapters=(Marker(0.0, "Headlines"), Marker(3.0, long))))
+    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_chapters", "-of", "json", str(out)],
+                                      capture_output=True, text=True, check=True).stdout)["chapters"]
+    titles = [c["tags"]["title"] for c in probe]
+    assert len(titles) == 2 and titles[0] == "Headlines"
+    assert long.startswith(titles[1][:-1]) and titles[1].endswith("…") and len(titles[1].encode()) <= 120

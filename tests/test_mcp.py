@@ -398,6 +398,7 @@ def test_mcp_over_http_keeps_the_servers_time_limit_and_a_killed_clients_take_st
 
     server = Server("--time-limit", "4", "--max-queue", "1", "--mcp-output-dir", str(tmp_path / "out"))
     try:
+        cancelled = server.metric("omnistudio_cancelled_requests_total")
         client = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, server.url], stdout=subprocess.PIPE, text=True)
         try:
             assert client.stdout is not None and client.stdout.readline().strip() == "rendering"
@@ -412,6 +413,13 @@ def test_mcp_over_http_keeps_the_servers_time_limit_and_a_killed_clients_take_st
                           key=None)
         assert error_text(timed) == ran_past(4)
         assert httpx.get(f"{server.url}/health").json()["active"] == 0  # admitted, then left
+        # both counted as the routes count theirs: the killed client's cancel and the time limit's
+        assert server.metric("omnistudio_cancelled_requests_total") == cancelled + 2
+        bulletin = " ".join(f"Item {n} of the night." for n in range(600))  # a whole take of far over 4 s
+        speech = httpx.post(f"{server.url}/tts/generate", json={"text": bulletin, "voice": "ruby"}, timeout=HANG_S)
+        assert speech.status_code == 504 and server.metric("omnistudio_cancelled_requests_total") == cancelled + 3
+        log = server.log.read_text()  # sessions that ended, one of them killed: no traceback for a client leaving
+        assert "Traceback" not in log and "ClosedResourceError" not in log, log[-3000:]
         assert not list((tmp_path / "out").glob("*.wav"))  # nothing half-written
     finally:
         server.stop()

@@ -77,6 +77,26 @@ def test_editing_one_sentence_stales_only_its_takes(tmp_path: Path) -> None:
     assert all(ln.stale for ln in other.lines)
 
 
+def test_takes_are_found_by_what_they_say_after_an_undo_a_move_or_another_script(tmp_path: Path) -> None:
+    """Undoing an edit, moving a sentence, or bringing back an earlier script reuses the takes that say
+    those words (chosen again), instead of rendering them again."""
+    project = make_project(tmp_path / "news.omniproj")
+    first = [ln.chosen for ln in project.lines]
+    edited = SCRIPT.replace("Here is the news.", "Here are the headlines.")
+    project.set_script(edited)
+    project.add_take(1, tone(freq=777), seed=5, num_step=8, guidance=2.0)  # the edit rendered and chosen
+    assert project.missing() == []
+    project.set_script(SCRIPT)  # undo: the earlier take speaks these words again
+    assert project.missing() == [] and [ln.chosen for ln in project.lines] == first
+    project.set_script(edited)  # and back: the headlines' take, not a third render
+    assert project.missing() == [] and project.lines[1].chosen_take is not None
+    assert project.lines[1].chosen_take.seed == 5
+    moved = "Rain is expected tomorrow.\nGood evening. Here is the news."  # the weather first
+    project.set_script(moved)
+    assert project.lines[0].text == "Rain is expected tomorrow." and project.lines[0].chosen == first[2]
+    assert project.missing() == []
+
+
 def test_invalid_manifest_opens_the_script_without_takes(tmp_path: Path) -> None:
     path = tmp_path / "news.omniproj"
     make_project(path)

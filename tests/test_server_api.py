@@ -417,3 +417,21 @@ def test_listings_and_metrics(server: Server) -> None:
                  "omnistudio_ttfa_seconds_bucket", "omnistudio_rtf_bucket", "omnistudio_audio_seconds_total"):
         assert name in text
     assert "POST /v1/audio/speech 200 audio=" in server.log.read_text()  # one log line per request
+
+
+def test_generate_says_what_render_says_of_the_same_script(server: Server, tmp_path: Path) -> None:
+    """/tts/generate's WAV holds a region per story and a marker per sentence, as `render -o` writes them."""
+    from omnistudio.audio.bwf import read_broadcast
+
+    script = "# Headlines\nGood evening. Here is the news.\n# Weather\nRain tomorrow in the north.\n"
+    resp = httpx.post(f"{server.url}/tts/generate", json={"text": script, "voice": "ruby", "num_step": STEPS,
+                      "seed": 2}, timeout=HANG_S)
+    assert resp.status_code == 200, resp.text
+    out = tmp_path / "generated.wav"
+    out.write_bytes(resp.content)
+    back = read_broadcast(out, sf.info(str(out)).samplerate)
+    regions = [(m.label, m.start_s) for m in back.markers if m.end_s is not None]
+    sentences = [m.label for m in back.markers if m.end_s is None]
+    assert [label for label, _at in regions] == ["Headlines", "Weather"] and regions[0][1] == 0.0
+    assert sentences == ["Good evening.", "Here is the news.", "Rain tomorrow in the north."]
+    assert "voice=ruby" in back.ixml["USER"] and "seed=2" in back.ixml["USER"]

@@ -105,3 +105,27 @@ def test_takes_in_the_studio(studio: Any, tmp_path: Path, monkeypatch: pytest.Mo
     finished(studio, 6)
     assert [(list(ln.takes), ln.chosen) for ln in project.lines[:2]] == before
     assert project.lines[2].text == "And now the sport." and len(project.lines[2].fresh_takes) == 1
+
+
+def test_the_autosave_of_a_script_mid_edit_is_quiet(studio: Any, tmp_path: Path) -> None:
+    """The autosave timer sends the editor's script every second; a script mid-edit (a tag typed up to its
+    ']') does not read yet: nothing is said (an error modal would take the keys being typed) and the project
+    keeps the last script that reads. Playing it still says what is wrong."""
+    from omnistudio.studio.events import Failure
+
+    path = tmp_path / "news.omniproj"
+    studio.takes.open(path, SCRIPT)
+    half = SCRIPT.replace("And now", "[storAnd now")
+    studio.takes.edited(half)
+    studio.takes.keep_script()  # what the app's timer does
+    studio.takes.edited(SCRIPT.replace("And now", "[storm] And now"))
+    studio.takes.keep_script()  # the tag closed: kept
+    def saved() -> str:
+        return Project.open(path).script if (path / "project.json").is_file() else ""
+
+    wait(lambda: saved().endswith("[storm] And now the weather."), what="the closed tag saved")
+    assert not [e for e in studio.events if isinstance(e, Failure)]
+    from omnistudio.errors import UserError
+
+    with pytest.raises(UserError, match="unclosed tag"):
+        studio.play(half)

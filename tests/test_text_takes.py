@@ -5,8 +5,8 @@ entry re-renders exactly the sentences that hold its word."""
 from __future__ import annotations
 
 import filecmp
-
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +105,29 @@ def test_say_speaks_what_render_speaks(tmp_path: Path, ref_wav: Path, monkeypatc
     assert main(["say", text, "-o", str(tmp_path / "say.wav"), *voice]) == 0
     expected = plan(f"[:es] {text}", TakeOptions(seed=9, lang="es", voice=VoiceRef.recording_of(ref_wav, REF_TEXT)))
     assert seen == [(expected[0].said, expected[0].seed)] and "tres coma dos por ciento" in seen[0][0]
+
+
+def test_a_batch_renders_a_script_again_after_a_lexicon_change_for_one_of_its_words(tmp_path: Path) -> None:
+    """`render --ray --out-dir` resumes: a script is done when its sidecar's source equals this run's; a
+    lexicon entry for one of the script's words changes what is said, so the script is not done."""
+    from omnistudio.audio.export import json_writer, sidecar_path
+    from omnistudio.cluster.batch import RenderSpec, ScriptJob, is_done
+    from omnistudio.commands.render_ray import spoken_digest
+    from omnistudio.engine.settings import EngineConfig
+    from omnistudio.script import parse_script
+
+    script = parse_script(SCRIPT)
+    before = TakeOptions(seed=4, lexicon=Lexicon((Entry("Quilmes", "Kilmes", "es"),)))  # not in the script
+    after = TakeOptions(seed=4, lexicon=Lexicon((Entry("Quilmes", "Kilmes", "es"), Entry("Sheinbaum", "Sháinbaum", "es"))))
+    unrelated = TakeOptions(seed=4, lexicon=Lexicon((Entry("Quilmes", "Quílmes", "es"),)))
+    assert "Sheinbaum" in SCRIPT and "Quilmes" not in SCRIPT
+    assert spoken_digest(script, before) != spoken_digest(script, after)
+    assert spoken_digest(script, before) == spoken_digest(script, unrelated)
+    spec = RenderSpec(EngineConfig(model="tiny", device="cpu"), TakeOptions(seed=4))
+    out = tmp_path / "news.wav"
+    out.write_bytes(b"RIFF")
+    done = ScriptJob(tmp_path / "news.txt", SCRIPT, out, script, spoken_digest(script, before))
+    json_writer({"source": spec.source(done.sha256, done.spoken_sha256)})(sidecar_path(out))
+    assert is_done(done, spec)
+    assert not is_done(replace(done, spoken_sha256=spoken_digest(script, after)), spec)
+    assert is_done(replace(done, spoken_sha256=spoken_digest(script, unrelated)), spec)

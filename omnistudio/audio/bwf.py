@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from omnistudio.audio.loudness import LoudnessReport
 
 BEXT_FIXED = 602  # bytes before the coding history (EBU Tech 3285 v2)
+DATA_OVERRUN = b"data>"  # riff_chunks' note of a data chunk claiming more than the file holds: (claimed, held)
 NOT_SET = 0x7FFF  # a loudness field that is not known
 LABEL_WORDS = 6  # a sentence marker's label: its first words
 
@@ -252,6 +253,7 @@ class ReadBack:
     loudness: dict[str, float | None] = field(default_factory=dict)  # bext v2's figures (None: not set)
     ixml: dict[str, str] = field(default_factory=dict)
     markers: tuple[Marker, ...] = ()
+    warnings: tuple[str, ...] = ()  # damage that still lets the samples be read (said once, with the figures)
 
 
 def read_broadcast(path: Path, sample_rate: int) -> ReadBack:
@@ -266,6 +268,11 @@ def read_broadcast(path: Path, sample_rate: int) -> ReadBack:
         out = replace(out, ixml=_read_ixml(chunks[b"iXML"], path))
     if b"cue " in chunks:
         out = replace(out, markers=_read_cues(chunks[b"cue "], chunks.get(b"LIST", b""), sample_rate, path))
+    if DATA_OVERRUN in chunks:
+        claimed, held = struct.unpack("<QQ", chunks[DATA_OVERRUN])
+        if claimed != 0xFFFFFFFF:  # not a stream's placeholder: a size that is wrong
+            out = replace(out, warnings=(f"its data chunk claims {claimed:,} bytes but the file holds {held:,} after "
+                                         "its header: measured to the end of the file, which may not be audio",))
     return out
 
 
@@ -284,7 +291,8 @@ def riff_chunks(path: Path) -> dict[bytes, bytes] | None:
                 return found
             kind, length = header[:4], struct.unpack("<I", header[4:])[0]
             if fh.tell() + length > size:
-                if kind == b"data":  # a stream written without its final size: nothing after it
+                if kind == b"data":  # a stream written without its final size (or a damaged size): the rest
+                    found[DATA_OVERRUN] = struct.pack("<QQ", length, size - fh.tell())
                     return found
                 raise UserError(f"{path}: its {kind.decode('latin-1')!r} chunk runs past the end of the file")
             if kind == b"data":
@@ -340,6 +348,9 @@ def _read_cues(cues: bytes, listing: bytes, sample_rate: int, path: Path) -> tup
     at = 4 if listing[:4] == b"adtl" else len(listing)
     while at + 8 <= len(listing):
         kind, length = listing[at:at + 4], struct.unpack("<I", listing[at + 4:at + 8])[0]
+        if at + 8 + length > len(listing):
+            raise UserError(f"{path}: its LIST/adtl chunk is damaged (a {kind.decode('latin-1')!r} entry of "
+                            f"{length} bytes runs past the list's {len(listing)})")
         body = listing[at + 8:at + 8 + length]
         if kind == b"labl" and len(body) >= 4:
             labels[struct.unpack("<I", body[:4])[0]] = shown(body[4:].split(b"\0", 1)[0].decode("utf-8", "replace"))

@@ -4,14 +4,14 @@ sentence (``analyze --report``, ``render --report``).
 
 Use::
 
-    result = check_signal(pcm, 24000, RULES["ebu"], segments)   # segments: Segment.span(...)s, or ()
+    result = check_blocks([pcm], 24000, 1, RULES["ebu"], segments)   # blocks of a file, or one array
     result.verdict.passed, result.as_dict()
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,38 +67,52 @@ def _finite(value: float) -> float | None:
     return round(value, 2) if math.isfinite(value) else None
 
 
-def curve_of(data: np.ndarray, sample_rate: int, mono_as: str = "dual-mono") -> tuple[LoudnessReport, Curve]:
-    """The figures of a whole signal (as :func:`~omnistudio.audio.loudness.measure` gives them: the same
-    100 ms feeding) and its curve."""
-    channels = 1 if data.ndim == 1 else data.shape[1]
+def check_blocks(blocks: Iterable[np.ndarray], sample_rate: int, channels: int, rule: LoudnessRule,
+                 segments: Sequence[Segment] = (), mono_as: str = "dual-mono") -> Compliance:
+    """A signal given block by block (any sizes; memory stays flat however long it is) against ``rule``:
+    its figures (fed to the meter in 100 ms steps, as :func:`~omnistudio.audio.loudness.measure` feeds it),
+    its curve, each segment's integrated loudness and true peak (a meter of its own while the signal is in
+    it), the overshoots."""
     meter = LoudnessMeter(sample_rate, channels, mono_as)
     step = max(1, int(round(BLOCK_S * sample_rate)))
-    momentary, short, peaks = [], [], []
-    for start in range(0, data.shape[0], step):
-        meter.add(data[start:start + step])
+    momentary: list[float] = []
+    short: list[float] = []
+    peaks: list[float] = []
+    spans = [(k, int(round(s.start_s * sample_rate)), int(round(s.end_s * sample_rate))) for k, s in enumerate(segments)]
+    open_meters: dict[int, LoudnessMeter] = {}
+    measured = list(segments)
+    rest, position = np.zeros((0,) if channels == 1 else (0, channels), dtype=np.float32), 0
+
+    def feed(piece: np.ndarray) -> None:
+        meter.add(piece)
         momentary.append(meter.momentary())
         short.append(meter.short_term())
         peaks.append(meter.last_true_peak())
-    return meter.report(), Curve(step / sample_rate, tuple(momentary), tuple(short), tuple(peaks))
 
-
-def check_signal(data: np.ndarray, sample_rate: int, rule: LoudnessRule, segments: Sequence[Segment] = (),
-                 mono_as: str = "dual-mono") -> Compliance:
-    """``data`` ([frames] or [frames, channels]) measured against ``rule``; each segment measured alone."""
-    from omnistudio.audio.loudness import measure
-
-    report, curve = curve_of(data, sample_rate, mono_as)
+    for block in blocks:
+        end = position + block.shape[0]
+        for k, start, stop in spans:
+            lo, hi = max(start, position), min(stop, end)
+            if lo < hi:
+                open_meters.setdefault(k, LoudnessMeter(sample_rate, channels, mono_as)).add(block[lo - position:hi - position])
+        for k in [k for k in open_meters if spans[k][2] <= end]:  # a segment over: its figures, its meter gone
+            measured[k] = _measured(segments[k], open_meters.pop(k))
+        data = np.concatenate([rest, block]) if rest.shape[0] else block
+        whole = data.shape[0] - data.shape[0] % step
+        for start in range(0, whole, step):
+            feed(data[start:start + step])
+        rest, position = data[whole:], end
+    if rest.shape[0]:
+        feed(rest)
+    for k, open_meter in open_meters.items():  # segments that run past the end
+        measured[k] = _measured(segments[k], open_meter)
+    report = meter.report()
+    curve = Curve(step / sample_rate, tuple(momentary), tuple(short), tuple(peaks))
     verdict = rule.verdict(report.integrated_lufs, report.true_peak_dbtp)
     over = tuple((k * curve.step_s, peak) for k, peak in enumerate(curve.true_peak)
                  if math.isfinite(peak) and peak > rule.true_peak_dbtp + 0.05)
-    measured = []
-    for segment in segments:
-        start, end = (int(round(t * sample_rate)) for t in (segment.start_s, segment.end_s))
-        part = data[max(0, start):min(data.shape[0], end)]
-        if part.shape[0] == 0:
-            measured.append(segment)
-            continue
-        figures = measure(part, sample_rate, mono_as)
-        measured.append(Segment(segment.kind, segment.label, segment.start_s, segment.end_s,
-                                figures.integrated_lufs, figures.true_peak_dbtp))
     return Compliance(report, verdict, curve, tuple(measured), over)
+
+
+def _measured(segment: Segment, meter: LoudnessMeter) -> Segment:
+    return Segment(segment.kind, segment.label, segment.start_s, segment.end_s, meter.integrated(), meter.true_peak())

@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,6 +36,8 @@ import pyebur128 as eb
 from omnistudio.errors import UserError, first_line
 
 MONO_MODES = ("dual-mono", "mono")
+READ_BLOCK_S = 10.0  # seconds a file is read in
+MAX_SAMPLE = 1000.0  # +60 dBFS: a float sample beyond it is not audio (bytes read as samples), not an over
 BLOCK_S = 0.1  # the step at which maxima of momentary/short-term loudness are sampled
 _MODE = eb.MeasurementMode.MODE_I | eb.MeasurementMode.MODE_S
 LRA_ABSOLUTE_GATE_LUFS = -70.0  # EBU Tech 3342
@@ -214,17 +218,31 @@ def measure(pcm: np.ndarray, sample_rate: int, mono_as: str = "dual-mono") -> Lo
     return meter.report()
 
 
-def read_audio(path: Path) -> tuple[np.ndarray, int]:
-    """Read an audio file as float32 ([frames] or [frames, channels]); UserError if it is not one."""
+@dataclass(frozen=True)
+class AudioSource:
+    """An audio file open for reading: its rate, channels and length, and its samples block by block (float32,
+    [frames] or [frames, channels]; each block checked as it is read)."""
+
+    sample_rate: int
+    channels: int
+    frames: int
+    blocks: Iterator[np.ndarray]
+
+
+@contextmanager
+def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource]:
+    """``path`` as an :class:`AudioSource` (libsndfile reads WAV, FLAC, MP3, OGG in blocks; FFmpeg decodes
+    M4A/AAC whole); UserError, one line, for what is not an audio file, holds no frames, or holds samples
+    that are not audio (NaN, infinite, beyond +60 dBFS: bytes read as samples)."""
     import soundfile as sf
 
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
+    from omnistudio.checks import check_audio_file
+
+    path = check_audio_file(Path(path))
     if path.stat().st_size == 0:
         raise UserError(f"{path} is empty")
     try:
-        data, rate = sf.read(str(path), dtype="float32", always_2d=False)
+        handle = sf.SoundFile(str(path))
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
         from omnistudio.audio.decode import decode_av
 
@@ -232,14 +250,39 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
             data, rate = decode_av(path)
         except ValueError:
             raise UserError(f"{path} is not a readable audio file ({first_line(exc)})") from None
-    if data.shape[0] == 0:
+        yield _source(path, int(rate), 1 if data.ndim == 1 else data.shape[1], data.shape[0], iter([data]))
+        return
+    with handle:
+        step = max(1, int((block_s or READ_BLOCK_S) * handle.samplerate))
+        blocks = handle.blocks(step, dtype="float32", always_2d=False)
+        yield _source(path, int(handle.samplerate), int(handle.channels), int(handle.frames), blocks)
+
+
+def _source(path: Path, rate: int, channels: int, frames: int, blocks: Iterator[np.ndarray]) -> AudioSource:
+    if frames <= 0:
         raise UserError(f"{path} holds no audio frames")
-    bad = ~np.isfinite(data)
-    if bad.any():
-        first = int(np.argmax(bad.reshape(data.shape[0], -1).any(axis=1)))
-        raise UserError(f"{path} has {int(bad.sum())} NaN or infinite samples (the first at "
-                        f"{first / rate:.3f} s): it is damaged and cannot be measured")
-    return data, int(rate)
+    return AudioSource(rate, channels, frames, _checked(path, rate, blocks))
+
+
+def _checked(path: Path, rate: int, blocks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """The blocks, each refused (one line naming where) when it holds samples that are not audio."""
+    at = 0
+    for block in blocks:
+        bad = ~np.isfinite(block) | (np.abs(block) > MAX_SAMPLE)
+        if bad.any():
+            first = at + int(np.argmax(bad.reshape(block.shape[0], -1).any(axis=1)))
+            raise UserError(f"{path} has NaN, infinite or impossible samples (beyond {db(MAX_SAMPLE):.0f} dBFS; the "
+                            f"first at {first / rate:.3f} s): it is damaged and cannot be measured")
+        at += block.shape[0]
+        yield block
+
+
+def read_audio(path: Path) -> tuple[np.ndarray, int]:
+    """Read an audio file whole as float32 ([frames] or [frames, channels]); UserError if it is not one (see
+    :func:`open_audio`, which reads it block by block)."""
+    with open_audio(path) as source:
+        data = np.concatenate(list(source.blocks))
+    return data, source.sample_rate
 
 
 def analyze_file(path: Path, mono_as: str = "dual-mono") -> LoudnessReport:

@@ -90,9 +90,20 @@ def tag_mp3(path: Path, info: Broadcast, loudness: LoudnessFields | None, durati
                       sub_frames=[id3.TIT2(encoding=3, text=[info.title or "Chapters"])]))
         for ident, (start, end, title) in zip(ids, spans):
             tags.add(id3.CHAP(element_id=ident, start_time=int(round(start * 1000)), end_time=int(round(end * 1000)),
-                          sub_frames=[id3.TIT2(encoding=3, text=[title])]))
+                          sub_frames=[id3.TIT2(encoding=3, text=[_chapter_title(title)])]))
     tags.save(str(path), v2_version=4)
     _order_chapters(path)
+
+
+CHAPTER_TITLE_BYTES = 120  # FFmpeg lists no ID3 chapter whose title is 126 bytes or more: cut to what readers show
+
+
+def _chapter_title(title: str) -> str:
+    """``title`` cut (at a character, with an ellipsis) to CHAPTER_TITLE_BYTES of UTF-8."""
+    if len(title.encode("utf-8")) <= CHAPTER_TITLE_BYTES:
+        return title
+    cut = title.encode("utf-8")[:CHAPTER_TITLE_BYTES - 3].decode("utf-8", "ignore").rstrip()
+    return cut + "…"
 
 
 def _order_chapters(path: Path) -> None:

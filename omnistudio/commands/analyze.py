@@ -52,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
         check_writable_path(args.report)
         check_not_input(args.report, {"the file analysed": args.file}, sidecar=False)  # a link to it, too
     check = check_file(args.file, rule, args.mono_as)
+    if check.broadcast.warnings:
+        from omnistudio.console import err_console
+
+        for warning in check.broadcast.warnings:
+            err_console.print(f"omnistudio: warning: {args.file}: {warning}", markup=False, highlight=False,
+                              soft_wrap=True)
     report, verdict = check.compliance.report, check.compliance.verdict
     if args.report is not None:
         write_report(check, args.report)

@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--delivery", type=Path, metavar="DIR", help="where each story's audio is written "
                    "(DIR/RUNNING_ORDER/STORY.wav with its sidecar)")
     p.add_argument("--state", type=Path, metavar="FILE", help="the running-order store (default "
-                   "DIR/.omnistudio-mos.json)")
+                   "DIR/.omnistudio-mos.db, SQLite)")
     p.add_argument("--heartbeat", type=float, metavar="S", help="seconds between heartbeats to the NCS (default 10)")
     p.add_argument("--voice", help="anchor for stories whose metadata and slug name none (e.g. ruby, ruby+storm@0.7)")
     p.add_argument("--lang", help="language of stories that name none: en or es (default en)")
@@ -136,7 +136,12 @@ def run(args: argparse.Namespace) -> int:
     captions = caption_options(args)
     from omnistudio.mos.rundown import Rundowns
 
-    Rundowns(config.store).load()  # an unreadable store is one line, before the model loads
+    from omnistudio.mos.wire import MosError
+
+    try:
+        Rundowns(config.store, config.legacy_store).load().close()  # an unreadable store: one line, before the model
+    except MosError as exc:
+        raise UserError(str(exc)) from None
     check_link_args(args)
     _check_ports(config)
     with status("loading model") as update:

@@ -10,6 +10,7 @@ runs as long as the server does.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -37,7 +38,7 @@ class _Admission(Protocol):
 
 class ServedState(Protocol):
     """What the tools read of the server's state (its ``ServerState``): its link, status, admission, time
-    limit and its one forget."""
+    limit, its one forget and its count of cancelled requests."""
 
     @property
     def link(self) -> EngineLink | None: ...
@@ -52,6 +53,8 @@ class ServedState(Protocol):
     def time_limit_s(self) -> float: ...
 
     def forget_voice(self, anchor: str) -> None: ...
+
+    def count_cancel(self) -> None: ...
 
 
 class ServerBackend:
@@ -87,7 +90,9 @@ class ServerBackend:
         timer.start()
         try:
             yield
-        except Exception:
+        except BaseException:
+            if cancel.is_set():  # the client's cancel or the time limit: counted as the routes count theirs
+                self.state.count_cancel()
             if timed_out.is_set():
                 raise UserError(ran_past(limit)) from None
             raise
@@ -141,6 +146,27 @@ def mount_mcp(app: FastAPI, state: ServedState, output_dir: str | None, loopback
                        transport_security=security, streamable_http_path=MCP_ROUTE)
     server.streamable_http_app()  # makes the session manager
     app.router.routes.append(Route(MCP_ROUTE, endpoint=LazySessions(server.session_manager)))
+    quiet_client_exits()
+
+
+class _ClientLeft(logging.Filter):
+    """The SDK logs a session whose client left without ending it (its stream closed) as a traceback: it is
+    a client going away, said in one debug line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if type(error).__name__ in ("ClosedResourceError", "BrokenResourceError", "EndOfStream"):
+            logging.getLogger("omnistudio.mcp").debug("an /mcp client left its session (%s)", type(error).__name__)
+            return False
+        return True
+
+
+def quiet_client_exits() -> None:
+    """Install :class:`_ClientLeft` on the SDK's transport loggers (once)."""
+    for name in ("mcp.server.streamable_http", "mcp.server.streamable_http_manager"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ClientLeft) for f in logger.filters):
+            logger.addFilter(_ClientLeft())
 
 
 NO_MCP_ON_RAY = ("serve --ray has no MCP tools at /mcp: an MCP session, its cancel and the files its tools write "

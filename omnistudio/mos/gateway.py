@@ -44,13 +44,18 @@ class MosConfig:
     upper: int = 10541
     query: int = 10542
     delivery: Path = Path("mos-delivery")
-    state: Path | None = None  # the store (default: DELIVERY/.omnistudio-mos.json)
+    state: Path | None = None  # the store (default: DELIVERY/.omnistudio-mos.db)
     heartbeat_s: float = 10.0
     suffix: str = ".wav"
 
     @property
     def store(self) -> Path:
-        return self.state or self.delivery / ".omnistudio-mos.json"
+        return self.state or self.delivery / ".omnistudio-mos.db"
+
+    @property
+    def legacy_store(self) -> Path | None:
+        """Where an earlier version kept the store by default (JSON): taken in once."""
+        return None if self.state is not None else self.delivery / ".omnistudio-mos.json"
 
 
 def object_id(ro_id: str, story_id: str) -> str:
@@ -66,7 +71,7 @@ class Gateway:
 
     def __init__(self, config: MosConfig, renderer: StoryRenderer | None = None) -> None:
         self.config = config
-        self.store = Rundowns(config.store).load()
+        self.store = Rundowns(config.store, config.legacy_store).load()
         self.lower = NcsLink(config.ncs_host, config.ncs_lower, "lower", config.mos_id, config.ncs_id, config.heartbeat_s)
         self.upper = NcsLink(config.ncs_host, config.ncs_upper, "upper", config.mos_id, config.ncs_id, config.heartbeat_s)
         self.renderer = renderer
@@ -80,7 +85,9 @@ class Gateway:
         return (ro, story) if ro is not None and story is not None else None
 
     def resume(self) -> None:
-        """After a restart: render every story with text whose object is not ready from that text."""
+        """After a restart: render every story with text whose object is not ready from that text, and tell the
+        NCS again where every other object stands (queued until it answers: a status the NCS did not get before
+        the restart, the NCS down meanwhile, is not lost)."""
         for ro in self.store.orders.values():
             for story in ro.stories:
                 obj = self.store.objects.get(object_id(ro.id, story.id))
@@ -88,6 +95,9 @@ class Gateway:
                     and Path(obj.path).is_file()
                 if story.text and not done and self.renderer is not None:
                     self.renderer.submit((ro.id, story.id))
+                elif obj is not None and obj.status != "DELETED":
+                    self.lower.send(self.mos_obj(obj))
+                    self.upper.send(self.element_stat(ro, story, obj))
 
     # ------------------------------------------------------------------------------------- answering
     async def handle(self, frame: Frame, port: str) -> bytes | None:
@@ -101,7 +111,8 @@ class Gateway:
             return self._refuse(frame.message_id, port, "", f"wrong MOS ID: the message is for "
                                 f"'{frame.mos_id or frame.ncs_id}', this device is '{cfg.mos_id}'")
         try:
-            body = self._answer(frame, port)
+            with self.store.transaction():  # a refused message leaves the running orders as they were
+                body = self._answer(frame, port)
         except MosError as exc:
             return self._refuse(frame.message_id, port, text_of(frame.body, "roID"), str(exc), frame)
         except Exception as exc:  # noqa: BLE001 - one message's fault, never the gateway's end
@@ -197,15 +208,21 @@ class Gateway:
         return element("roAck", leaf("roID", ro_id), leaf("roStatus", "OK"))
 
     def _apply(self, change: Change) -> None:
-        """After a change to the running orders: stop what is gone, queue what changed, keep the store."""
+        """After a change to the running orders: keep the store (a failed write refuses the message, with
+        nothing sent or queued), then stop what is gone, tell the NCS, queue what changed."""
+        deleted = []
+        for key in change.gone:
+            obj = self.store.objects.get(object_id(*key))
+            if obj is not None and obj.status != "DELETED":
+                deleted.append(replace(obj, status="DELETED", reason="the story left the running order",
+                                       changed=wire.mos_time(), revision=obj.revision + 1))
+                self.store.objects[obj.obj_id] = deleted[-1]
+        self.store.save()
         for key in change.gone:
             if self.renderer is not None:
                 self.renderer.cancel(key)
-            obj = self.store.objects.get(object_id(*key))
-            if obj is not None and obj.status != "DELETED":
-                self._publish(replace(obj, status="DELETED", reason="the story left the running order",
-                                      changed=wire.mos_time(), revision=obj.revision + 1))
-        self.store.save()
+        for obj in deleted:
+            self._publish(obj)
         for key in change.changed:
             if self.renderer is not None:
                 self.renderer.submit(key)
@@ -235,6 +252,8 @@ class Gateway:
         else:
             obj = replace(obj, status="NOT READY", reason="rendering" if report.status == "rendering"
                           else f"error: {report.reason}")
+            if report.status == "error":  # no file to play: not the one an earlier text left
+                obj = replace(obj, path="", frames=0)
         self._publish(obj)
         self.store.save()
 

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from omnistudio.mos.wire import Broken, Framer, Frame, Message, envelope, leaf, mos_time, element
+from omnistudio.mos.wire import ENCODING, Broken, Framer, Frame, Message, envelope, leaf, mos_time, element
 
 log = logging.getLogger("omnistudio.mos")
 
@@ -25,25 +25,59 @@ Handler = Callable[[Frame, str], Awaitable[bytes | None]]
 _ids = itertools.count(1)  # messageIDs of the messages this gateway starts
 
 
-async def listen(host: str, port: int, name: str, handle: Handler) -> asyncio.Server:
+class Listener:
+    """A port the NCS connects to, and the connections it holds (closed with it: a quiet shutdown)."""
+
+    def __init__(self, server: asyncio.Server, connections: dict[asyncio.Task[None], asyncio.StreamWriter]) -> None:
+        self.server, self.connections = server, connections
+
+    @property
+    def port(self) -> int:
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        """Stop listening and end every connection by closing its socket, so each handler returns as when the
+        NCS hangs up (a cancelled handler is logged by asyncio as a traceback); wait for them."""
+        self.server.close()
+        for writer in list(self.connections.values()):
+            writer.close()
+        if self.connections:
+            await asyncio.wait(list(self.connections), timeout=5.0)
+        for task in list(self.connections):  # one stuck in a handler past that: cancelled after all
+            task.cancel()
+        await self.server.wait_closed()
+
+
+async def listen(host: str, port: int, name: str, handle: Handler) -> Listener:
     """Serve the NCS's connections on ``host:port``; ``name`` (lower, upper, query) tells ``handle`` which."""
+    connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        framer = Framer()
+        framer, told = Framer(), False
+        task = asyncio.current_task()
+        if task is not None:
+            connections[task] = writer
         try:
             while data := await reader.read(65536):
-                for frame in framer.feed(data):
+                frames = framer.feed(data)
+                if framer.encoding not in (None, ENCODING) and not told:
+                    told = True
+                    log.warning("%s port: %s sends %s, not UTF-16BE as MOS 2.8.5 asks: read and answered in %s",
+                                name, peer, framer.encoding.upper(), framer.encoding.upper())
+                for frame in frames:
                     reply = await handle(frame, name)
                     if reply is not None:
-                        writer.write(reply)
+                        writer.write(framer.encode(reply))
                         await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             log.info("%s port: %s went away (%s)", name, peer, exc)
         finally:
+            if task is not None:
+                connections.pop(task, None)
             writer.close()
 
-    return await asyncio.start_server(client, host, port)
+    return Listener(await asyncio.start_server(client, host, port), connections)
 
 
 class NcsLink:

@@ -161,9 +161,9 @@ class StoryRenderer:
                  time.perf_counter() - started, path)
         import soundfile as sf
 
-        frames = sf.info(str(path)).frames  # the file's own length (a finished file is longer than the take)
+        info = sf.info(str(path))  # the file's own length and rate (longer than the take; a rule's 48 kHz)
         self.report(Rendered(*key, status="ready", fingerprint=fingerprint, path=str(path.resolve()),
-                             frames=int(frames), sample_rate=result.sample_rate))
+                             frames=int(info.frames), sample_rate=int(info.samplerate)))
 
 
 def _reason(exc: BaseException) -> str:

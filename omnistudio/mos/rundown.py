@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -172,32 +174,80 @@ def body_of(element: ET.Element) -> tuple[str, ...]:
     return tuple(text for text in (all_text(p) for p in body.iter("p")) if text)
 
 
+MAX_RUNNING_ORDERS = 100
+MAX_STORIES = 5_000  # stories in one running order
+
+
+def _check_story_count(ro_id: str, count: int) -> None:
+    if count > MAX_STORIES:
+        raise MosError(f"running order {ro_id} would hold {count:,} stories; this device takes {MAX_STORIES:,} "
+                       "a running order: split it")
+
+
+def check_story_size(story_id: str, text: str) -> None:
+    """The limits every client has (``render``, MCP, the server): 20,000 characters and 64 KB a script."""
+    from omnistudio.checks import MAX_TEXT_CHARS
+    from omnistudio.script import MAX_SCRIPT_BYTES
+
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if len(text) > MAX_TEXT_CHARS or size > MAX_SCRIPT_BYTES:
+        raise MosError(f"story {story_id} is {len(text):,} characters ({size:,} bytes); the limit is "
+                       f"{MAX_TEXT_CHARS:,} characters and {MAX_SCRIPT_BYTES // 1024} KB, as for every script: "
+                       "split it into stories")
+
+
 # ------------------------------------------------------------------------------------------ the store
 class Rundowns:
-    """Every running order the NCS has sent, by ID; ``path``: where they are kept (JSON, atomic writes)."""
+    """Every running order the NCS has sent, by ID, and each story's object; ``path``: where they are kept
+    (:class:`~omnistudio.mos.store.StateFile`: SQLite, a row each, a change writes what changed);
+    ``legacy``: a JSON store of an earlier version to take in. At most ``MAX_RUNNING_ORDERS`` running orders
+    of ``MAX_STORIES`` stories each: more is refused with a line saying so."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, legacy: Path | None = None) -> None:
+        from omnistudio.mos.store import StateFile
+
         self.path = Path(path)
+        self.state = StateFile(self.path, legacy)
         self.orders: dict[str, RunningOrder] = {}
         self.objects: dict[str, MosObject] = {}
 
     def load(self) -> Rundowns:
-        if self.path.is_file():
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                self.orders = {ro["id"]: _ro_from(ro) for ro in data["running_orders"]}
-                self.objects = {o["obj_id"]: MosObject(**o) for o in data.get("objects", [])}
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise MosError(f"{self.path} cannot be read ({type(exc).__name__}: {exc}); move it aside "
-                               "to start with no running orders") from None
+        """The kept running orders (none when there is no file yet); a path that cannot hold the store, or a
+        store that cannot be read, is one line (MosError) before anything is taken."""
+        import os
+
+        if self.path.exists() and not self.path.is_file():
+            raise MosError(f"the state file {self.path} is {'a folder' if self.path.is_dir() else 'not a regular file'}"
+                           ": give --state the path of a file")
+        folder = next((p for p in self.path.absolute().parents if p.exists()), None)
+        if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise MosError(f"the state file {self.path} cannot be written ({folder} is not a writable folder)")
+        orders, objects = self.state.read()
+        try:
+            self.orders = {key: _ro_from(ro) for key, ro in orders.items()}
+            self.objects = {key: MosObject(**obj) for key, obj in objects.items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MosError(f"{self.path} cannot be read ({type(exc).__name__}: {exc}); move it aside "
+                           "to start with no running orders") from None
+        self.state.remember(self.orders, self.objects)
         return self
 
     def save(self) -> None:
-        from omnistudio.audio.export import write_json
+        """Write what changed since the last save, in one transaction (MosError naming the file when it fails)."""
+        self.state.write(self.orders, self.objects, _row)
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(self.path, {"version": 1, "running_orders": [asdict(ro) for ro in self.orders.values()],
-                               "objects": [asdict(o) for o in self.objects.values()]})
+    def close(self) -> None:
+        self.state.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One message's edits: all of them, or (on any error, a failed save included) none."""
+        orders, objects = dict(self.orders), dict(self.objects)
+        try:
+            yield
+        except BaseException:
+            self.orders, self.objects = orders, objects
+            raise
 
     def get(self, ro_id: str) -> RunningOrder:
         ro = self.orders.get(ro_id)
@@ -209,6 +259,9 @@ class Rundowns:
     def create(self, new: RunningOrder) -> Change:
         """roCreate and roReplace: the new structure; a story that stays keeps its text (roStorySend)."""
         old = self.orders.get(new.id)
+        if old is None and len(self.orders) >= MAX_RUNNING_ORDERS:
+            raise MosError(f"this device keeps {MAX_RUNNING_ORDERS} running orders: delete one (roDelete) first")
+        _check_story_count(new.id, len(new.stories))
         kept = {s.id: s for s in old.stories} if old else {}
         before = {s.id: s.fingerprint(old) for s in old.stories} if old else {}
         stories = tuple(replace(s, paragraphs=kept[s.id].paragraphs) if s.id in kept and not s.paragraphs else s
@@ -229,10 +282,12 @@ class Rundowns:
         ro = self.get(ro_id)
         if not paragraphs:
             raise MosError(f"story {story.id} has no text (no <p> in its storyBody)")
+        check_story_size(story.id, "\n".join(paragraphs))
         old = ro.story(story.id)
         merged = replace(old or story, paragraphs=paragraphs, voice=story.voice or (old.voice if old else ""),
                          lang=story.lang or (old.lang if old else ""), slug=story.slug or (old.slug if old else ""))
         stories = tuple(merged if s.id == story.id else s for s in ro.stories) if old else (*ro.stories, merged)
+        _check_story_count(ro_id, len(stories))
         self.orders[ro_id] = replace(ro, stories=stories)
         same = old is not None and old.text and old.fingerprint(ro) == merged.fingerprint(self.orders[ro_id])
         return Change() if same else Change(changed=[(ro_id, story.id)])
@@ -251,6 +306,12 @@ class Rundowns:
     def put(self, ro: RunningOrder) -> None:
         """A running order changed elsewhere (``roElementAction``: :mod:`omnistudio.mos.actions`)."""
         self.orders[ro.id] = ro
+
+
+def _row(value: object) -> dict[str, Any]:
+    """A running order or an object as the store keeps it (a dict of plain values)."""
+    assert isinstance(value, (RunningOrder, MosObject))  # what Rundowns keeps
+    return asdict(value)
 
 
 def _ro_from(data: dict[str, Any]) -> RunningOrder:

@@ -42,13 +42,15 @@ async def _serve(config: MosConfig, link: EngineLink, options: TakeOptions, capt
         loop.add_signal_handler(signum, stop.set)
     gateway.resume()
     if ready is not None:
-        ready([s.sockets[0].getsockname()[1] for s in servers])
+        ready([server.port for server in servers])
     try:
         await stop.wait()
     finally:
         log.info("stopping: %d stories waited to render", len(renderer.pending()))
         for server in servers:
-            server.close()
+            await server.close()  # the NCS's connections end here, not in asyncio.run's teardown
         for task in links:
             task.cancel()
+        await asyncio.gather(*links, return_exceptions=True)  # a cancelled link is expected, not logged
         await asyncio.to_thread(renderer.close)
+        gateway.store.close()

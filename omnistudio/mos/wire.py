@@ -58,17 +58,42 @@ Frame = Message | TooBig | Broken
 
 
 class Framer:
-    """Cuts complete ``<mos>`` messages out of a byte stream (UTF-16BE, split anywhere, several at once)."""
+    """Cuts complete ``<mos>`` messages out of a byte stream (UTF-16BE, split anywhere, several at once).
+
+    MOS 2.8.5 speaks UCS-2/UTF-16BE; a peer that sends UTF-8 or UTF-16LE instead is read in what it sends
+    (``encoding`` says which, from its first ``<``; ``encode`` answers it in the same) rather than left
+    unanswered. ``<mos>`` inside a CDATA section or a comment is text, not a message."""
 
     def __init__(self, limit: int = MAX_MESSAGE_BYTES) -> None:
         self.limit = limit // 2  # in characters
-        self._decoder = codecs.getincrementaldecoder(ENCODING)(errors="replace")
+        self.encoding: str | None = None  # known from the first "<" the peer sends
+        self._raw = b""  # bytes before the encoding is known
+        self._decoder: codecs.IncrementalDecoder | None = None
         self._text = ""
         self._skipping: int | None = None  # depth while a message over the limit is skipped
         self._skipped = 0
 
+    def encode(self, message: bytes) -> bytes:
+        """One of our messages (UTF-16BE) in the encoding the peer speaks."""
+        if self.encoding in (None, ENCODING):
+            return message
+        return message.decode(ENCODING).encode(self.encoding)
+
+    def _decode(self, data: bytes) -> str:
+        if self._decoder is None:
+            self._raw += data
+            found = self._raw.find(b"<")
+            if found < 0 or found + 1 >= len(self._raw):
+                return ""
+            after = self._raw[found + 1]
+            big_endian = found > 0 and self._raw[found - 1] == 0
+            self.encoding = ENCODING if big_endian else "utf-16-le" if after == 0 else "utf-8"
+            self._decoder = codecs.getincrementaldecoder(self.encoding)(errors="replace")
+            data, self._raw = self._raw[found - 1 if big_endian else found:], b""
+        return self._decoder.decode(data)
+
     def feed(self, data: bytes) -> list[Frame]:
-        self._text += self._decoder.decode(data)
+        self._text += self._decode(data)
         frames: list[Frame] = []
         while True:
             if self._skipping is not None:
@@ -108,13 +133,26 @@ class Framer:
         return False
 
 
+_TOKEN_RE = re.compile(r"<!\[CDATA\[|<!--|<mos>|</mos>")
+_SECTION_END = {"<![CDATA[": "]]>", "<!--": "-->"}
+
+
 def _matching_close(text: str) -> int | None:
-    """Where the ``</mos>`` that closes the ``<mos>`` at the start of ``text`` ends (None: not yet read)."""
-    depth = 0
-    for match in re.finditer(r"<mos>|</mos>", text):
-        depth += 1 if match.group() == OPEN else -1
+    """Where the ``</mos>`` that closes the ``<mos>`` at the start of ``text`` ends (None: not yet read); a
+    CDATA section or a comment is skipped whole (its ``<mos>`` is text)."""
+    depth, pos = 0, 0
+    while (match := _TOKEN_RE.search(text, pos)) is not None:
+        token = match.group()
+        if token in _SECTION_END:
+            end = text.find(_SECTION_END[token], match.end())
+            if end < 0:
+                return None  # the section goes on in bytes not read yet
+            pos = end + len(_SECTION_END[token])
+            continue
+        depth += 1 if token == OPEN else -1
+        pos = match.end()
         if depth == 0:
-            return match.end()
+            return pos
     return None
 
 

@@ -14,7 +14,8 @@ from omnistudio.take.link import EngineLink, LinkInfo, Rendered, VoiceList, Whol
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
 from omnistudio.take.result import RenderedChunk
-from omnistudio.projects.project import Project, StoredTake
+from omnistudio.projects.line import StoredTake
+from omnistudio.projects.project import Project
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishedRender

@@ -23,10 +23,9 @@ import hashlib
 import io
 import json
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ import numpy as np
 from omnistudio.audio.export import PROJECT_SUFFIX, atomic_write_bytes, project_holding  # noqa: F401 (re-exported)
 from omnistudio.errors import UserError
 from omnistudio.locks import exclusive
+from omnistudio.projects.line import ID_CHARS, TAKES, Line, StoredTake, text_hash
 from omnistudio.projects.speech_check import AsrResult
 from omnistudio.text.lexicon import Lexicon
 
@@ -43,17 +43,9 @@ FORMAT = 1
 SUFFIX = PROJECT_SUFFIX
 MANIFEST = "project.json"
 SCRIPT = "script.txt"
-TAKES = "takes"
 LOCK = ".lock"
 HOLDS = f"a project is a folder named NAME{SUFFIX} holding {MANIFEST}, {SCRIPT} and {TAKES}/"
 SAMPLE_RATE = 24_000
-ID_CHARS = 24  # hex characters of the SHA-256 that name a take file
-TAKE_ID = re.compile(f"[0-9a-f]{{{ID_CHARS}}}")
-
-
-def text_hash(text: str) -> str:
-    """The hash a take records of the text it speaks (whitespace-insensitive)."""
-    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
 
 
 def encode_flac(pcm: np.ndarray, sample_rate: int) -> bytes:
@@ -72,126 +64,6 @@ def decode_flac(data: bytes) -> tuple[np.ndarray, int]:
 
     pcm, rate = sf.read(io.BytesIO(data), dtype="float32")
     return (pcm if pcm.ndim == 1 else pcm.mean(axis=1)).astype(np.float32), int(rate)
-
-
-@dataclass(frozen=True)
-class StoredTake:
-    """One rendering of one sentence, stored in the project (``takes/ID.flac`` and its manifest entry);
-    not the pipeline's :class:`omnistudio.take.pipeline.Take`, which renders."""
-
-    id: str  # SHA-256 (first ID_CHARS hex) of the FLAC bytes: the file is takes/ID.flac
-    voice: str  # the voice key (anchor, "a+b@0.70", "rec:...")
-    lang: str
-    seed: int
-    num_step: int
-    guidance: float
-    text_hash: str
-    duration_s: float
-    loudness_lufs: float | None
-    asr: AsrResult | None = None
-    created: str = ""
-    speed: float = 1.0
-    engine: dict[str, Any] | None = None  # what rendered it (model, device, dtype, sampler, threads...); None: not recorded
-    words: tuple[dict[str, Any], ...] = ()  # its written words, in seconds from the take's start (a sidecar's shape)
-
-    @property
-    def file(self) -> str:
-        return f"{TAKES}/{self.id}.flac"
-
-    def as_dict(self) -> dict[str, Any]:
-        data = {k: getattr(self, k) for k in ("id", "voice", "lang", "seed", "num_step", "guidance", "speed",
-                                               "text_hash", "duration_s", "loudness_lufs", "created", "engine")}
-        data["file"] = self.file
-        data["asr"] = self.asr.as_dict() if self.asr is not None else None
-        data["words"] = [dict(w) for w in self.words]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StoredTake:
-        asr = data.get("asr")
-        lufs = data.get("loudness_lufs")
-        return cls(id=check_take_id(data["id"]), voice=str(data["voice"]), lang=str(data["lang"]), seed=int(data["seed"]),
-                   num_step=int(data["num_step"]), guidance=float(data["guidance"]),
-                   text_hash=str(data["text_hash"]), duration_s=float(data["duration_s"]),
-                   loudness_lufs=None if lufs is None else float(lufs),
-                   asr=AsrResult.from_dict(asr) if isinstance(asr, dict) else None, created=str(data.get("created", "")),
-                   speed=float(data.get("speed", 1.0)),
-                   engine=dict(data["engine"]) if isinstance(data.get("engine"), dict) else None,
-                   words=tuple(dict(w) for w in data.get("words") or () if isinstance(w, dict)))
-
-
-@dataclass
-class Line:
-    """One sentence of the script with its takes."""
-
-    text: str
-    voice: str
-    lang: str
-    line: int  # 1-based script line (pauses between lines are longer)
-    takes: list[StoredTake] = field(default_factory=list)
-    chosen: str | None = None  # a take id
-    history: list[str | None] = field(default_factory=list)  # earlier choices, for undo
-    spoken: str = ""  # what the model is asked to say (empty: not known yet, or the same as written)
-
-    @property
-    def text_hash(self) -> str:
-        """The hash a fresh take of this sentence records: of the text as spoken."""
-        return text_hash(self.spoken or self.text)
-
-    def is_fresh(self, take: StoredTake) -> bool:
-        return (take.text_hash, take.voice, take.lang) == (self.text_hash, self.voice, self.lang)
-
-    @property
-    def fresh_takes(self) -> list[StoredTake]:
-        return [t for t in self.takes if self.is_fresh(t)]
-
-    @property
-    def stale(self) -> bool:
-        """Takes exist, but none speaks the current text in the current voice."""
-        return bool(self.takes) and not self.fresh_takes
-
-    @property
-    def chosen_take(self) -> StoredTake | None:
-        take = next((t for t in self.takes if t.id == self.chosen), None)
-        return take if take is not None and self.is_fresh(take) else None
-
-    @property
-    def failed(self) -> bool:
-        """The chosen take failed the speech-recognition check."""
-        take = self.chosen_take
-        return take is not None and take.asr is not None and take.asr.passed is False
-
-    def choose(self, take_id: str | None) -> None:
-        if take_id is not None and all(t.id != take_id for t in self.takes):
-            raise UserError(f"no take {take_id} for this sentence")
-        if take_id != self.chosen:
-            self.history.append(self.chosen)
-            self.chosen = take_id
-
-    def step(self, take_id: str | None, offset: int) -> StoredTake | None:
-        """The fresh take ``offset`` places from ``take_id`` (the chosen one when None), clamped to
-        the ends: what Alt+Left/Right in the studio moves to."""
-        fresh = self.fresh_takes
-        if not fresh:
-            return None
-        current = take_id if take_id is not None else self.chosen
-        at = next((i for i, t in enumerate(fresh) if t.id == current), len(fresh) - 1)
-        return fresh[max(0, min(len(fresh) - 1, at + offset))]
-
-    def previous_take(self) -> StoredTake | None:
-        """The fresh take chosen before the current one (the B of an A/B comparison)."""
-        for take_id in reversed(self.history):
-            take = next((t for t in self.takes if t.id == take_id), None)
-            if take is not None and take.id != self.chosen and self.is_fresh(take):
-                return take
-        return None
-
-    def undo(self) -> bool:
-        """Go back to the previous choice; False when there is none."""
-        if not self.history:
-            return False
-        self.chosen = self.history.pop()
-        return True
 
 
 class Project:
@@ -219,10 +91,16 @@ class Project:
 
         script = parse_script(text, self.lang, presets=read_presets(self.path)[0])  # its duo presets are speakers
         new = [Line(s.text, s.speaker or self.voice, s.lang, s.line) for s in script.sentences]
-        for before, after in _paired(self.lines, new):
+        paired = list(_paired(self.lines, new))
+        placed, moved = {id(after) for _b, after in paired}, {id(before) for before, _a in paired}
+        left = {(ln.text, ln.voice, ln.lang): ln for ln in self.lines if id(ln) not in moved}
+        paired += [(left[key], after) for after in new  # a sentence moved elsewhere in the script keeps its takes
+                   if id(after) not in placed and (key := (after.text, after.voice, after.lang)) in left]
+        for before, after in paired:
             after.takes, after.chosen, after.history = before.takes, before.chosen, before.history
             if before.text == after.text:
                 after.spoken = before.spoken
+            after.reclaim()
         self.script, self.lines = text, new
 
     def speak(self, spoken: list[str]) -> None:
@@ -232,6 +110,7 @@ class Project:
             raise UserError(f"the project has {len(self.lines)} sentences; {len(spoken)} spoken forms given (internal)")
         for line, said in zip(self.lines, spoken):
             line.spoken = said
+            line.reclaim()
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -428,15 +307,6 @@ def _holds(file: Path, take_id: str) -> bool:
         return hashlib.sha256(read_take_file(file)).hexdigest()[:ID_CHARS] == take_id
     except OSError:
         return False
-
-
-def check_take_id(value: Any) -> str:
-    """A take id from a manifest, in the form it is written (24 lowercase hex characters of a SHA-256):
-    anything else (a path, ``../x``) never reaches a file name."""
-    text = str(value)
-    if not TAKE_ID.fullmatch(text):
-        raise ValueError(f"take id {text[:40]!r} is not {ID_CHARS} hex characters")
-    return text
 
 
 def read_take_file(file: Path) -> bytes:

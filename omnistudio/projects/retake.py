@@ -15,7 +15,8 @@ from dataclasses import replace
 import numpy as np
 
 from omnistudio.errors import UserError
-from omnistudio.projects.project import Line, Project, StoredTake
+from omnistudio.projects.line import Line, StoredTake
+from omnistudio.projects.project import Project
 from omnistudio.projects.speech_check import TakeChecker
 from omnistudio.take.link import EngineLink
 from omnistudio.take.options import TakeOptions

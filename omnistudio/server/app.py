@@ -49,6 +49,10 @@ class ServerState:
     def __post_init__(self) -> None:
         self.admission = Admission(self.max_queue)
 
+    def count_cancel(self) -> None:
+        """A request cancelled (client gone, a cancel message, the time limit): every route and /mcp count here."""
+        self.metrics.cancelled.inc()
+
     def forget_voice(self, anchor: str) -> None:
         """The voice ``anchor`` changed (replaced or removed): the engine forgets its prompts and blends, and
         every cached take goes (a take of the old voice must not answer for the new one). The one forget of
@@ -144,8 +148,8 @@ async def first_events(state: ServerState, request: Request, run: TakeRun,
         event = task.result()
         seen.append(event)
         if isinstance(event, Failed):
-            if event.status == 499:
-                state.metrics.cancelled.inc()
+            if event.status in (499, 504):  # cancelled by the client, or by the time limit
+                state.count_cancel()
             finish(state, run)
             raise HTTPError(event.status, event.message)
         if isinstance(event, until):

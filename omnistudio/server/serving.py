@@ -33,6 +33,7 @@ from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.scheduler import CancelEvent
 from omnistudio.server.timestamps import SentenceTimer, server_hearer
 from omnistudio.take.link import EngineLink
+from omnistudio.take.rows import SentenceRow
 from omnistudio.take.stream import Chunk
 
 
@@ -62,6 +63,8 @@ class Done:
     pcm: np.ndarray  # the whole take (normalised when the job asked for a target)
     summary: dict[str, Any]
     sentences: tuple[SentenceTiming, ...] = ()  # every sentence's timing, when the job asks for them
+    rows: tuple[SentenceRow, ...] = ()  # the take's sentence rows (story, line, voice): what a file says of them
+    options: Mapping[str, object] = field(default_factory=dict)  # the take's options (seed, steps, voice...)
 
 
 @dataclass(frozen=True)
@@ -194,4 +197,4 @@ class TakeRun:
                    "wall_s": round(wall, 4), "ttfa_s": round(self.ttfa_s or wall, 4),
                    "rtf": round(wall / self.audio_s, 4) if self.audio_s else None,
                    "steps": int(getattr(result, "steps", 0)), **loudness_figures(pcm, self.link.sample_rate)}
-        return Done(pcm, summary, tuple(self.timed))
+        return Done(pcm, summary, tuple(self.timed), tuple(result.sentences), dict(result.options))

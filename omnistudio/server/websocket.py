@@ -164,7 +164,7 @@ async def serve_session(ws: WebSocket, state: ServerState, link: Callable[[], Ba
             elif isinstance(event, Failed):
                 ended = True
                 if event.status == 499:
-                    state.metrics.cancelled.inc()
+                    state.count_cancel()
                     await ws.send_text(wire.frame(wire.WsCancelled()))
                 else:
                     await ws.send_text(wire.frame(wire.WsError(message=event.message, status=event.status)))
@@ -172,7 +172,7 @@ async def serve_session(ws: WebSocket, state: ServerState, link: Callable[[], Ba
     except (WebSocketDisconnect, RuntimeError):
         run.cancel.set()
         if not ended:  # the client went away mid-take: the render stops, and it counts as cancelled
-            state.metrics.cancelled.inc()
+            state.count_cancel()
     finally:
         listener.cancel()
         finish(run)

@@ -130,7 +130,12 @@ class ProjectTakes:
         """One of the project's actions (the engine thread's: the controller hands them here)."""
         match action:
             case cmd.SyncScript(text, voice, save):
-                self._sync(text, voice)
+                try:
+                    self._sync(text, voice)
+                except UserError:
+                    if not save:
+                        raise
+                    return  # the autosave of a script mid-edit (an unclosed tag): kept once it reads again
                 if save and self.project is not None and self.project.script != self._saved_script:
                     self.project.save()
                     self._saved_script = self.project.script

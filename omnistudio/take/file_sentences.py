@@ -89,8 +89,9 @@ def _recorded_words(sidecar: Mapping[str, Any] | None, notes: list[str]) -> list
 def _audio_info(audio: Path) -> tuple[int, int]:
     import soundfile as sf
 
-    if not audio.is_file():
-        raise UserError(f"no such file: {audio}")
+    from omnistudio.checks import check_audio_file
+
+    check_audio_file(audio)
     try:
         info = sf.info(str(audio))
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from omnistudio.audio.bwf import ReadBack, read_broadcast
-from omnistudio.audio.compliance import Compliance, check_signal
+from omnistudio.audio.compliance import Compliance, check_blocks
 from omnistudio.audio.profiles import LoudnessRule
 
 
@@ -33,7 +33,7 @@ class FileCheck:
     def as_dict(self) -> dict[str, object]:
         back = self.broadcast
         chunks = {"description": back.description, "originator": back.originator, "reference": back.reference,
-                  "loudness": back.loudness, "ixml": back.ixml,
+                  "loudness": back.loudness, "ixml": back.ixml, "warnings": list(back.warnings),
                   "markers": [{"start_s": round(m.start_s, 4), "label": m.label,
                                **({"end_s": round(m.end_s, 4)} if m.end_s is not None else {})} for m in back.markers]}
         return {"file": str(self.path), **self.compliance.as_dict(), "rows_from": self.rows_from,
@@ -46,21 +46,22 @@ def check_file(path: Path, rule: LoudnessRule | None = None, mono_as: str | None
     whose broadcast chunks are damaged). Without ``rule`` or ``mono_as``, what the file records it was made to
     (:func:`recorded`), else EBU R128 and dual-mono; a one-channel file measured as mono is held to the rule's
     mono target."""
-    from omnistudio.audio.loudness import read_audio
+    from omnistudio.audio.loudness import open_audio
     from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
     from omnistudio.take.file_sentences import file_segments
 
-    data, rate = read_audio(path)
-    broadcast = read_broadcast(path, rate)
-    made = recorded(path, broadcast)
-    if rule is None:
-        rule = RULES.get(made.profile or "", RULES[DEFAULT_PROFILE])
-    if mono_as is None:
-        mono_as = made.measured_as if made.measured_as in ("mono", "dual-mono") else "dual-mono"
-    channels = 1 if data.ndim == 1 else data.shape[1]
-    applied = rule.for_file(channels) if mono_as == "mono" else rule
-    segments, rows_from = file_segments(path, data.shape[0] / rate, broadcast.markers)
-    return FileCheck(path, check_signal(data, rate, applied, segments, mono_as), broadcast, rows_from, made)
+    with open_audio(path) as source:  # read in blocks: a ten-hour file is measured in flat memory
+        rate, channels = source.sample_rate, source.channels
+        broadcast = read_broadcast(path, rate)
+        made = recorded(path, broadcast)
+        if rule is None:
+            rule = RULES.get(made.profile or "", RULES[DEFAULT_PROFILE])
+        if mono_as is None:
+            mono_as = made.measured_as if made.measured_as in ("mono", "dual-mono") else "dual-mono"
+        applied = rule.for_file(channels) if mono_as == "mono" else rule
+        segments, rows_from = file_segments(path, source.frames / rate, broadcast.markers)
+        compliance = check_blocks(source.blocks, rate, channels, applied, segments, mono_as)
+    return FileCheck(path, compliance, broadcast, rows_from, made)
 
 
 def recorded(path: Path, broadcast: ReadBack) -> Recorded:

@@ -16,7 +16,7 @@ from omnistudio.errors import UserError
 from omnistudio.server import encode
 from omnistudio import protocol as wire
 from omnistudio.server import jobs
-from omnistudio.server.app import finish, first_events, read_json, server_state, start_take
+from omnistudio.server.app import finish, first_events, link_info, read_json, server_state, start_take
 from omnistudio.server.serving import Done, TakeRun
 from omnistudio.server.timestamps import sentence_time
 
@@ -49,7 +49,8 @@ async def generate(request: Request) -> Response:
     run, done = await _whole_take(request, req, timed=True)
     samples = encode.pcm16(done.pcm)
     report = measure(np.frombuffer(samples, "<i2") / 32768.0, run.link.sample_rate)  # of the samples sent
-    body = bwf.wav_file(samples, _broadcast(req, done), run.link.sample_rate, loudness=LoudnessFields.of(report))
+    body = bwf.wav_file(samples, _broadcast(req, done, link_info(server_state(request))), run.link.sample_rate,
+                        loudness=LoudnessFields.of(report))
     headers = {"X-TTS-Loudness-LUFS": _header(report.integrated_lufs),
                "X-TTS-True-Peak-dB": _header(report.true_peak_dbtp),
                "X-TTS-Crest-Factor-dB": _header(report.crest_factor_db),
@@ -74,16 +75,17 @@ async def generate_shm(request: Request) -> JSONResponse:
     return JSONResponse(body.model_dump(exclude={"sentence_times"} if mode is None else None))
 
 
-def _broadcast(req: wire.GenerateRequest, done: Done) -> bwf.Broadcast:
-    """What the WAV says about itself: a cue marker per sentence, its take's voice, seed and steps."""
-    count = len(done.sentences)
-    user = (("voice", req.voice), ("seed", str(req.seed)), ("num_step", str(req.num_step)),
-            ("guidance", str(req.guidance_scale)), *((("profile", req.profile),) if req.profile else ()),
-            ("loudness_measurement", "dual-mono"))  # one channel, levelled as heard on two loudspeakers
-    title = bwf.label(done.sentences[0].text) if done.sentences else "OmniStudio"
-    return bwf.Broadcast(description=f"{title}: {count} sentences, read by {req.voice}", title=title,
-                         artist=req.voice, project=title, scene=title, reference=f"seed {req.seed}", user=user,
-                         markers=tuple(bwf.Marker(t.start, bwf.label(t.text)) for t in done.sentences))
+def _broadcast(req: wire.GenerateRequest, done: Done, engine: dict[str, object]) -> bwf.Broadcast:
+    """What the WAV says about itself, as `render -o` of the same script says it (take.delivery.describe:
+    a cue marker per sentence, a region per story, the take's and the engine's fields), and how its loudness
+    was measured."""
+    from omnistudio.audio.dsp import SentenceSpan
+    from omnistudio.take.delivery import describe
+
+    spans = [SentenceSpan(k, t.start, t.end, t.index) for k, t in enumerate(done.sentences)]
+    info = describe(done.rows, spans, done.options, engine)
+    return replace(info, user=(*info.user, *((("profile", req.profile),) if req.profile else ()),
+                               ("loudness_measurement", "dual-mono")))  # one channel, as heard on two loudspeakers
 
 
 def _header(value: float) -> str:

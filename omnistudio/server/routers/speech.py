@@ -62,7 +62,7 @@ async def speech(request: Request) -> Response:
         finally:
             if not completed:
                 run.cancel.set()
-                state.metrics.cancelled.inc()
+                state.count_cancel()
             finish(state, run)
 
     if req.stream_format == "sse":
