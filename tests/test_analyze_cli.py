@@ -213,3 +213,21 @@ def test_a_file_is_measured_in_blocks_with_the_figures_of_the_whole(tmp_path: Pa
     for key in ("integrated_lufs", "loudness_range_lu", "true_peak_dbtp", "momentary_max_lufs", "short_term_max_lufs"):
         assert blocks[key] == pytest.approx(whole[key], abs=1e-3), key
     assert blocks["segments"] == whole["segments"] and len(whole["segments"]) == 2
+
+
+def test_a_damaged_mp3_tag_is_one_warning_not_the_decoder_s_own_line(tmp_path: Path,
+                                                                     capfd: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.audio.bwf import Broadcast, Marker
+    from omnistudio.audio.writer import write_audio
+
+    path = tmp_path / "chapters.mp3"
+    tone = (0.1 * np.sin(2 * np.pi * 440 * np.arange(24_000 * 3) / 24_000)).astype(np.float32)
+    write_audio(path, tone, 24_000, Broadcast(title="t", chapters=(Marker(0.0, "A"), Marker(1.0, "B"))))
+    data = bytearray(path.read_bytes())
+    at = data.index(b"CHAP")
+    data[at + 4:at + 8] = bytes([0x7F, 0x7F, 0x7F, 0x7F])  # the chapter frame claims 256 MB
+    path.write_bytes(bytes(data))
+    assert main(["analyze", str(path)]) == 0
+    err = capfd.readouterr().err  # the process's file descriptor 2, where libmpg123 writes
+    assert "libmpg123" not in err and "Whoa" not in err
+    assert err.count("warning:") == 1 and "ID3v2 frame claims to be larger" in err

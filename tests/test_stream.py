@@ -22,6 +22,17 @@ SCRIPT = "One two. Three four.\nFive six. Seven eight."
 STEPS = 4
 
 
+def taken(it: Any) -> Any:
+    """The stream's next chunk, waited for at most HANG_S (a stream that never renders fails here, not at
+    the run's hang guard)."""
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(next(it)), daemon=True)
+    worker.start()
+    worker.join(HANG_S)
+    assert result, "the stream gave no chunk: it renders nothing ahead of its consumer"
+    return result[0]
+
+
 @pytest.fixture(scope="module")
 def voice(tiny_engine: Any, ref_wav: Path) -> Any:
     return tiny_engine.prompt_for(Reference(ref_wav, REF_TEXT))
@@ -58,11 +69,11 @@ def test_renders_one_ahead_of_the_consumer(tiny_engine: Any, voice: Any) -> None
     stream = open_stream(tiny_engine, script, resolve=resolve, num_step=STEPS)
     holder["s"] = stream
     it = iter(stream)
-    first = next(it)
+    first = taken(it)
     assert first.sentence_id == 0
     # while the consumer holds chunk 0, sentence 1 renders ...
     assert started[1].wait(timeout=HANG_S)
-    second = next(it)
+    second = taken(it)
     # ... and sentence 2 only starts once chunk 1 was taken
     assert started[2].wait(timeout=HANG_S)
     rest = list(it)

@@ -27,13 +27,13 @@ from array import array
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pyebur128 as eb
 
-from omnistudio.errors import UserError, first_line
+from omnistudio.errors import UserError, first_line, shown
 
 MONO_MODES = ("dual-mono", "mono")
 READ_BLOCK_S = 10.0  # seconds a file is read in
@@ -227,6 +227,7 @@ class AudioSource:
     channels: int
     frames: int
     blocks: Iterator[np.ndarray]
+    warnings: tuple[str, ...] = ()  # what the decoder said of the file (a damaged tag), one line each
 
 
 @contextmanager
@@ -242,7 +243,8 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
     if path.stat().st_size == 0:
         raise UserError(f"{path} is empty")
     try:
-        handle = sf.SoundFile(str(path))
+        with _decoder_lines() as said:  # libmpg123 prints a damaged ID3 tag to the process's stderr
+            handle = sf.SoundFile(str(path))
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
         from omnistudio.audio.decode import decode_av
 
@@ -255,7 +257,35 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
     with handle:
         step = max(1, int((block_s or READ_BLOCK_S) * handle.samplerate))
         blocks = handle.blocks(step, dtype="float32", always_2d=False)
-        yield _source(path, int(handle.samplerate), int(handle.channels), int(handle.frames), blocks)
+        source = _source(path, int(handle.samplerate), int(handle.channels), int(handle.frames), blocks)
+        yield replace(source, warnings=tuple(f"the decoder says: {first_line_of(line)}" for line in said))
+
+
+@contextmanager
+def _decoder_lines() -> Iterator[list[str]]:
+    """What a C decoder writes to file descriptor 2 during the block (kept, not shown: the caller says it
+    as a warning of its own); the process's stderr is restored after."""
+    import os
+    import sys
+    import tempfile
+
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            lines.extend(line for line in caught.read(4096).decode("utf-8", "replace").splitlines() if line.strip())
+
+
+def first_line_of(text: str) -> str:
+    """A decoder's line without its source location (``[src/libmpg123/id3.c:...] error: Whoa! ...``)."""
+    return shown(text.split("] ", 1)[-1].removeprefix("error: ").removeprefix("Whoa! ").strip())
 
 
 def _source(path: Path, rate: int, channels: int, frames: int, blocks: Iterator[np.ndarray]) -> AudioSource:

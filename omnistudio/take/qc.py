@@ -4,7 +4,7 @@ sentences (sidecar, else cue markers), and the HTML report written beside it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from omnistudio.audio.bwf import ReadBack, read_broadcast
@@ -61,6 +61,8 @@ def check_file(path: Path, rule: LoudnessRule | None = None, mono_as: str | None
         applied = rule.for_file(channels) if mono_as == "mono" else rule
         segments, rows_from = file_segments(path, source.frames / rate, broadcast.markers)
         compliance = check_blocks(source.blocks, rate, channels, applied, segments, mono_as)
+    if source.warnings:
+        broadcast = replace(broadcast, warnings=(*broadcast.warnings, *source.warnings))
     return FileCheck(path, compliance, broadcast, rows_from, made)
 
 
