@@ -205,6 +205,12 @@ def test_vocoder_mode_separates_the_suspects(capsys: pytest.CaptureFixture[str])
     assert all(row["median_ms"] > 0 for row in rows.values())
     assert 0 < rows["bfloat16"]["max_abs_diff"] < 1 and 0 < rows["bfloat16"]["worst_snr_db"] < 200
     assert len(result["frames"]) == 1 and result["frames"][0] > 0
+    from omnistudio.bench.vocoder import BUCKETS
+
+    assert set(result["buckets"]) == {"float32", "bfloat16"}  # every dtype, each length first and repeated
+    for rows in result["buckets"].values():
+        assert [r["frames"] for r in rows] == list(BUCKETS) and all(r["first_ms"] > 0 and r["repeat_ms"] > 0 for r in rows)
+    assert 0 < result["padding"]["changed_tail_ms"] <= 1000 and result["padding"]["max_abs_diff"] > 0
 
 
 def test_studio_mode_reports_each_key_to_first_sound(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,12 @@ the vocoder alone, on the tokens of real diffusion passes, and separates the sus
 - ``cudnn.benchmark`` off (the engine's setting) and on;
 - the same vocoder in fp16 and bf16 (CUDA; bf16 only on a CPU): time, and the samples' distance to
   fp32's (largest difference and signal-to-error ratio in dB), the evidence a lower-precision vocoder
-  would need before it is used.
+  would need before it is used;
+- length buckets (``buckets``): codes padded to a few fixed lengths, each length's first decode in this
+  process against its repeated ones, in every dtype: whether a new length's first use (new convolution
+  shapes, allocator growth) is what costs, the case for decoding at a few captured lengths. And what
+  padding costs in samples (``padding``): the padded decode, cut back, differs from the exact one over the
+  last ``changed_tail_ms`` (the decoder looks ahead), so buckets are measured here, not used.
 
 Each row is the median over the sentences; every figure is measured here, in one run.
 """
@@ -53,12 +58,33 @@ class DecodeRow(TypedDict):
     worst_snr_db: NotRequired[float]
 
 
+class BucketRow(TypedDict):
+    """One padded length in one dtype: its first decode in this process and the median of the repeats."""
+
+    frames: int
+    first_ms: float
+    repeat_ms: float
+
+
+class Padding(TypedDict):
+    """What padding a sentence's codes to a bucket does to its samples (cut back to the sentence)."""
+
+    changed_tail_ms: float
+    max_abs_diff: float
+
+
 class VocoderResult(TypedDict):
     model: str
     device: str
     sentences: int
     frames: list[int]
     rows: dict[str, DecodeRow]
+    buckets: NotRequired[dict[str, list[BucketRow]]]
+    padding: NotRequired[Padding]
+
+
+BUCKETS = (64, 128, 256, 512)  # frames (25 a second): a news sentence is 50-400
+REPEATS = 3
 
 
 def add_flags(parser: argparse.ArgumentParser, modes: Modes) -> None:
@@ -152,9 +178,12 @@ def vocoder_bench(engine: Engine, sentences: int = DEFAULT_SENTENCES, num_step: 
             allocs.setdefault(name, []).append(alloc)
             n = min(len(audio), len(reference))
             errors[name].append((float(np.max(np.abs(audio[:n] - reference[:n]))), snr_db(reference[:n], audio[:n])))
-    say(len(texts), len(texts), "done")
+    say(len(texts), len(texts), "length buckets")
     out: VocoderResult = {"model": engine.loaded.spec.name, "device": device, "sentences": len(texts),
-                          "frames": frames, "rows": {}}
+                          "frames": frames, "rows": {},
+                          "buckets": bucket_rows({"float32": tokenizer, **lowered}, codes, device),
+                          "padding": padding_cost(tokenizer, codes, device)}
+    say(len(texts), len(texts), "done")
     for label, times in rows.items():
         row: DecodeRow = {"median_ms": round(1000 * statistics.median(times), 2),
                                "first_ms": round(1000 * times[0], 2), "worst_ms": round(1000 * max(times), 2),
@@ -165,6 +194,45 @@ def vocoder_bench(engine: Engine, sentences: int = DEFAULT_SENTENCES, num_step: 
             row["worst_snr_db"] = round(min(s for _, s in errors[label]), 2)
         out["rows"][label] = row
     return out
+
+
+def _padded(codes: torch.Tensor, frames: int) -> torch.Tensor:
+    """``codes`` ([1, codebooks, n]) to ``frames``: its last frame repeated, or its first ``frames`` kept."""
+    import torch
+
+    n = int(codes.size(-1))
+    return codes[..., :frames] if n >= frames else torch.cat([codes, codes[..., -1:].repeat(1, 1, frames - n)], -1)
+
+
+def bucket_rows(decoders: dict[str, HiggsAudioV2TokenizerModel], codes: torch.Tensor,
+                device: str) -> dict[str, list[BucketRow]]:
+    """Each bucket length's first decode and its repeats, per dtype (the lengths in a fresh order per dtype,
+    so a first decode is a first for that dtype's weights)."""
+    out: dict[str, list[BucketRow]] = {}
+    for name, decoder in decoders.items():
+        rows: list[BucketRow] = []
+        for frames in BUCKETS:
+            padded = _padded(codes, frames)
+            first = timed_decode(decoder, padded, device)[0]
+            repeats = [timed_decode(decoder, padded, device)[0] for _ in range(REPEATS)]
+            rows.append({"frames": frames, "first_ms": round(1000 * first, 2),
+                         "repeat_ms": round(1000 * statistics.median(repeats), 2)})
+        out[name] = rows
+    return out
+
+
+def padding_cost(decoder: HiggsAudioV2TokenizerModel, codes: torch.Tensor, device: str) -> Padding:
+    """The sentence decoded exactly against padded to the next bucket and cut back: how far from its end the
+    samples differ (the decoder's look-ahead) and by how much."""
+    import numpy as np
+
+    n = int(codes.size(-1))
+    bucket = next((b for b in BUCKETS if b > n), n + BUCKETS[0])
+    exact = timed_decode(decoder, codes, device)[1]
+    padded = timed_decode(decoder, _padded(codes, bucket), device)[1][:exact.size]
+    differ = np.flatnonzero(np.abs(exact - padded) > 1e-6)
+    tail = (exact.size - int(differ[0])) / exact.size * n / 25.0 * 1000 if differ.size else 0.0
+    return {"changed_tail_ms": round(tail, 1), "max_abs_diff": float(np.max(np.abs(exact - padded)))}
 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> VocoderResult:
@@ -180,3 +248,10 @@ def print_result(result: VocoderResult) -> None:
                  if "worst_snr_db" in row else "")
         print(f"  {label:16} median {row['median_ms']:8.2f} ms, first {row['first_ms']:8.2f}, worst "
               f"{row['worst_ms']:8.2f}; device allocs/frees {row['device_allocs']}/{row['device_frees']}{extra}")
+    for name, rows in result.get("buckets", {}).items():
+        print(f"  buckets {name:8} " + "; ".join(f"{r['frames']} frames first {r['first_ms']:.2f} ms, then "
+                                                  f"{r['repeat_ms']:.2f}" for r in rows))
+    if "padding" in result:
+        pad = result["padding"]
+        print(f"  padding to a bucket changes the last {pad['changed_tail_ms']:.0f} ms of a sentence "
+              f"(max |diff| {pad['max_abs_diff']:.3g}): buckets are measured, not used")
