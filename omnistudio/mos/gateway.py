@@ -22,7 +22,8 @@ from omnistudio.mos import wire
 from omnistudio.mos.actions import apply_action
 from omnistudio.mos.network import NcsLink
 from omnistudio.mos.renderer import Key, Rendered, StoryRenderer
-from omnistudio.mos.rundown import Change, MosObject, Rundowns, RunningOrder, Story, running_order_of, story_of
+from omnistudio.mos.rundown import (Change, MosObject, Rundowns, RunningOrder, Story, body_of, running_order_of,
+                                     story_of)
 from omnistudio.mos.wire import Broken, Frame, Message, MosError, TooBig, element, leaf, leaves, text_of
 
 log = logging.getLogger("omnistudio.mos")
@@ -178,8 +179,6 @@ class Gateway:
             return self._ok(ro_id)
         if kind == "roStorySend":
             story = story_of(body)
-            from omnistudio.mos.rundown import body_of
-
             self._apply(self.store.story_send(ro_id, story, body_of(body)))
             return self._ok(ro_id)
         if kind == "roElementAction":

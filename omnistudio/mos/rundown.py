@@ -24,6 +24,7 @@ from typing import Any
 from omnistudio.mos.wire import MosError, all_text, text_of
 
 MAX_STORIES = 5000  # a running order longer than this is refused
+MAX_RUNNING_ORDERS = 100  # running orders kept at once
 MAX_ID_CHARS = 128  # MOS's mosString128
 
 
@@ -172,10 +173,6 @@ def body_of(element: ET.Element) -> tuple[str, ...]:
     if body is None:
         return ()
     return tuple(text for text in (all_text(p) for p in body.iter("p")) if text)
-
-
-MAX_RUNNING_ORDERS = 100
-MAX_STORIES = 5_000  # stories in one running order
 
 
 def _check_story_count(ro_id: str, count: int) -> None:
