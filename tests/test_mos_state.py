@@ -22,12 +22,21 @@ class Renders:
     def submit(self, key: tuple[str, str]) -> None:
         self.submitted.append(key)
 
+    def cancel(self, key: tuple[str, str]) -> None:
+        self.submitted = [k for k in self.submitted if k != key]
+
+    def pending(self) -> list[tuple[str, str]]:
+        return list(self.submitted)
+
+    def close(self) -> None:
+        pass
+
 
 def gateway(tmp_path: Path) -> tuple[Gateway, Renders]:
     renders = Renders()
-    gate = Gateway(MosConfig("omnistudio.mos.test", "ncs.test", delivery=tmp_path / "out"), renders)  # type: ignore[arg-type]
+    gate = Gateway(MosConfig("omnistudio.mos.test", "ncs.test", delivery=tmp_path / "out"), lambda _gate: renders)
     story = Story("S1", slug="Weather", paragraphs=("Rain tomorrow.",))
-    gate.store.put(RunningOrder("RO1", stories=(story, Story("S2", paragraphs=("Sun on Friday.",)))))
+    gate.store.create(RunningOrder("RO1", stories=(story, Story("S2", paragraphs=("Sun on Friday.",)))))
     return gate, renders
 
 

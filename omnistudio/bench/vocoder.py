@@ -155,6 +155,7 @@ def vocoder_bench(engine: Engine, sentences: int = DEFAULT_SENTENCES, num_step: 
     allocs: dict[str, list[tuple[int, int]]] = {}
     errors: dict[str, list[tuple[float, float]]] = {name: [] for name in lowered}
     frames: list[int] = []
+    codes: torch.Tensor | None = None  # the last sentence's
     texts = take(NEWS, sentences)
     for i, text in enumerate(texts):
         say(i, len(texts), f"sentence {i + 1}/{len(texts)}")
@@ -178,11 +179,12 @@ def vocoder_bench(engine: Engine, sentences: int = DEFAULT_SENTENCES, num_step: 
             allocs.setdefault(name, []).append(alloc)
             n = min(len(audio), len(reference))
             errors[name].append((float(np.max(np.abs(audio[:n] - reference[:n]))), snr_db(reference[:n], audio[:n])))
-    say(len(texts), len(texts), "length buckets")
     out: VocoderResult = {"model": engine.loaded.spec.name, "device": device, "sentences": len(texts),
-                          "frames": frames, "rows": {},
-                          "buckets": bucket_rows({"float32": tokenizer, **lowered}, codes, device),
-                          "padding": padding_cost(tokenizer, codes, device)}
+                          "frames": frames, "rows": {}}
+    if codes is not None:  # the last sentence's codes, padded to each bucket
+        say(len(texts), len(texts), "length buckets")
+        out["buckets"] = bucket_rows({"float32": tokenizer, **lowered}, codes, device)
+        out["padding"] = padding_cost(tokenizer, codes, device)
     say(len(texts), len(texts), "done")
     for label, times in rows.items():
         row: DecodeRow = {"median_ms": round(1000 * statistics.median(times), 2),

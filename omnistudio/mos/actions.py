@@ -1,51 +1,43 @@
 """``roElementAction`` (MOS 2.8.5, profile 2): INSERT, REPLACE, MOVE, DELETE and SWAP of stories in a running
 order, or of items in a story, applied to a copy of the running order.
 
-``element_target`` names where (a storyID, and an itemID for items); ``element_source`` holds the
-stories or items to insert or put in place, or the IDs to move, delete or swap. A story's text stays
+The action arrives typed (:class:`~omnistudio.mos.messages.ElementAction`: its target story and item, the
+stories or items to insert or put in place, or the IDs to move, delete or swap). A story's text stays
 with it whatever moves; a story that is replaced keeps its text unless the new one brings its own.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from omnistudio.mos.rundown import Change, Item, RunningOrder, Story, item_of, story_of
-from omnistudio.mos.wire import MosError, text_of
+from omnistudio.mos.rundown import Change, Item, RunningOrder, Story
+from omnistudio.mos.wire import MosError
 
-OPERATIONS = ("INSERT", "REPLACE", "MOVE", "DELETE", "SWAP")
+if TYPE_CHECKING:
+    from omnistudio.mos.messages import ElementAction
+
 Entry = TypeVar("Entry", Story, Item)
 
 
-def apply_action(ro: RunningOrder, element: ET.Element) -> tuple[RunningOrder, Change]:
-    operation = (element.get("operation") or "").upper()
-    if operation not in OPERATIONS:
-        raise MosError(f"roElementAction operation '{element.get('operation')}': use one of {', '.join(OPERATIONS)}")
-    target, source = element.find("element_target"), element.find("element_source")
-    if source is None:
-        raise MosError("roElementAction without element_source")
-    story_id = text_of(target, "storyID") if target is not None else ""
-    item_id = text_of(target, "itemID") if target is not None else ""
-    on_items = item_id != "" or source.find("item") is not None or (source.find("itemID") is not None)
-    if on_items:
+def apply_action(ro: RunningOrder, action: ElementAction) -> tuple[RunningOrder, Change]:
+    """``action`` on a copy of ``ro``: the running order after it, and the stories to render again and those gone."""
+    operation, story_id, item_id = action.operation, action.story_id, action.item_id
+    if action.on_items:
         if not story_id:
             raise MosError("an item action needs element_target/storyID")
         story = ro.story(story_id)
         if story is None:
             raise MosError(f"story {story_id} is not in running order {ro.id}")
-        items = _apply(list(story.items), operation, item_id, [item_of(i) for i in source.findall("item")],
-                       [(i.text or "").strip() for i in source.findall("itemID")], "item", lambda i: i.id)
+        items = _apply(list(story.items), operation, item_id, list(action.items), list(action.ids), "item",
+                       lambda i: i.id)
         new_story = replace(story, items=tuple(items))
         return replace(ro, stories=tuple(new_story if s.id == story_id else s for s in ro.stories)), Change()
-    incoming = [story_of(s) for s in source.findall("story")]
     kept = {s.id: s for s in ro.stories}
     incoming = [replace(s, paragraphs=kept[s.id].paragraphs) if s.id in kept and not s.paragraphs else s
-                for s in incoming]
-    stories = _apply(list(ro.stories), operation, story_id, incoming,
-                     [(i.text or "").strip() for i in source.findall("storyID")], "story", lambda s: s.id)
+                for s in action.stories]
+    stories = _apply(list(ro.stories), operation, story_id, incoming, list(action.ids), "story", lambda s: s.id)
     new = replace(ro, stories=tuple(stories))
     ids = {s.id for s in stories}
     if len(ids) != len(stories):

@@ -14,16 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from omnistudio.mos import wire
-from omnistudio.mos.actions import apply_action
+from omnistudio.mos import messages, wire
 from omnistudio.mos.network import NcsLink
-from omnistudio.mos.renderer import Key, Rendered, StoryRenderer
-from omnistudio.mos.rundown import (Change, MosObject, Rundowns, RunningOrder, Story, body_of, running_order_of,
-                                     story_of)
+from omnistudio.mos.renderer import Key, Rendered
+from omnistudio.mos.rundown import Change, MosObject, Rundowns, RunningOrder, Story
 from omnistudio.mos.wire import Broken, Frame, Message, MosError, TooBig, element, leaf, leaves, text_of
 
 log = logging.getLogger("omnistudio.mos")
@@ -67,15 +66,29 @@ def object_id(ro_id: str, story_id: str) -> str:
     return joined if len(joined) <= MAX_OBJ_ID else "omni-" + hashlib.sha256(joined.encode()).hexdigest()[:40]
 
 
+class Renderer(Protocol):
+    """What the gateway asks of its render queue (:class:`~omnistudio.mos.renderer.StoryRenderer`)."""
+
+    def submit(self, key: Key) -> None: ...
+
+    def cancel(self, key: Key) -> None: ...
+
+    def pending(self) -> list[Key]: ...
+
+    def close(self) -> None: ...
+
+
 class Gateway:
     """The device's state and behaviour; ``handle`` answers one message, ``rendered`` takes a render's report."""
 
-    def __init__(self, config: MosConfig, renderer: StoryRenderer | None = None) -> None:
+    def __init__(self, config: MosConfig, renderer: Callable[[Gateway], Renderer]) -> None:
+        """``renderer(gateway)`` makes the gateway's render queue (:class:`StoryRenderer` on the gateway's
+        ``lookup`` and ``rendered``: ``omnistudio mos``; a stand-in in tests)."""
         self.config = config
         self.store = Rundowns(config.store, config.legacy_store).load()
         self.lower = NcsLink(config.ncs_host, config.ncs_lower, "lower", config.mos_id, config.ncs_id, config.heartbeat_s)
         self.upper = NcsLink(config.ncs_host, config.ncs_upper, "upper", config.mos_id, config.ncs_id, config.heartbeat_s)
-        self.renderer = renderer
+        self.renderer = renderer(self)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.air = "NOT READY"
 
@@ -94,7 +107,7 @@ class Gateway:
                 obj = self.store.objects.get(object_id(ro.id, story.id))
                 done = obj is not None and obj.status == "READY" and obj.fingerprint == story.fingerprint(ro) \
                     and Path(obj.path).is_file()
-                if story.text and not done and self.renderer is not None:
+                if story.text and not done:
                     self.renderer.submit((ro.id, story.id))
                 elif obj is not None and obj.status != "DELETED":
                     self.lower.send(self.mos_obj(obj))
@@ -139,21 +152,46 @@ class Gateway:
         return wire.envelope(self.config.mos_id, self.config.ncs_id, message_id or "0", body)
 
     def _answer(self, frame: Message, port: str) -> ET.Element | None:
-        kind, body = frame.kind, frame.body
-        if kind == "heartbeat":
-            return element("heartbeat", leaf("time", wire.mos_time()))
-        if kind == "reqMachInfo":
-            return self.machine_info()
-        if kind == "mosReqObj":
-            return self.mos_obj(self.find_object(text_of(body, "objID")))
-        if kind == "mosReqAll":
-            objects = [self.mos_obj(o) for o in self.store.objects.values()]
-            self.lower.send(element("mosListAll", *objects))
-            return element("mosAck", leaf("objID", ""), leaf("objRev", 0), leaf("status", "ACK"),
-                           leaf("statusDescription", ""))
-        if kind in ("roAck", "mosAck"):
-            return None  # an answer that came on the wrong socket: nothing to say to it
-        return self._running_order(kind, body)
+        store = self.store
+        match messages.read(frame):
+            case messages.Heartbeat():
+                return element("heartbeat", leaf("time", wire.mos_time()))
+            case messages.MachineInfoRequest():
+                return self.machine_info()
+            case messages.ObjectRequest(obj_id):
+                return self.mos_obj(self.find_object(obj_id))
+            case messages.AllObjectsRequest():
+                self.lower.send(element("mosListAll", *(self.mos_obj(o) for o in store.objects.values())))
+                return element("mosAck", leaf("objID", ""), leaf("objRev", 0), leaf("status", "ACK"),
+                               leaf("statusDescription", ""))
+            case messages.StrayAnswer():
+                return None  # an answer that came on the wrong socket: nothing to say to it
+            case messages.CreateOrder(order):
+                self._apply(store.create(order))
+                return self._ok(order.id)
+            case messages.DeleteOrder(ro_id):
+                self._apply(store.delete(ro_id))
+                return self._ok(ro_id)
+            case messages.SendStory(ro_id, story, paragraphs):
+                self._apply(store.story_send(ro_id, story, paragraphs))
+                return self._ok(ro_id)
+            case messages.ElementAction() as action:
+                self._apply(store.element_action(action))
+                return self._ok(action.ro_id)
+            case messages.ReplaceMetadata(ro_id, slug, voice, lang):
+                self._apply(store.metadata(ro_id, slug, voice, lang))
+                return self._ok(ro_id)
+            case messages.ReadyToAir(ro_id, air):
+                store.ready(ro_id, air)
+                store.save()
+                return self._ok(ro_id)
+            case messages.OrderRequest(ro_id):
+                return self.ro_list(store.get(ro_id))
+            case messages.AllOrdersRequest():
+                return element("roListAll", *(element("ro", leaf("roID", ro.id), leaf("roSlug", ro.slug))
+                                              for ro in store.orders.values()))
+            case messages.ElementStatus(ro_id):
+                return self._ok(ro_id)
 
     def find_object(self, obj_id: str) -> MosObject:
         """An object by its ID, or by the objID of an item the NCS placed for it (with this device's MOS ID)."""
@@ -167,40 +205,6 @@ class Gateway:
                     if found is not None:
                         return found
         raise MosError(f"unknown object {obj_id}")
-
-    def _running_order(self, kind: str, body: ET.Element) -> ET.Element:
-        ro_id = text_of(body, "roID")
-        if kind in ("roCreate", "roReplace"):
-            ro = running_order_of(body)
-            self._apply(self.store.create(ro))
-            return self._ok(ro.id)
-        if kind == "roDelete":
-            self._apply(self.store.delete(ro_id))
-            return self._ok(ro_id)
-        if kind == "roStorySend":
-            story = story_of(body)
-            self._apply(self.store.story_send(ro_id, story, body_of(body)))
-            return self._ok(ro_id)
-        if kind == "roElementAction":
-            new, change = apply_action(self.store.get(ro_id), body)
-            self.store.put(new)
-            self._apply(change)
-            return self._ok(ro_id)
-        if kind == "roMetadataReplace":
-            self._apply(self.store.metadata(body))
-            return self._ok(ro_id)
-        if kind == "roReadyToAir":
-            self.store.ready(ro_id, text_of(body, "roAir"))
-            self.store.save()
-            return self._ok(ro_id)
-        if kind == "roReq":
-            return self.ro_list(self.store.get(ro_id))
-        if kind == "roReqAll":
-            return element("roListAll", *(element("ro", leaf("roID", ro.id), leaf("roSlug", ro.slug))
-                                          for ro in self.store.orders.values()))
-        if kind == "roElementStat":
-            return self._ok(ro_id)
-        raise MosError(f"unsupported message '{kind}' (this device speaks MOS profiles 0, 1, 2 and 4)")
 
     @staticmethod
     def _ok(ro_id: str) -> ET.Element:
@@ -218,13 +222,11 @@ class Gateway:
                 self.store.objects[obj.obj_id] = deleted[-1]
         self.store.save()
         for key in change.gone:
-            if self.renderer is not None:
-                self.renderer.cancel(key)
+            self.renderer.cancel(key)
         for obj in deleted:
             self._publish(obj)
         for key in change.changed:
-            if self.renderer is not None:
-                self.renderer.submit(key)
+            self.renderer.submit(key)
 
     # ------------------------------------------------------------------------------------- renders
     def rendered(self, report: Rendered) -> None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from omnistudio.mos.rundown import RunningOrder, Story
 
@@ -41,7 +41,7 @@ class Rendered:
 
     ro_id: str
     story_id: str
-    status: str
+    status: Literal["rendering", "ready", "error", "cancelled"]
     fingerprint: str = ""
     path: str = ""
     frames: int = 0

@@ -19,9 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from omnistudio.mos.wire import MosError, all_text, text_of
+
+if TYPE_CHECKING:
+    from omnistudio.mos.messages import ElementAction
 
 MAX_STORIES = 5000  # a running order longer than this is refused
 MAX_RUNNING_ORDERS = 100  # running orders kept at once
@@ -76,6 +79,9 @@ class RunningOrder:
         raise MosError(f"story {story_id} is not in running order {self.id}")
 
 
+ObjectStatus = Literal["READY", "NOT READY", "DELETED"]  # MOS's object statuses
+
+
 @dataclass(frozen=True)
 class MosObject:
     """A story's audio as a MOS object (profile 1): what the NCS is told and asks for."""
@@ -84,7 +90,7 @@ class MosObject:
     ro_id: str
     story_id: str
     slug: str = ""
-    status: str = "NOT READY"  # READY, NOT READY, DELETED (MOS's object statuses)
+    status: ObjectStatus = "NOT READY"
     path: str = ""  # the delivered file, once READY
     frames: int = 0
     sample_rate: int = 24_000
@@ -289,20 +295,24 @@ class Rundowns:
         same = old is not None and old.text and old.fingerprint(ro) == merged.fingerprint(self.orders[ro_id])
         return Change() if same else Change(changed=[(ro_id, story.id)])
 
-    def metadata(self, element: ET.Element) -> Change:
+    def metadata(self, ro_id: str, slug: str, voice: str, lang: str) -> Change:
         """roMetadataReplace: the slug, and the voice its metadata names (stories that take it render again)."""
-        ro = self.get(_id(text_of(element, "roID"), "roID"))
-        voice, lang = voice_of(element)
-        new = replace(ro, slug=text_of(element, "roSlug") or ro.slug, voice=voice or ro.voice, lang=lang or ro.lang)
+        ro = self.get(_id(ro_id, "roID"))
+        new = replace(ro, slug=slug or ro.slug, voice=voice or ro.voice, lang=lang or ro.lang)
         self.orders[ro.id] = new
         return Change(changed=[(ro.id, s.id) for s in new.stories if s.text and s.fingerprint(ro) != s.fingerprint(new)])
 
     def ready(self, ro_id: str, air: str) -> None:
         self.orders[ro_id] = replace(self.get(ro_id), air="READY" if air.upper() == "READY" else "NOT READY")
 
-    def put(self, ro: RunningOrder) -> None:
-        """A running order changed elsewhere (``roElementAction``: :mod:`omnistudio.mos.actions`)."""
-        self.orders[ro.id] = ro
+    def element_action(self, action: ElementAction) -> Change:
+        """roElementAction (:mod:`omnistudio.mos.actions`) on the running order it names."""
+        from omnistudio.mos.actions import apply_action
+
+        new, change = apply_action(self.get(action.ro_id), action)
+        _check_story_count(new.id, len(new.stories))
+        self.orders[new.id] = new
+        return change
 
 
 def _row(value: object) -> dict[str, Any]:

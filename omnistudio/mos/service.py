@@ -28,11 +28,11 @@ def run(config: MosConfig, link: EngineLink, options: TakeOptions, captions: Cap
 
 async def _serve(config: MosConfig, link: EngineLink, options: TakeOptions, captions: CaptionOptions | None,
                  ready: Callable[[list[int]], None] | None) -> None:
-    gateway = Gateway(config)
-    gateway.loop = asyncio.get_running_loop()
     config.delivery.mkdir(parents=True, exist_ok=True)
-    renderer = StoryRenderer(link, options, config.delivery, gateway.lookup, gateway.rendered, captions, config.suffix)
-    gateway.renderer = renderer
+    gateway = Gateway(config, lambda gate: StoryRenderer(link, options, config.delivery, gate.lookup, gate.rendered,
+                                                         captions, config.suffix))
+    gateway.loop = asyncio.get_running_loop()
+    renderer = gateway.renderer
     servers = [await listen(config.host, port, name, gateway.handle)
                for name, port in (("lower", config.lower), ("upper", config.upper), ("query", config.query))]
     links = [asyncio.create_task(gateway.lower.run()), asyncio.create_task(gateway.upper.run())]
