@@ -164,7 +164,8 @@ def test_a_restart_tells_the_ncs_again_where_every_object_stands(tmp_path: Path)
 def test_a_change_writes_only_what_it_changed_and_the_store_is_capped(tmp_path: Path) -> None:
     import json
 
-    from omnistudio.mos.rundown import MAX_RUNNING_ORDERS, MAX_STORIES, Rundowns
+    from omnistudio.mos.rundown import MAX_STORIES
+    from omnistudio.mos.store import MAX_RUNNING_ORDERS, Rundowns
     from omnistudio.mos.wire import MosError
 
     store = Rundowns(tmp_path / "state.db").load()

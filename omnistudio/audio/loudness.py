@@ -295,16 +295,30 @@ def _source(path: Path, rate: int, channels: int, frames: int, blocks: Iterator[
 
 
 def _checked(path: Path, rate: int, blocks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
-    """The blocks, each refused (one line naming where) when it holds samples that are not audio."""
+    """The blocks; at the first that holds samples that are not audio (NaN, infinite, beyond +60 dBFS), the
+    rest is counted and the file refused in one line saying how many and where the first is."""
     at = 0
     for block in blocks:
-        bad = ~np.isfinite(block) | (np.abs(block) > MAX_SAMPLE)
-        if bad.any():
+        not_finite, too_loud = _bad_counts(block)
+        if not_finite or too_loud:
+            bad = ~np.isfinite(block) | (np.abs(np.nan_to_num(block)) > MAX_SAMPLE)
             first = at + int(np.argmax(bad.reshape(block.shape[0], -1).any(axis=1)))
-            raise UserError(f"{path} has NaN, infinite or impossible samples (beyond {db(MAX_SAMPLE):.0f} dBFS; the "
-                            f"first at {first / rate:.3f} s): it is damaged and cannot be measured")
+            for rest in blocks:
+                more = _bad_counts(rest)
+                not_finite, too_loud = not_finite + more[0], too_loud + more[1]
+            what = " and ".join(part for part in (
+                f"{not_finite} NaN or infinite" if not_finite else "",
+                f"{too_loud} impossible (beyond {db(MAX_SAMPLE):.0f} dBFS: bytes read as audio)" if too_loud else "")
+                if part)
+            raise UserError(f"{path} has {what} samples (the first at {first / rate:.3f} s): it is damaged and "
+                            "cannot be measured")
         at += block.shape[0]
         yield block
+
+
+def _bad_counts(block: np.ndarray) -> tuple[int, int]:
+    finite = np.isfinite(block)
+    return int((~finite).sum()), int((np.abs(block[finite]) > MAX_SAMPLE).sum())
 
 
 def read_audio(path: Path) -> tuple[np.ndarray, int]:

@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         ref, lang = parse_voice(str(values["voice"]))
         options = replace(options, voice=ref, lang=lang or options.lang)
     captions = caption_options(args)
-    from omnistudio.mos.rundown import Rundowns
+    from omnistudio.mos.store import Rundowns
 
     from omnistudio.mos.wire import MosError
 

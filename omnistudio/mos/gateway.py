@@ -22,7 +22,8 @@ from typing import Any, Protocol
 from omnistudio.mos import messages, wire
 from omnistudio.mos.network import NcsLink
 from omnistudio.mos.renderer import Key, Rendered
-from omnistudio.mos.rundown import Change, MosObject, Rundowns, RunningOrder, Story
+from omnistudio.mos.rundown import Change, MosObject, RunningOrder, Story
+from omnistudio.mos.store import Rundowns
 from omnistudio.mos.wire import Broken, Frame, Message, MosError, TooBig, element, leaf, leaves, text_of
 
 log = logging.getLogger("omnistudio.mos")

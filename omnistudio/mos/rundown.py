@@ -15,19 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 from omnistudio.mos.wire import MosError, all_text, text_of
 
-if TYPE_CHECKING:
-    from omnistudio.mos.messages import ElementAction
-
 MAX_STORIES = 5000  # a running order longer than this is refused
-MAX_RUNNING_ORDERS = 100  # running orders kept at once
 MAX_ID_CHARS = 128  # MOS's mosString128
 
 
@@ -110,7 +103,8 @@ class Change:
 
 
 # ------------------------------------------------------------------------------------------ parsing
-def _id(value: str, what: str) -> str:
+def check_id(value: str, what: str) -> str:
+    """An ID from a message: present, and as long as MOS allows at most."""
     if not value:
         raise MosError(f"{what} is missing")
     if len(value) > MAX_ID_CHARS:
@@ -148,7 +142,7 @@ def slug_voice(slug: str) -> tuple[str, str]:
 
 
 def item_of(element: ET.Element) -> Item:
-    return Item(_id(text_of(element, "itemID"), "itemID"), text_of(element, "objID"), text_of(element, "mosID"),
+    return Item(check_id(text_of(element, "itemID"), "itemID"), text_of(element, "objID"), text_of(element, "mosID"),
                 text_of(element, "itemSlug"))
 
 
@@ -157,7 +151,7 @@ def story_of(element: ET.Element) -> Story:
     voice, lang = voice_of(element)
     if not voice and not lang:
         voice, lang = slug_voice(slug)
-    return Story(_id(text_of(element, "storyID"), "storyID"), slug, text_of(element, "storyNum"),
+    return Story(check_id(text_of(element, "storyID"), "storyID"), slug, text_of(element, "storyNum"),
                  tuple(item_of(i) for i in element.findall("item")), (), voice, lang)
 
 
@@ -170,7 +164,7 @@ def running_order_of(element: ET.Element) -> RunningOrder:
     ids = [s.id for s in parsed]
     if len(set(ids)) != len(ids):
         raise MosError("a running order with the same storyID twice")
-    return RunningOrder(_id(text_of(element, "roID"), "roID"), text_of(element, "roSlug"), parsed, voice, lang)
+    return RunningOrder(check_id(text_of(element, "roID"), "roID"), text_of(element, "roSlug"), parsed, voice, lang)
 
 
 def body_of(element: ET.Element) -> tuple[str, ...]:
@@ -179,149 +173,3 @@ def body_of(element: ET.Element) -> tuple[str, ...]:
     if body is None:
         return ()
     return tuple(text for text in (all_text(p) for p in body.iter("p")) if text)
-
-
-def _check_story_count(ro_id: str, count: int) -> None:
-    if count > MAX_STORIES:
-        raise MosError(f"running order {ro_id} would hold {count:,} stories; this device takes {MAX_STORIES:,} "
-                       "a running order: split it")
-
-
-def check_story_size(story_id: str, text: str) -> None:
-    """The limits every client has (``render``, MCP, the server): 20,000 characters and 64 KB a script."""
-    from omnistudio.checks import MAX_TEXT_CHARS
-    from omnistudio.script import MAX_SCRIPT_BYTES
-
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if len(text) > MAX_TEXT_CHARS or size > MAX_SCRIPT_BYTES:
-        raise MosError(f"story {story_id} is {len(text):,} characters ({size:,} bytes); the limit is "
-                       f"{MAX_TEXT_CHARS:,} characters and {MAX_SCRIPT_BYTES // 1024} KB, as for every script: "
-                       "split it into stories")
-
-
-# ------------------------------------------------------------------------------------------ the store
-class Rundowns:
-    """Every running order the NCS has sent, by ID, and each story's object; ``path``: where they are kept
-    (:class:`~omnistudio.mos.store.StateFile`: SQLite, a row each, a change writes what changed);
-    ``legacy``: a JSON store of an earlier version to take in. At most ``MAX_RUNNING_ORDERS`` running orders
-    of ``MAX_STORIES`` stories each: more is refused with a line saying so."""
-
-    def __init__(self, path: Path, legacy: Path | None = None) -> None:
-        from omnistudio.mos.store import StateFile
-
-        self.path = Path(path)
-        self.state = StateFile(self.path, legacy)
-        self.orders: dict[str, RunningOrder] = {}
-        self.objects: dict[str, MosObject] = {}
-
-    def load(self) -> Rundowns:
-        """The kept running orders (none when there is no file yet); a path that cannot hold the store, or a
-        store that cannot be read, is one line (MosError) before anything is taken."""
-        import os
-
-        if self.path.exists() and not self.path.is_file():
-            raise MosError(f"the state file {self.path} is {'a folder' if self.path.is_dir() else 'not a regular file'}"
-                           ": give --state the path of a file")
-        folder = next((p for p in self.path.absolute().parents if p.exists()), None)
-        if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-            raise MosError(f"the state file {self.path} cannot be written ({folder} is not a writable folder)")
-        orders, objects = self.state.read()
-        try:
-            self.orders = {key: _ro_from(ro) for key, ro in orders.items()}
-            self.objects = {key: MosObject(**obj) for key, obj in objects.items()}
-        except (KeyError, TypeError, ValueError) as exc:
-            raise MosError(f"{self.path} cannot be read ({type(exc).__name__}: {exc}); move it aside "
-                           "to start with no running orders") from None
-        self.state.remember(self.orders, self.objects)
-        return self
-
-    def save(self) -> None:
-        """Write what changed since the last save, in one transaction (MosError naming the file when it fails)."""
-        self.state.write(self.orders, self.objects, _row)
-
-    def close(self) -> None:
-        self.state.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One message's edits: all of them, or (on any error, a failed save included) none."""
-        orders, objects = dict(self.orders), dict(self.objects)
-        try:
-            yield
-        except BaseException:
-            self.orders, self.objects = orders, objects
-            raise
-
-    def get(self, ro_id: str) -> RunningOrder:
-        ro = self.orders.get(ro_id)
-        if ro is None:
-            raise MosError(f"unknown running order {ro_id}")
-        return ro
-
-    # -------------------------------------------------------------------------------- operations
-    def create(self, new: RunningOrder) -> Change:
-        """roCreate and roReplace: the new structure; a story that stays keeps its text (roStorySend)."""
-        old = self.orders.get(new.id)
-        if old is None and len(self.orders) >= MAX_RUNNING_ORDERS:
-            raise MosError(f"this device keeps {MAX_RUNNING_ORDERS} running orders: delete one (roDelete) first")
-        _check_story_count(new.id, len(new.stories))
-        kept = {s.id: s for s in old.stories} if old else {}
-        before = {s.id: s.fingerprint(old) for s in old.stories} if old else {}
-        stories = tuple(replace(s, paragraphs=kept[s.id].paragraphs) if s.id in kept and not s.paragraphs else s
-                        for s in new.stories)
-        ro = replace(new, stories=stories, air=old.air if old else new.air)
-        change = Change(gone=[(ro.id, sid) for sid in kept if ro.story(sid) is None])
-        change.changed = [(ro.id, s.id) for s in stories if s.text and before.get(s.id) != s.fingerprint(ro)]
-        self.orders[ro.id] = ro
-        return change
-
-    def delete(self, ro_id: str) -> Change:
-        ro = self.get(ro_id)
-        del self.orders[ro_id]
-        return Change(gone=[(ro_id, s.id) for s in ro.stories])
-
-    def story_send(self, ro_id: str, story: Story, paragraphs: tuple[str, ...]) -> Change:
-        """roStorySend: a story's text (and its metadata's voice); a story not in the order is added at its end."""
-        ro = self.get(ro_id)
-        if not paragraphs:
-            raise MosError(f"story {story.id} has no text (no <p> in its storyBody)")
-        check_story_size(story.id, "\n".join(paragraphs))
-        old = ro.story(story.id)
-        merged = replace(old or story, paragraphs=paragraphs, voice=story.voice or (old.voice if old else ""),
-                         lang=story.lang or (old.lang if old else ""), slug=story.slug or (old.slug if old else ""))
-        stories = tuple(merged if s.id == story.id else s for s in ro.stories) if old else (*ro.stories, merged)
-        _check_story_count(ro_id, len(stories))
-        self.orders[ro_id] = replace(ro, stories=stories)
-        same = old is not None and old.text and old.fingerprint(ro) == merged.fingerprint(self.orders[ro_id])
-        return Change() if same else Change(changed=[(ro_id, story.id)])
-
-    def metadata(self, ro_id: str, slug: str, voice: str, lang: str) -> Change:
-        """roMetadataReplace: the slug, and the voice its metadata names (stories that take it render again)."""
-        ro = self.get(_id(ro_id, "roID"))
-        new = replace(ro, slug=slug or ro.slug, voice=voice or ro.voice, lang=lang or ro.lang)
-        self.orders[ro.id] = new
-        return Change(changed=[(ro.id, s.id) for s in new.stories if s.text and s.fingerprint(ro) != s.fingerprint(new)])
-
-    def ready(self, ro_id: str, air: str) -> None:
-        self.orders[ro_id] = replace(self.get(ro_id), air="READY" if air.upper() == "READY" else "NOT READY")
-
-    def element_action(self, action: ElementAction) -> Change:
-        """roElementAction (:mod:`omnistudio.mos.actions`) on the running order it names."""
-        from omnistudio.mos.actions import apply_action
-
-        new, change = apply_action(self.get(action.ro_id), action)
-        _check_story_count(new.id, len(new.stories))
-        self.orders[new.id] = new
-        return change
-
-
-def _row(value: object) -> dict[str, Any]:
-    """A running order or an object as the store keeps it (a dict of plain values)."""
-    assert isinstance(value, (RunningOrder, MosObject))  # what Rundowns keeps
-    return asdict(value)
-
-
-def _ro_from(data: dict[str, Any]) -> RunningOrder:
-    stories = tuple(Story(**{**s, "items": tuple(Item(**i) for i in s["items"]), "paragraphs": tuple(s["paragraphs"])})
-                    for s in data["stories"])
-    return RunningOrder(**{**data, "stories": stories})

@@ -1,4 +1,5 @@
-"""Where the MOS gateway keeps its running orders and objects: an SQLite file (``--state``), a row per running
+"""The MOS gateway's running orders and objects: :class:`Rundowns` holds them and makes every edit (one
+transaction a message), :class:`StateFile` keeps them in an SQLite file (``--state``), a row per running
 order and a row per object, so a change writes only what changed, in one transaction (a 5,000-story running
 order's edit does not rewrite twenty others: the write does not grow with the store). A store of an earlier
 version (one JSON document) is read once and converted, atomically.
@@ -15,11 +16,18 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
+from omnistudio.mos.actions import apply_action
+from omnistudio.mos.messages import ElementAction
+from omnistudio.mos.rundown import MAX_STORIES, Change, Item, MosObject, RunningOrder, Story, check_id
 from omnistudio.mos.wire import MosError
+
+MAX_RUNNING_ORDERS = 100  # running orders kept at once
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 TABLES = ("orders", "objects")
@@ -117,3 +125,145 @@ class StateFile:
             self.path = target
         self._saved = {table: {} for table in TABLES}  # the caller remembers the values it builds
         return orders, objects
+
+
+def _check_story_count(ro_id: str, count: int) -> None:
+    if count > MAX_STORIES:
+        raise MosError(f"running order {ro_id} would hold {count:,} stories; this device takes {MAX_STORIES:,} "
+                       "a running order: split it")
+
+
+def check_story_size(story_id: str, text: str) -> None:
+    """The limits every client has (``render``, MCP, the server): 20,000 characters and 64 KB a script."""
+    from omnistudio.checks import MAX_TEXT_CHARS
+    from omnistudio.script import MAX_SCRIPT_BYTES
+
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if len(text) > MAX_TEXT_CHARS or size > MAX_SCRIPT_BYTES:
+        raise MosError(f"story {story_id} is {len(text):,} characters ({size:,} bytes); the limit is "
+                       f"{MAX_TEXT_CHARS:,} characters and {MAX_SCRIPT_BYTES // 1024} KB, as for every script: "
+                       "split it into stories")
+
+
+# ------------------------------------------------------------------------------------------ the store
+class Rundowns:
+    """Every running order the NCS has sent, by ID, and each story's object; ``path``: where they are kept
+    (:class:`~omnistudio.mos.store.StateFile`: SQLite, a row each, a change writes what changed);
+    ``legacy``: a JSON store of an earlier version to take in. At most ``MAX_RUNNING_ORDERS`` running orders
+    of ``MAX_STORIES`` stories each: more is refused with a line saying so."""
+
+    def __init__(self, path: Path, legacy: Path | None = None) -> None:
+        self.path = Path(path)
+        self.state = StateFile(self.path, legacy)
+        self.orders: dict[str, RunningOrder] = {}
+        self.objects: dict[str, MosObject] = {}
+
+    def load(self) -> Rundowns:
+        """The kept running orders (none when there is no file yet); a path that cannot hold the store, or a
+        store that cannot be read, is one line (MosError) before anything is taken."""
+        import os
+
+        if self.path.exists() and not self.path.is_file():
+            raise MosError(f"the state file {self.path} is {'a folder' if self.path.is_dir() else 'not a regular file'}"
+                           ": give --state the path of a file")
+        folder = next((p for p in self.path.absolute().parents if p.exists()), None)
+        if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise MosError(f"the state file {self.path} cannot be written ({folder} is not a writable folder)")
+        orders, objects = self.state.read()
+        try:
+            self.orders = {key: _ro_from(ro) for key, ro in orders.items()}
+            self.objects = {key: MosObject(**obj) for key, obj in objects.items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MosError(f"{self.path} cannot be read ({type(exc).__name__}: {exc}); move it aside "
+                           "to start with no running orders") from None
+        self.state.remember(self.orders, self.objects)
+        return self
+
+    def save(self) -> None:
+        """Write what changed since the last save, in one transaction (MosError naming the file when it fails)."""
+        self.state.write(self.orders, self.objects, _row)
+
+    def close(self) -> None:
+        self.state.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One message's edits: all of them, or (on any error, a failed save included) none."""
+        orders, objects = dict(self.orders), dict(self.objects)
+        try:
+            yield
+        except BaseException:
+            self.orders, self.objects = orders, objects
+            raise
+
+    def get(self, ro_id: str) -> RunningOrder:
+        ro = self.orders.get(ro_id)
+        if ro is None:
+            raise MosError(f"unknown running order {ro_id}")
+        return ro
+
+    # -------------------------------------------------------------------------------- operations
+    def create(self, new: RunningOrder) -> Change:
+        """roCreate and roReplace: the new structure; a story that stays keeps its text (roStorySend)."""
+        old = self.orders.get(new.id)
+        if old is None and len(self.orders) >= MAX_RUNNING_ORDERS:
+            raise MosError(f"this device keeps {MAX_RUNNING_ORDERS} running orders: delete one (roDelete) first")
+        _check_story_count(new.id, len(new.stories))
+        kept = {s.id: s for s in old.stories} if old else {}
+        before = {s.id: s.fingerprint(old) for s in old.stories} if old else {}
+        stories = tuple(replace(s, paragraphs=kept[s.id].paragraphs) if s.id in kept and not s.paragraphs else s
+                        for s in new.stories)
+        ro = replace(new, stories=stories, air=old.air if old else new.air)
+        change = Change(gone=[(ro.id, sid) for sid in kept if ro.story(sid) is None])
+        change.changed = [(ro.id, s.id) for s in stories if s.text and before.get(s.id) != s.fingerprint(ro)]
+        self.orders[ro.id] = ro
+        return change
+
+    def delete(self, ro_id: str) -> Change:
+        ro = self.get(ro_id)
+        del self.orders[ro_id]
+        return Change(gone=[(ro_id, s.id) for s in ro.stories])
+
+    def story_send(self, ro_id: str, story: Story, paragraphs: tuple[str, ...]) -> Change:
+        """roStorySend: a story's text (and its metadata's voice); a story not in the order is added at its end."""
+        ro = self.get(ro_id)
+        if not paragraphs:
+            raise MosError(f"story {story.id} has no text (no <p> in its storyBody)")
+        check_story_size(story.id, "\n".join(paragraphs))
+        old = ro.story(story.id)
+        merged = replace(old or story, paragraphs=paragraphs, voice=story.voice or (old.voice if old else ""),
+                         lang=story.lang or (old.lang if old else ""), slug=story.slug or (old.slug if old else ""))
+        stories = tuple(merged if s.id == story.id else s for s in ro.stories) if old else (*ro.stories, merged)
+        _check_story_count(ro_id, len(stories))
+        self.orders[ro_id] = replace(ro, stories=stories)
+        same = old is not None and old.text and old.fingerprint(ro) == merged.fingerprint(self.orders[ro_id])
+        return Change() if same else Change(changed=[(ro_id, story.id)])
+
+    def metadata(self, ro_id: str, slug: str, voice: str, lang: str) -> Change:
+        """roMetadataReplace: the slug, and the voice its metadata names (stories that take it render again)."""
+        ro = self.get(check_id(ro_id, "roID"))
+        new = replace(ro, slug=slug or ro.slug, voice=voice or ro.voice, lang=lang or ro.lang)
+        self.orders[ro.id] = new
+        return Change(changed=[(ro.id, s.id) for s in new.stories if s.text and s.fingerprint(ro) != s.fingerprint(new)])
+
+    def ready(self, ro_id: str, air: str) -> None:
+        self.orders[ro_id] = replace(self.get(ro_id), air="READY" if air.upper() == "READY" else "NOT READY")
+
+    def element_action(self, action: ElementAction) -> Change:
+        """roElementAction (:mod:`omnistudio.mos.actions`) on the running order it names."""
+        new, change = apply_action(self.get(action.ro_id), action)
+        _check_story_count(new.id, len(new.stories))
+        self.orders[new.id] = new
+        return change
+
+
+def _row(value: object) -> dict[str, Any]:
+    """A running order or an object as the store keeps it (a dict of plain values)."""
+    assert isinstance(value, (RunningOrder, MosObject))  # what Rundowns keeps
+    return asdict(value)
+
+
+def _ro_from(data: dict[str, Any]) -> RunningOrder:
+    stories = tuple(Story(**{**s, "items": tuple(Item(**i) for i in s["items"]), "paragraphs": tuple(s["paragraphs"])})
+                    for s in data["stories"])
+    return RunningOrder(**{**data, "stories": stories})
