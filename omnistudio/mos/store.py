@@ -4,7 +4,7 @@ order and a row per object, so a change writes only what changed, in one transac
 order's edit does not rewrite twenty others: the write does not grow with the store). A store of an earlier
 version (one JSON document) is read once and converted, atomically.
 
-Use (by :class:`~omnistudio.mos.rundown.Rundowns`)::
+Use (by :class:`Rundowns`)::
 
     state = StateFile(path)
     orders, objects = state.read()            # id -> JSON-ready dict, each
