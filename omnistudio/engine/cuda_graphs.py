@@ -53,7 +53,8 @@ class StepPlan(Protocol):
     @property
     def shape(self) -> Hashable: ...
 
-    sampler: Any  # its model's backbone (``sampler.model.llm``) carries the hooks
+    @property
+    def backbone_module(self) -> torch.nn.Module: ...  # the backbone whose pre-hooks run outside the graph
 
     def load_dummy(self) -> None: ...
 
@@ -192,7 +193,7 @@ class StepGraphs:
         """One step: the backbone's forward pre-hooks (Python, outside the graph), then the replay."""
         from omnistudio.engine.step_backbone import call_pre_hooks
 
-        call_pre_hooks(plan.sampler.model.llm, plan.backbone_inputs())
+        call_pre_hooks(plan.backbone_module, plan.backbone_inputs())
         graph.replay()
 
     def prepare(self, plans: Iterable[StepPlan]) -> GraphStatus:

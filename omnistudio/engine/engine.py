@@ -21,6 +21,7 @@ import numpy as np
 
 from omnistudio.engine.model import LoadedModel, Progress, load_model
 from omnistudio.engine.upstream import GenerationKwargs, OmniVoiceModel, Sampler, SeededSampler, VoicePrompt
+from omnistudio.engine.voice_state import VoiceState
 from omnistudio.engine.reference import Reference, check_transcript, read_reference
 from omnistudio.checks import (DEFAULT_NUM_STEP, LANGUAGES, check_language, check_num_step, check_seed,  # noqa: F401
                                check_text)
@@ -111,10 +112,8 @@ class Engine:
         self.sample_rate = loaded.sample_rate
         self.sampler = sampler  # None: OmniVoice's stock loop
         self._lock = threading.RLock()  # one synthesis at a time on the model
-        self._prompt_memo: dict[tuple[str, float, str], VoicePrompt] = {}
         self.compiled: CompileState | None = None  # the persistent compiled backbone, once started
-        # What the voices layer keeps for this engine (its VoiceState: prompts, blends); the core only holds it.
-        self.voice_state: object | None = None
+        self.voice_state = VoiceState()  # its voices: anchor prompts, blends, prompts made from recordings
         self.passes = 0  # diffusion passes run (each holds the lock from its first step to its last)
 
     @property
@@ -175,7 +174,7 @@ class Engine:
     def holds_prompt_for(self, voice: Reference) -> bool:
         """Whether :meth:`prompt_for` has ``voice``'s prompt already (a recording already encoded)."""
         path = Path(voice.audio)
-        return any(k[0] == str(path.resolve()) and k[2] == voice.text.strip() for k in self._prompt_memo)
+        return any(k[0] == str(path.resolve()) and k[2] == voice.text.strip() for k in self.voice_state.recordings)
 
     def prompt_for(self, voice: Reference | VoicePrompt) -> VoicePrompt:
         """A VoiceClonePrompt for ``voice`` (a :class:`Reference` or a prompt already made)."""
@@ -183,10 +182,11 @@ class Engine:
             path = Path(voice.audio)
             transcript = check_transcript(voice.text)
             key = (str(path.resolve()), path.stat().st_mtime if path.exists() else 0.0, transcript)
-            if key not in self._prompt_memo:
+            memo = self.voice_state.recordings
+            if key not in memo:
                 wave, sr = read_reference(path)
-                self._prompt_memo[key] = self.prompt_from_audio(wave, sr, transcript)
-            return self._prompt_memo[key]
+                memo[key] = self.prompt_from_audio(wave, sr, transcript)
+            return memo[key]
         if hasattr(voice, "ref_audio_tokens") and hasattr(voice, "ref_text"):
             return voice
         raise UserError(f"unsupported voice {voice!r}: give a reference recording or a prompt")

@@ -303,9 +303,10 @@ class FastSampler:
             ids.permute(0, 2, 1).index_put_(write_at, values.repeat(copies, 1))
 
     # ------------------------------------------------------------------- scoring
-    def _logits(self, hidden: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor,
-                cb: tuple[int, int]) -> torch.Tensor:
-        """Audio logits (B, C', T, V) for target frames at (rows, pos), codebooks cb[0]:cb[1]."""
+    def logits(self, hidden: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor,
+               cb: tuple[int, int]) -> torch.Tensor:
+        """Audio logits (B, C', T, V) for target frames at (rows, pos), codebooks cb[0]:cb[1] (the step model's
+        head: the static step calls it too)."""
         heads = self.model.audio_heads
         lo, hi = cb
         if self.options.sliced_projection:
@@ -334,8 +335,8 @@ class FastSampler:
         from omnivoice.models.omnivoice import _gumbel_sample
 
         guided = gen_config.guidance_scale != 0
-        c_all = self._logits(hidden, layout.cond_rows, layout.cond_pos, (0, self.num_cb))
-        u_all = (self._logits(hidden, layout.uncond_rows, layout.uncond_pos, (0, self.num_cb))
+        c_all = self.logits(hidden, layout.cond_rows, layout.cond_pos, (0, self.num_cb))
+        u_all = (self.logits(hidden, layout.uncond_rows, layout.uncond_pos, (0, self.num_cb))
                  if guided and layout.uncond_rows is not None and layout.uncond_pos is not None else c_all)
         if self.on_logits is not None:
             self.on_logits(self._step, c_all, u_all if guided else None)
@@ -378,8 +379,8 @@ class FastSampler:
             if rows_u is not None and pos_u_idx is not None:
                 rows_u, pos_u_idx = rows_u[sel], pos_u_idx[sel]
         guided = gen_config.guidance_scale != 0
-        c_logits = self._logits(hidden, rows_c, pos_c, (lo, hi))
-        u_logits = (self._logits(hidden, rows_u, pos_u_idx, (lo, hi))
+        c_logits = self.logits(hidden, rows_c, pos_c, (lo, hi))
+        u_logits = (self.logits(hidden, rows_u, pos_u_idx, (lo, hi))
                     if guided and rows_u is not None and pos_u_idx is not None else None)
         if self.on_logits is not None:
             self.on_logits(self._step, c_logits, u_logits)

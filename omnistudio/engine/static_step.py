@@ -90,7 +90,6 @@ class StepSampler(Protocol):
     generators: Sequence[torch.Generator] | None
     should_cancel: Callable[[], bool] | None
     on_logits: Callable[[int, torch.Tensor, torch.Tensor | None], None] | None
-    _step: int
 
     @property
     def options(self) -> StepOptions: ...
@@ -99,8 +98,8 @@ class StepSampler(Protocol):
 
     def embed_targets(self, tokens: torch.Tensor) -> torch.Tensor: ...
 
-    def _logits(self, hidden: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor,
-                cb: tuple[int, int]) -> torch.Tensor: ...
+    def logits(self, hidden: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor,
+               cb: tuple[int, int]) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -186,6 +185,7 @@ class StepPlan:
         layer_types = set(getattr(model.llm.config, "layer_types", None) or ["full_attention"])
         self.masks = {name: self.bias for name in layer_types}  # the prepared mapping the backbone takes as is
         self.hooks_outside = False  # True while captured: the runner calls the backbone's pre-hooks itself
+        self.observed_step = 0  # the step an observer (``on_logits``) is told of: the runner's count
         self.real_items = 0
 
     # ----------------------------------------------------------------- between sentences
@@ -294,6 +294,11 @@ class StepPlan:
                       (self.shape.class_noise, self.shape.position_noise), self.tokens.device, generators,
                       out=(self.cls_uniform, self.pos_uniform))
 
+    @property
+    def backbone_module(self) -> torch.nn.Module:
+        """The backbone whose forward pre-hooks a captured step calls outside the graph."""
+        return self.sampler.model.llm
+
     def result(self, t_lens: Sequence[int]) -> list[torch.Tensor]:
         """Each item's (C, T_i) tokens, copied out of the plan (its buffers serve the next sentence)."""
         return [self.tokens[i, :, :t].clone() for i, t in enumerate(t_lens)]
@@ -308,12 +313,12 @@ class StepPlan:
         embeds = torch.where(self.is_target & ~first, gathered, self.prefix)
         hidden = self._backbone(embeds)
         full = (0, sampler.num_cb)
-        c_logits = sampler._logits(hidden, self.cond_rows, self.cond_pos, full)
+        c_logits = sampler.logits(hidden, self.cond_rows, self.cond_pos, full)
         u_logits = None
         if self.uncond_rows is not None and self.uncond_pos is not None:
-            u_logits = sampler._logits(hidden, self.uncond_rows, self.uncond_pos, full)
+            u_logits = sampler.logits(hidden, self.uncond_rows, self.uncond_pos, full)
         if sampler.on_logits is not None and not self.hooks_outside:  # an observer (tests); never in a graph
-            sampler.on_logits(sampler._step, c_logits, u_logits)
+            sampler.on_logits(self.observed_step, c_logits, u_logits)
         pred, confidence = score(c_logits, u_logits, self.guidance, sampler.mask_id,
                                  self.class_temperature if self.cls_uniform is not None else None, self.cls_uniform)
         scores = confidence - self.layer_penalty
@@ -418,7 +423,7 @@ class StepRunner:
         for step in steps:
             if sampler.should_cancel is not None and sampler.should_cancel():
                 raise Cancelled("synthesis cancelled")
-            sampler._step = step
+            plan.observed_step = step
             t0 = time.perf_counter()
             plan.draw(t_lens, [sc[step] for sc in schedules], sampler.generators)
             if graph is not None:
