@@ -173,7 +173,7 @@ class StudioApp(App[None]):
                                              self.studio.meter.sample_rate)
 
     # --------------------------------------------------------- pushed events (one message each)
-    def _report(self, event: object) -> None:
+    def _report(self, event: ev.StudioEvent) -> None:
         """The controller's report (any thread): its event posted as the message that carries it."""
         message = msg.message_for(event)
         if message is not None:
@@ -250,7 +250,7 @@ class StudioApp(App[None]):
         if self._telemetry() is None:
             return
         event = message.event
-        loud = event.report.get("integrated_lufs")
+        loud = event.report.integrated_lufs
         self.notify(f"exported {event.path}" + (f" ({loud:.1f} LUFS)" if loud is not None else "")
                     + _captions_note(event.report), timeout=8)
 
@@ -277,13 +277,13 @@ class StudioApp(App[None]):
         self.studio.close()
 
 
-def _captions_note(report: dict[str, Any]) -> str:
+def _captions_note(report: ev.ExportReport) -> str:
     """What an export wrote besides the audio: its caption files and how their words were timed."""
-    files = report.get("captions") or []
+    files = report.captions
     if not files:
         return ""
-    words, estimated = int(report.get("words", 0)), int(report.get("words_estimated", 0))
-    if not report.get("measured"):
+    words, estimated = report.words, report.words_estimated
+    if not report.measured:
         how = "words estimated by syllables"
     elif estimated == 0:
         how = "words measured by Whisper"

@@ -163,8 +163,8 @@ async def _export_with_captions(tiny_engine, voice_roster_file: Path, tmp_path: 
                        what="the export")
         assert recorder.first(ev.Failure) is None, recorder.first(ev.Failure)
         report = recorder.first(ev.Exported)[1].report
-        assert report["captions"] == ["news.srt", "news.vtt"] and report["measured"]
-        assert report["words_estimated"] == 5 and report["words"] == 12
+        assert report.captions == ("news.srt", "news.vtt") and report.measured
+        assert report.words_estimated == 5 and report.words == 12
         # the words were measured sentence by sentence, and the telemetry said so
         assert [e.detail for _t, e in recorder.events if isinstance(e, ev.EngineState) and "caption words" in e.detail] \
             == ["caption words 1/2: measuring", "caption words 2/2: measuring"]

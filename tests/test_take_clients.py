@@ -92,8 +92,8 @@ def test_studio_export_render_and_direct_take_are_bit_identical(tiny_engine: Any
         studio.export(SCRIPT, by_studio)
         wait(lambda: any(isinstance(e, Exported) for e in studio.events), what="export")
         exported = next(e for e in studio.events if isinstance(e, Exported))
-        assert studio.link.calls == calls and exported.report["rendered"] == 0  # what was heard, not re-rendered
-        assert exported.report["reused"] == 4
+        assert studio.link.calls == calls and exported.report.rendered == 0  # what was heard, not re-rendered
+        assert exported.report.reused == 4
     finally:
         studio.close()
     a, sr = sf.read(str(by_render), dtype="float32")

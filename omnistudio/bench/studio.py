@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from omnistudio.app import StudioApp
     from omnistudio.bench.modes import Modes, OpenEngine
     from omnistudio.engine.engine import Engine
+    from omnistudio.studio.events import StudioEvent
     from omnistudio.voices.resolve import VoiceRef
 
     Want = tuple[VoiceRef, str]
@@ -104,7 +105,7 @@ class Driver:
         self.samples: dict[str, list[tuple[float, float, bool]]] = {row: [] for row in ROWS}
         forward = app.studio.report
 
-        def report(event: object) -> None:  # the engine thread's report, stamped before the app gets it
+        def report(event: StudioEvent) -> None:  # the engine thread's report, stamped before the app gets it
             self.events.append((time.perf_counter(), event))
             forward(event)
 

@@ -1,15 +1,15 @@
 """The studio's events as Textual messages: one Message subclass per event the app handles.
 
 The controller (headless, on its engine thread) reports plain event dataclasses
-(:mod:`omnistudio.studio.events`); :func:`message_for` wraps each in its own message, which the app posts
-to itself, so each is handled by its own ``@on`` handler (the way Harlequin's workers report). An event
-the app does not handle has no message and is not posted.
+(:mod:`omnistudio.studio.events`, the ``StudioEvent`` union); :func:`message_for` wraps each in its own
+message with one exhaustive match, which the app posts to itself, so each is handled by its own ``@on``
+handler (the way Harlequin's workers report). An event the app takes from pulled state has no message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import assert_never
 
 from textual.message import Message
 
@@ -66,14 +66,30 @@ class Exported(Message):
     event: ev.Exported
 
 
-MESSAGES: dict[type, Callable[..., Message]] = {  # an event's type -> the message that takes such an event
-    ev.EngineState: EngineStateChanged, ev.EngineReady: EngineReady, ev.VoicesListed: VoicesListed,
-    ev.SentenceRendered: SentenceRendered, ev.PlaybackStarted: PlaybackStarted, ev.Notice: NoticeRaised,
-    ev.Failure: FailureRaised, ev.TakesChanged: TakesChanged, ev.LexiconChanged: LexiconChanged,
-    ev.Exported: Exported}
-
-
-def message_for(event: object) -> Message | None:
-    """The message that carries ``event`` to the app (None: the app handles no such event)."""
-    kind = MESSAGES.get(type(event))
-    return None if kind is None else kind(event)
+def message_for(event: ev.StudioEvent) -> Message | None:
+    """The message that carries ``event`` to the app (None: an event the app takes from pulled state)."""
+    match event:
+        case ev.EngineState():
+            return EngineStateChanged(event)
+        case ev.EngineReady():
+            return EngineReady(event)
+        case ev.VoicesListed():
+            return VoicesListed(event)
+        case ev.SentenceRendered():
+            return SentenceRendered(event)
+        case ev.PlaybackStarted():
+            return PlaybackStarted(event)
+        case ev.Notice():
+            return NoticeRaised(event)
+        case ev.Failure():
+            return FailureRaised(event)
+        case ev.TakesChanged():
+            return TakesChanged(event)
+        case ev.LexiconChanged():
+            return LexiconChanged(event)
+        case ev.Exported():
+            return Exported(event)
+        case ev.PromptsLoaded() | ev.Preparing() | ev.PlaybackFinished() | ev.WordHeard():
+            return None  # the picker's marks, the preparing line, the play state and the heard word: pulled
+        case _:
+            assert_never(event)

@@ -50,6 +50,7 @@ from omnistudio.studio.events import (
     EngineReady,
     EngineState,
     Exported,
+    ExportReport,
     Failure,
     MeterReading,
     Notice,
@@ -59,6 +60,7 @@ from omnistudio.studio.events import (
     PromptsLoaded,
     SentenceRendered,
     Snapshot,
+    StudioEvent,
     VoicesListed,
     WordHeard,
 )
@@ -88,7 +90,7 @@ class Studio:
     """Headless studio: everything the Textual app shows comes from here."""
 
     def __init__(self, config: EngineConfig | None = None, *, engine: Engine | None = None, link: EngineLink | None = None,
-                 settings: StudioSettings | None = None, report: Callable[[object], None] | None = None,
+                 settings: StudioSettings | None = None, report: Callable[[StudioEvent], None] | None = None,
                  audio: str = "auto", virtual_rate: float = 1.0, voice_resolver: VoiceFor | None = None,
                  warm: bool = True, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         if audio not in ("auto", "device", "virtual"):
@@ -97,7 +99,7 @@ class Studio:
         self.engine = engine
         self.link: EngineLink | None = link  # made over ``engine`` once it is loaded (LocalEngine)
         self.settings = (settings or StudioSettings()).validated()
-        self.report: Callable[[object], None] = report or (lambda event: None)
+        self.report: Callable[[StudioEvent], None] = report or (lambda event: None)
         self.audio_mode, self.virtual_rate, self.voice_resolver = audio, virtual_rate, voice_resolver
         self.warm = warm  # load saved prompts and warm up the engine before reporting ready
         self.state = "loading"
@@ -495,8 +497,8 @@ class Studio:
         words = [w for timed in sink.sentences for w in timed.words]
         if self.takes.project is None:  # with a project open its chosen takes play, not this rendering
             self.words.keep(take.sentences, options, sink.sentences)
-        self.report(Exported(path, finished.sidecar_path, {
-            **dict(finished.sidecar.get("loudness", {})), "rendered": result.rendered, "reused": result.reused,
-            "captions": list(finished.sidecar.get("captions", {}).get("files", {}).values()),
-            "words": len(words), "words_estimated": sum(1 for w in words if w.estimated),
-            "measured": hearer is not None}))
+        loudness = finished.sidecar.get("loudness", {}).get("integrated_lufs")
+        self.report(Exported(path, finished.sidecar_path, ExportReport(
+            None if loudness is None else float(loudness), result.rendered, result.reused,
+            tuple(finished.sidecar.get("captions", {}).get("files", {}).values()), len(words),
+            sum(1 for w in words if w.estimated), hearer is not None)))

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from omnistudio.projects.project import Project
     from omnistudio.script import Sentence
     from omnistudio.studio.commands import CommandQueue
+    from omnistudio.studio.events import StudioEvent
     from omnistudio.studio.playback import Schedule
     from omnistudio.studio.settings import StudioSettings
     from omnistudio.studio.take_view import TakeView
@@ -67,7 +68,7 @@ class StudioCore(Protocol):
     @property
     def project(self) -> Project | None: ...  # the open project
 
-    def report(self, event: object) -> None: ...
+    def report(self, event: StudioEvent) -> None: ...
 
     def parse(self, text: str) -> list[Sentence]: ...
 

@@ -70,10 +70,24 @@ class PlaybackFinished:
 
 
 @dataclass(frozen=True)
+class ExportReport:
+    """What an export made: its loudness, how many sentences were rendered or reused from what was heard,
+    its caption files and how their words were timed."""
+
+    integrated_lufs: float | None = None
+    rendered: int = 0
+    reused: int = 0
+    captions: tuple[str, ...] = ()  # the caption files' names
+    words: int = 0
+    words_estimated: int = 0  # of ``words``, timed by syllables (a language the speech model cannot hear)
+    measured: bool = False  # the words were measured by the speech model
+
+
+@dataclass(frozen=True)
 class Exported:
     path: Path
     sidecar: Path | None
-    report: dict[str, object] = field(default_factory=dict)
+    report: ExportReport = field(default_factory=ExportReport)
 
 
 @dataclass(frozen=True)
@@ -154,3 +168,10 @@ class LexiconChanged:
 
     entries: int
     added: str = ""  # what the studio's lexicon key just added, in words ("" for a plain read)
+
+
+# Everything the controller reports (``report(event)``): the app maps each to its message with one exhaustive
+# match (screens/messages.py), so a new event that is not handled there fails mypy, not silently.
+StudioEvent = (EngineState | PromptsLoaded | Preparing | EngineReady | VoicesListed | SentenceRendered
+               | PlaybackStarted | PlaybackFinished | Exported | Notice | Failure | WordHeard | TakesChanged
+               | LexiconChanged)
