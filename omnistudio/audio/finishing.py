@@ -331,8 +331,10 @@ class _Metered:
         self.meter = LoudnessMeter(sample_rate, mono_as=mono_as)
         self.step = int(round(STEP_S * sample_rate))
         self._rest = np.zeros(0)
+        self._report: LoudnessReport | None = None  # the figures, until the next add
 
     def add(self, spool: PcmSpool | None, block: np.ndarray) -> None:
+        self._report = None
         if spool is not None:
             spool.append(block)
         data = np.concatenate([self._rest, np.asarray(block)]) if self._rest.size else np.asarray(block)
@@ -342,10 +344,14 @@ class _Metered:
         self._rest = data[whole:]
 
     def report(self) -> LoudnessReport:
-        if self._rest.size:
-            self.meter.add(self._rest)
-            self._rest = self._rest[:0]
-        return self.meter.report()
+        """The figures of everything added (worked out once: the file's header, the sidecar and the missed
+        target's check all read them)."""
+        if self._report is None:
+            if self._rest.size:
+                self.meter.add(self._rest)
+                self._rest = self._rest[:0]
+            self._report = self.meter.report()
+        return self._report
 
 
 @dataclass(frozen=True)

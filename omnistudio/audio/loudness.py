@@ -299,10 +299,10 @@ def _checked(path: Path, rate: int, blocks: Iterator[np.ndarray]) -> Iterator[np
     rest is counted and the file refused in one line saying how many and where the first is."""
     at = 0
     for block in blocks:
-        not_finite, too_loud = _bad_counts(block)
-        if not_finite or too_loud:
-            bad = ~np.isfinite(block) | (np.abs(np.nan_to_num(block)) > MAX_SAMPLE)
+        bad = ~np.isfinite(block) | (np.abs(block) > MAX_SAMPLE)  # one pass over a good block
+        if bad.any():
             first = at + int(np.argmax(bad.reshape(block.shape[0], -1).any(axis=1)))
+            not_finite, too_loud = _bad_counts(block)
             for rest in blocks:
                 more = _bad_counts(rest)
                 not_finite, too_loud = not_finite + more[0], too_loud + more[1]

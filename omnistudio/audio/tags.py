@@ -156,23 +156,24 @@ def tag_m4a(path: Path, info: Broadcast, loudness: LoudnessFields | None) -> Non
     mp4.save()
 
 
-def read_user_field(path: Path, key: str) -> str | None:
-    """One ``OMNISTUDIO_KEY`` field the tagging above wrote into a FLAC, MP3 or M4A file (None: not there, or
-    not a file mutagen reads)."""
+def read_user_fields(path: Path, *keys: str) -> dict[str, str]:
+    """The ``OMNISTUDIO_KEY`` fields the tagging above wrote into a FLAC, MP3 or M4A file, by key (those it
+    holds; none for a file mutagen does not read), from one reading of its tags."""
     mutagen: ModuleType = import_module("mutagen")
-    name = f"OMNISTUDIO_{key.upper()}"
     try:
         found: Any = mutagen.File(str(path))
     except Exception:  # noqa: BLE001 - a damaged tag block is not this question's to report
-        return None
+        return {}
     tags: Any = getattr(found, "tags", None)
-    if tags is None:
-        return None
-    for candidate in (name, f"TXXX:{name}", f"----:com.omnistudio:{name}"):
-        try:
-            value = tags[candidate]
-        except (KeyError, ValueError, TypeError):
-            continue
-        first = value.text[0] if hasattr(value, "text") else value[0]
-        return first.decode("utf-8", "replace") if isinstance(first, bytes) else str(first)
-    return None
+    out: dict[str, str] = {}
+    for key in keys if tags is not None else ():
+        name = f"OMNISTUDIO_{key.upper()}"
+        for candidate in (name, f"TXXX:{name}", f"----:com.omnistudio:{name}"):
+            try:
+                value = tags[candidate]
+            except (KeyError, ValueError, TypeError):
+                continue
+            first = value.text[0] if hasattr(value, "text") else value[0]
+            out[key] = first.decode("utf-8", "replace") if isinstance(first, bytes) else str(first)
+            break
+    return out

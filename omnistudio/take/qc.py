@@ -46,7 +46,7 @@ def check_file(path: Path, rule: LoudnessRule | None = None, mono_as: str | None
     whose broadcast chunks are damaged). Without ``rule`` or ``mono_as``, what the file records it was made to
     (:func:`recorded`), else EBU R128 and dual-mono; a one-channel file measured as mono is held to the rule's
     mono target."""
-    from omnistudio.audio.loudness import open_audio
+    from omnistudio.audio.loudness import MONO_MODES, open_audio
     from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
     from omnistudio.take.file_sentences import file_segments
 
@@ -57,7 +57,7 @@ def check_file(path: Path, rule: LoudnessRule | None = None, mono_as: str | None
         if rule is None:
             rule = RULES.get(made.profile or "", RULES[DEFAULT_PROFILE])
         if mono_as is None:
-            mono_as = made.measured_as if made.measured_as in ("mono", "dual-mono") else "dual-mono"
+            mono_as = made.measured_as if made.measured_as in MONO_MODES else "dual-mono"
         applied = rule.for_file(channels) if mono_as == "mono" else rule
         segments, rows_from = file_segments(path, source.frames / rate, broadcast.markers)
         compliance = check_blocks(source.blocks, rate, channels, applied, segments, mono_as)
@@ -73,9 +73,10 @@ def recorded(path: Path, broadcast: ReadBack) -> Recorded:
         fields = dict(line.partition("=")[::2] for line in broadcast.ixml.get("USER", "").splitlines())
         return Recorded(fields.get("profile") or None, fields.get("loudness_measurement") or None)
     if path.suffix.lower() in (".flac", ".mp3", ".m4a"):
-        from omnistudio.audio.tags import read_user_field
+        from omnistudio.audio.tags import read_user_fields
 
-        return Recorded(read_user_field(path, "profile"), read_user_field(path, "loudness_measurement"))
+        fields = read_user_fields(path, "profile", "loudness_measurement")
+        return Recorded(fields.get("profile"), fields.get("loudness_measurement"))
     return Recorded()
 
 
