@@ -156,15 +156,22 @@ def story_of(element: ET.Element) -> Story:
 
 
 def running_order_of(element: ET.Element) -> RunningOrder:
+    ro_id = check_id(text_of(element, "roID"), "roID")
     stories = element.findall("story")
-    if len(stories) > MAX_STORIES:
-        raise MosError(f"a running order of {len(stories)} stories; the gateway takes {MAX_STORIES}")
+    check_story_count(ro_id, len(stories))  # before each story is parsed
     voice, lang = voice_of(element)
     parsed = tuple(story_of(s) for s in stories)
     ids = [s.id for s in parsed]
     if len(set(ids)) != len(ids):
         raise MosError("a running order with the same storyID twice")
-    return RunningOrder(check_id(text_of(element, "roID"), "roID"), text_of(element, "roSlug"), parsed, voice, lang)
+    return RunningOrder(ro_id, text_of(element, "roSlug"), parsed, voice, lang)
+
+
+def check_story_count(ro_id: str, count: int) -> None:
+    """A running order holds at most MAX_STORIES stories (one line saying so)."""
+    if count > MAX_STORIES:
+        raise MosError(f"running order {ro_id} would hold {count:,} stories; this device takes {MAX_STORIES:,} "
+                       "a running order: split it")
 
 
 def body_of(element: ET.Element) -> tuple[str, ...]:

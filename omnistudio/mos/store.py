@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from omnistudio.mos.actions import apply_action
 from omnistudio.mos.messages import ElementAction
-from omnistudio.mos.rundown import MAX_STORIES, Change, Item, MosObject, RunningOrder, Story, check_id
+from omnistudio.mos.rundown import Change, Item, MosObject, RunningOrder, Story, check_id, check_story_count
 from omnistudio.mos.wire import MosError
 
 MAX_RUNNING_ORDERS = 100  # running orders kept at once
@@ -127,12 +127,6 @@ class StateFile:
         return orders, objects
 
 
-def _check_story_count(ro_id: str, count: int) -> None:
-    if count > MAX_STORIES:
-        raise MosError(f"running order {ro_id} would hold {count:,} stories; this device takes {MAX_STORIES:,} "
-                       "a running order: split it")
-
-
 def check_story_size(story_id: str, text: str) -> None:
     """The limits every client has (``render``, MCP, the server): 20,000 characters and 64 KB a script."""
     from omnistudio.checks import MAX_TEXT_CHARS
@@ -208,7 +202,7 @@ class Rundowns:
         old = self.orders.get(new.id)
         if old is None and len(self.orders) >= MAX_RUNNING_ORDERS:
             raise MosError(f"this device keeps {MAX_RUNNING_ORDERS} running orders: delete one (roDelete) first")
-        _check_story_count(new.id, len(new.stories))
+        check_story_count(new.id, len(new.stories))
         kept = {s.id: s for s in old.stories} if old else {}
         before = {s.id: s.fingerprint(old) for s in old.stories} if old else {}
         stories = tuple(replace(s, paragraphs=kept[s.id].paragraphs) if s.id in kept and not s.paragraphs else s
@@ -234,7 +228,7 @@ class Rundowns:
         merged = replace(old or story, paragraphs=paragraphs, voice=story.voice or (old.voice if old else ""),
                          lang=story.lang or (old.lang if old else ""), slug=story.slug or (old.slug if old else ""))
         stories = tuple(merged if s.id == story.id else s for s in ro.stories) if old else (*ro.stories, merged)
-        _check_story_count(ro_id, len(stories))
+        check_story_count(ro_id, len(stories))
         self.orders[ro_id] = replace(ro, stories=stories)
         same = old is not None and old.text and old.fingerprint(ro) == merged.fingerprint(self.orders[ro_id])
         return Change() if same else Change(changed=[(ro_id, story.id)])
@@ -252,7 +246,7 @@ class Rundowns:
     def element_action(self, action: ElementAction) -> Change:
         """roElementAction (:mod:`omnistudio.mos.actions`) on the running order it names."""
         new, change = apply_action(self.get(action.ro_id), action)
-        _check_story_count(new.id, len(new.stories))
+        check_story_count(new.id, len(new.stories))
         self.orders[new.id] = new
         return change
 

@@ -494,11 +494,7 @@ class Studio:
         finished = sink.finished
         if finished is None:
             raise UserError(f"the export of {path.name} ended without a file")
-        words = [w for timed in sink.sentences for w in timed.words]
         if self.takes.project is None:  # with a project open its chosen takes play, not this rendering
             self.words.keep(take.sentences, options, sink.sentences)
-        loudness = finished.sidecar.get("loudness", {}).get("integrated_lufs")
-        self.report(Exported(path, finished.sidecar_path, ExportReport(
-            None if loudness is None else float(loudness), result.rendered, result.reused,
-            tuple(finished.sidecar.get("captions", {}).get("files", {}).values()), len(words),
-            sum(1 for w in words if w.estimated), hearer is not None)))
+        self.report(Exported(path, finished.sidecar_path, ExportReport.of(
+            finished.sidecar, result.rendered, result.reused, sink.sentences, hearer is not None)))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from omnistudio.captions.timing import SentenceTiming
 
 ENGINE_STATES = ("loading", "warming", "ready", "rendering", "offline", "error")  # offline: server gone
 
@@ -81,6 +85,16 @@ class ExportReport:
     words: int = 0
     words_estimated: int = 0  # of ``words``, timed by syllables (a language the speech model cannot hear)
     measured: bool = False  # the words were measured by the speech model
+
+    @classmethod
+    def of(cls, sidecar: Mapping[str, Any], rendered: int, reused: int, timed: Sequence[SentenceTiming],
+           measured: bool) -> ExportReport:
+        """From the written file's sidecar, the take's counts and its sentences' timings."""
+        loudness = sidecar.get("loudness", {}).get("integrated_lufs")
+        words = [w for sentence in timed for w in sentence.words]
+        return cls(None if loudness is None else float(loudness), rendered, reused,
+                   tuple(sidecar.get("captions", {}).get("files", {}).values()), len(words),
+                   sum(1 for w in words if w.estimated), measured)
 
 
 @dataclass(frozen=True)
