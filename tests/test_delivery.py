@@ -221,10 +221,10 @@ def test_a_rule_is_checked_and_strict_fails(delivered: dict[str, Path], capsys: 
 
 
 def test_a_file_without_stories_is_chaptered_by_paragraph_and_titled_by_its_first_words() -> None:
-    """describe() on its own: no story in the script, so a chapter at each script line's first sentence,
+    """broadcast_info() on its own: no story in the script, so a chapter at each script line's first sentence,
     titled by that sentence's words; a marker per sentence; the title the first sentence's words."""
     from omnistudio.audio.dsp import SentenceSpan
-    from omnistudio.take.delivery import describe
+    from omnistudio.take.delivery import broadcast_info
     from omnistudio.take.rows import SentenceRow
 
     def row(i: int, line: int, text: str) -> SentenceRow:
@@ -232,7 +232,7 @@ def test_a_file_without_stories_is_chaptered_by_paragraph_and_titled_by_its_firs
 
     rows = [row(0, 1, "Good evening."), row(1, 1, "Rain tonight."), row(2, 2, "In sport, a win.")]
     spans = [SentenceSpan(k, 2.0 * k, 2.0 * k + 1.5, k) for k in range(3)]
-    info = describe(rows, spans, {"seed": 7})
+    info = broadcast_info(rows, spans, {"seed": 7})
     assert [(c.start_s, c.label) for c in info.chapters] == [(0.0, "Good evening."), (4.0, "In sport, a win.")]
     assert [m.label for m in info.markers] == ["Good evening.", "Rain tonight.", "In sport, a win."]
     assert info.title == "Good evening." and info.artist == "ruby"

@@ -18,7 +18,7 @@ import pytest
 import soundfile as sf
 
 from omnistudio.audio.bwf import read_broadcast
-from omnistudio.audio.finishing import FinishingOptions, finish_render
+from omnistudio.audio.finishing import FinishingOptions, Delivery, finish_render
 from omnistudio.audio.profiles import RULES, DeliveryFormat
 from omnistudio.cli import main
 from support.speech import GOOD, GLUE, MINISTER, flite
@@ -55,7 +55,7 @@ def test_every_meter_reads_the_target_the_file_states(key: str, channels: int, c
     rule = RULES[key]
     options = FinishingOptions.for_rule(rule, rule.format(channels=channels))
     out = tmp_path / f"{key}.wav"
-    done = finish_render(chunks, 24_000, out, options)
+    done = finish_render(chunks, Delivery(out, 24_000, options))
     target = rule.for_file(channels).target_lufs
     measured = ffmpeg_meter(out)
     assert measured["integrated"] == pytest.approx(target, abs=0.1)
@@ -109,7 +109,7 @@ def test_playout_file_is_48k_24_bit_with_markers_at_the_new_positions(chunks: li
 
     out = tmp_path / "playout.wav"
     options = FinishingOptions.for_rule(RULES["ebu"])
-    finish_render(chunks, 24_000, out, options)
+    finish_render(chunks, Delivery(out, 24_000, options))
     if shutil.which("mediainfo") is None:
         pytest.fail("mediainfo is not installed: run scripts/system-deps.sh")
     tracks = json.loads(subprocess.run(["mediainfo", "--Output=JSON", str(out)], capture_output=True, text=True,
@@ -127,7 +127,7 @@ def test_playout_file_is_48k_24_bit_with_markers_at_the_new_positions(chunks: li
 def test_sixteen_bits_are_dithered(chunks: list[Any], tmp_path: Path) -> None:
     out = tmp_path / "sixteen.wav"
     options = FinishingOptions.for_rule(RULES["ebu"], RULES["ebu"].format(bits=16), room_tone=False, breaths=False)
-    rows = finish_render(chunks, 24_000, out, options).sidecar["sentences"]
+    rows = finish_render(chunks, Delivery(out, 24_000, options)).sidecar["sentences"]
     data, rate = sf.read(str(out), dtype="int16")
     assert sf.info(str(out)).subtype == "PCM_16" and rate == 48_000
     middle = (rows[0]["end_s"] + rows[1]["start_s"]) / 2  # the pause after the first sentence: silence
@@ -139,11 +139,11 @@ def test_originator_reference_is_unique_per_file(chunks: list[Any], tmp_path: Pa
     refs = []
     for n in range(3):  # a running order's three stories, one seed, one length of description: three references
         out = tmp_path / f"story{n}.wav"
-        finish_render(chunks[n:n + 1], 24_000, out, FinishingOptions())
+        finish_render(chunks[n:n + 1], Delivery(out, 24_000))
         refs.append(read_broadcast(out, 24_000).reference)
     assert len(set(refs)) == 3 and all(USID.match(ref or "") for ref in refs), refs
     again = tmp_path / "again.wav"  # the same take written again: the same file, byte for byte
-    finish_render(chunks[:1], 24_000, again, FinishingOptions())
+    finish_render(chunks[:1], Delivery(again, 24_000))
     assert again.read_bytes() == (tmp_path / "story0.wav").read_bytes()
 
 

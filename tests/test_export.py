@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from omnistudio.audio.export import check_target_lufs, check_true_peak
+from omnistudio.audio.profiles import check_target_lufs, check_true_peak
 from omnistudio.audio.writer import write_audio
-from omnistudio.audio.finishing import FinishingOptions, finish_pcm, finish_render
+from omnistudio.audio.finishing import FinishingOptions, finish_pcm, Delivery, finish_render, SidecarRecord
 from omnistudio.audio.loudness import analyze_file, measure
 from omnistudio.commands.flags.finishing import add_finishing_options, finishing_options
 from omnistudio.errors import UserError
@@ -43,8 +43,8 @@ def speechlike(seconds: float, seed: int = 0, f0: float = 140.0) -> np.ndarray:
 def test_finished_file_reads_back_at_target_under_ceiling(tmp_path: Path, target: float, suffix: str) -> None:
     chunks = [(speechlike(2.0, 1), 0.4, "s1"), (speechlike(1.5, 2, 180.0), 0.2, "s2"), (speechlike(2.5, 3), 0.0, "s3")]
     out = tmp_path / f"news{suffix}"
-    result = finish_render(chunks, SR, out, FinishingOptions(target_lufs=target, true_peak_db=-1.0),
-                           timings={"wall_s": 1.5, "rtf": 0.25})
+    result = finish_render(chunks, Delivery(out, SR, FinishingOptions(target_lufs=target, true_peak_db=-1.0),
+                                             SidecarRecord(timings={"wall_s": 1.5, "rtf": 0.25})))
     report = analyze_file(out)
     assert report.integrated_lufs == pytest.approx(target, abs=0.5)
     assert report.true_peak_dbtp <= -1.0
@@ -62,13 +62,13 @@ def test_finished_file_reads_back_at_target_under_ceiling(tmp_path: Path, target
 
 def test_room_tone_sits_at_minus_52_after_normalisation(tmp_path: Path) -> None:
     out = tmp_path / "a.wav"
-    finish_render([(speechlike(2.0), 1.0), (speechlike(1.0), 0.0)], SR, out, FinishingOptions(breaths=False))
+    finish_render([(speechlike(2.0), 1.0), (speechlike(1.0), 0.0)], Delivery(out, SR, FinishingOptions(breaths=False)))
     pcm, _ = sf.read(out)
     gap = pcm[int(2.1 * SR):int(2.9 * SR)]
     assert 20 * np.log10(np.sqrt(np.mean(gap ** 2))) == pytest.approx(-52.0, abs=1.0)
     out2 = tmp_path / "b.wav"
-    finish_render([(speechlike(2.0), 1.0), (speechlike(1.0), 0.0)], SR, out2,
-                  FinishingOptions(breaths=False, room_tone=False))
+    finish_render([(speechlike(2.0), 1.0), (speechlike(1.0), 0.0)],
+                  Delivery(out2, SR, FinishingOptions(breaths=False, room_tone=False)))
     assert np.max(np.abs(sf.read(out2)[0][int(2.1 * SR):int(2.9 * SR)])) == 0.0
 
 
@@ -117,7 +117,7 @@ def test_presets_and_options_from_argparse() -> None:
 
 def test_unknown_extension(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"unknown output extension '.opus'.*use .wav, .flac, .mp3 or .m4a"):
-        finish_render([(speechlike(1.0), 0.0)], SR, tmp_path / "x.opus")
+        finish_render([(speechlike(1.0), 0.0)], Delivery(tmp_path / "x.opus", SR))
     with pytest.raises(UserError, match="unknown output extension"):
         write_audio(tmp_path / "x.ogg", np.zeros(10, dtype=np.float32), SR)
 

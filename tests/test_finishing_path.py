@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import soundfile as sf
 
-from omnistudio.audio.finishing import FinishingOptions, finish_pcm, finish_render
+from omnistudio.audio.finishing import FinishingOptions, finish_pcm, Delivery, finish_render
 from support.audio import tone
 
 TEXT = "Good evening. Here is the news.\nMarkets rose today."
@@ -21,7 +21,7 @@ STEPS, SEED, TARGET = 3, 11, -20.0
 def test_finish_pcm_is_the_file_finish_render_writes(tmp_path: Path) -> None:
     chunks = [(tone(0.8, 220.0), 0.3, 0), (tone(0.6, 330.0, amp=0.5), 0.0, 1)]
     options = FinishingOptions(target_lufs=-18.0, true_peak_db=-1.0, seed=5)
-    finish_render(chunks, 24_000, tmp_path / "out.wav", options)
+    finish_render(chunks, Delivery(tmp_path / "out.wav", 24_000, options))
     written, rate = sf.read(str(tmp_path / "out.wav"), dtype="float32")
     assert rate == 24_000
     assert np.array_equal(finish_pcm(chunks, 24_000, options), written)

@@ -153,7 +153,7 @@ def test_a_failed_group_leaves_every_file_as_it_was_and_names_the_users_file(
         capsys: pytest.CaptureFixture[str]) -> None:
     """render --captions srt,vtt into an existing group, with out.srt unwritable (immutable, as chattr +i
     makes it: linking or replacing it fails): the new take must not stand beside the old sidecar."""
-    import omnistudio.audio.export as export
+    import omnistudio.commit as export
 
     script = tmp_path / "s.txt"
     script.write_text("Good evening. Here is the news.\n", encoding="utf-8")

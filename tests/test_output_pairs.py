@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from omnistudio.audio.finishing import FinishingOptions, finish_render
+from omnistudio.audio.finishing import FinishingOptions, Delivery, finish_render
 from omnistudio.cli import main
 from omnistudio.errors import UserError
 from support.audio import REF_TEXT
@@ -48,14 +48,14 @@ def test_failed_shm_commit_leaves_the_file_pair(tmp_path: Path, monkeypatch: pyt
     import omnistudio.audio.shm as shm_module
 
     out = tmp_path / "news.wav"
-    finish_render([(_tone(2.0), 0.0)], SR, out)
+    finish_render([(_tone(2.0), 0.0)], Delivery(out, SR))
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     root = tmp_path / "shm"
     root.mkdir()
     (root / "take").mkdir()  # the check again at commit refuses it (os.replace would fail there too)
     monkeypatch.setattr(shm_module, "check_shm_target", lambda name, r=root: Path(r) / name)
     with pytest.raises(UserError, match="is a directory"):
-        finish_render([(_tone(3.0), 0.0)], SR, out, FinishingOptions(shm_name="take"), shm_root=root)
+        finish_render([(_tone(3.0), 0.0)], Delivery(out, SR, FinishingOptions(shm_name="take"), shm_root=root))
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     assert [p.name for p in root.iterdir()] == ["take"]
 
@@ -64,7 +64,7 @@ def test_a_failed_sidecar_write_leaves_the_previous_pair(tmp_path: Path, monkeyp
     import omnistudio.audio.finishing as finishing
 
     out = tmp_path / "news.flac"
-    finish_render([(_tone(2.0), 0.0)], SR, out)
+    finish_render([(_tone(2.0), 0.0)], Delivery(out, SR))
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
     def broken(payload: dict) -> object:
@@ -74,5 +74,5 @@ def test_a_failed_sidecar_write_leaves_the_previous_pair(tmp_path: Path, monkeyp
 
     monkeypatch.setattr(finishing, "json_writer", broken)
     with pytest.raises(UserError):
-        finish_render([(_tone(3.0), 0.0)], SR, out)
+        finish_render([(_tone(3.0), 0.0)], Delivery(out, SR))
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

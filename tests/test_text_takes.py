@@ -110,7 +110,8 @@ def test_say_speaks_what_render_speaks(tmp_path: Path, ref_wav: Path, monkeypatc
 def test_a_batch_renders_a_script_again_after_a_lexicon_change_for_one_of_its_words(tmp_path: Path) -> None:
     """`render --ray --out-dir` resumes: a script is done when its sidecar's source equals this run's; a
     lexicon entry for one of the script's words changes what is said, so the script is not done."""
-    from omnistudio.audio.export import json_writer, sidecar_path
+    from omnistudio.audio.export import sidecar_path
+    from omnistudio.commit import json_writer
     from omnistudio.cluster.batch import RenderSpec, ScriptJob, is_done
     from omnistudio.commands.render_ray import spoken_digest
     from omnistudio.engine.settings import EngineConfig

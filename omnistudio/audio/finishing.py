@@ -4,7 +4,7 @@ sidecar, optionally hand the PCM to /dev/shm.
 Use (the take pipeline's FileSink does this; the CLI flags are in ``commands/flags/finishing.py``)::
 
     chunks = [(pcm, pause_s), ...]      # float32 24 kHz per sentence + the pause after it
-    result = finish_render(chunks, 24000, output, FinishingOptions(...), timings={...})
+    result = finish_render(chunks, Delivery(output, 24000, FinishingOptions(...), SidecarRecord(timings)))
     # result.sidecar (dict, also written as OUTPUT.json next to the file), result.shm_path
 
 Order: sentences are stitched (zero-crossing seams, 8 ms crossfades, breaths in pauses > 280 ms)
@@ -21,20 +21,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import numpy as np
 
-from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, SentenceSpan, Stitcher, chunk_fields
 from omnistudio.audio.bwf import Broadcast, LoudnessFields, Marker
-from omnistudio.audio.export import TARGET_LUFS, TRUE_PEAK_DBTP, check_output_path, json_writer, sidecar_path
-from omnistudio.audio.profiles import DeliveryFormat
-
-if TYPE_CHECKING:
-    from omnistudio.audio.loudness import LoudnessReport
-    from omnistudio.audio.profiles import LoudnessRule
-    from omnistudio.audio.spool import PcmSpool
-    from omnistudio.audio.writer import AudioWriter
+from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, SentenceChunk, SentenceSpan, Stitcher, chunk_fields
+from omnistudio.audio.export import check_output_path, finished_sidecar, sidecar_path
+from omnistudio.audio.loudness import BLOCK_S as STEP_S, LoudnessMeter, LoudnessReport, limit_true_peak
+from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES, TARGET_LUFS, TRUE_PEAK_DBTP, DeliveryFormat, LoudnessRule
+from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
+from omnistudio.audio.spool import PcmSpool
+from omnistudio.audio.writer import AudioWriter
+from omnistudio.commit import destination, json_writer, staged
+from omnistudio.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,6 @@ class FinishingOptions:
     def rule(self) -> LoudnessRule:
         """The rule a delivery is checked against: the profile's tolerance, with this target and ceiling
         (``--target-lufs``/``--true-peak`` override a profile's figures); no profile: EBU R128's tolerance."""
-        from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
-
         base = RULES[self.profile or DEFAULT_PROFILE]
         base = base.for_file(self.delivery.channels) if self.profile else base
         if (base.target_lufs, base.true_peak_dbtp) == (self.target_lufs, self.true_peak_db):
@@ -118,7 +116,10 @@ def numbered_markers(spans: Sequence[SentenceSpan]) -> Broadcast:
                      markers=tuple(Marker(s.start_s, f"Sentence {s.index + 1}") for s in spans))
 
 
-Extras = Callable[[Sequence[SentenceSpan]], ExtraOutputs]
+class Extras(Protocol):
+    """What a take writes with its file once its sentences' spans are known (:class:`ExtraOutputs`)."""
+
+    def __call__(self, spans: Sequence[SentenceSpan]) -> ExtraOutputs: ...
 
 
 PAUSE_IN_LINE_S = 0.15  # between sentences of one line (OmniVoice already pads 0.1 s each side)
@@ -146,87 +147,94 @@ def live_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
     return Stitcher(sample_rate, room_tone=options.room_tone, breaths=options.breaths, seed=options.seed)
 
 
-def finish_render(chunks: Iterable[Any], sample_rate: int, output: Path, options: FinishingOptions = FinishingOptions(),
-                  timings: Mapping[str, object] | None = None, shm_root: Path | None = None,
-                  engine: Mapping[str, object] | None = None, source: Mapping[str, object] | None = None,
-                  take: Mapping[str, object] | None = None, extra: Extras | None = None) -> FinishedRender:
-    """Finish rendered sentences and write them.
+@dataclass(frozen=True)
+class SidecarRecord:
+    """What the sidecar keeps of how a take was made, stored as is: ``timings`` (wall_s, rtf, per-sentence
+    times), ``engine`` (model, device, backbone dtype, sampler, torch threads, quantisation), ``take`` (base
+    seed, steps, guidance, speed, batch, language, default voice) and ``source`` (what the audio was made
+    from: script hash, voice, model, seed...; None: not recorded)."""
 
-    ``chunks``: ``(pcm, pause_s)`` or ``(pcm, pause_s, sentence_id)`` tuples, or objects with
-    ``.pcm`` / ``.pause_s`` (/ ``.sentence_id``); pcm is mono float32 at ``sample_rate``. It may be
-    a lazy iterable (e.g. a :class:`~omnistudio.audio.spool.ChunkSpool`): each chunk is used once.
-    ``timings``: render timings to store in the sidecar (e.g. wall_s, rtf, per-sentence times).
-    Writes ``output`` (.wav/.flac), ``output.json`` and, with ``options.shm_name``, /dev/shm/NAME:
-    all are staged first, then committed together, all or nothing. An ``output`` that is a FIFO, a
-    device or ``-`` (standard output) gets the audio alone: no sidecar, no extras.
+    timings: Mapping[str, object] = field(default_factory=dict)
+    engine: Mapping[str, object] | None = None
+    take: Mapping[str, object] | None = None
+    source: Mapping[str, object] | None = None
 
-    Memory stays flat: the stitched speech goes to an anonymous temp file beside ``output`` while
+
+@dataclass(frozen=True)
+class Delivery:
+    """Everything a finished file is besides its sentences: where it goes (``output``), the chunks' rate, how
+    it is finished (``options``: loudness, room tone, format, /dev/shm name), what its sidecar records, and
+    ``extras``: what the take writes with it once its sentences' spans are known (captions, words, what the
+    file says about itself; None: markers named by number). ``shm_root``: the /dev/shm folder (tests)."""
+
+    output: Path
+    sample_rate: int
+    options: FinishingOptions = FinishingOptions()
+    record: SidecarRecord = SidecarRecord()
+    extras: Extras | None = None
+    shm_root: Path | None = None
+
+
+def finish_render(chunks: Iterable[SentenceChunk], delivery: Delivery) -> FinishedRender:
+    """Finish rendered sentences and write them as ``delivery`` says.
+
+    ``chunks``: each sentence's mono float32 samples at ``delivery.sample_rate`` and the pause after it
+    (:data:`~omnistudio.audio.dsp.SentenceChunk`). It may be a lazy iterable (e.g. a
+    :class:`~omnistudio.audio.spool.ChunkSpool`): each chunk is used once.
+    Writes the output (.wav/.flac/.mp3/.m4a), ``output.json`` and, with ``options.shm_name``, /dev/shm/NAME:
+    all are staged first, then committed together, all or nothing (:func:`omnistudio.commit.staged`). An
+    output that is a FIFO, a device or ``-`` (standard output) gets the audio alone: no sidecar, no extras.
+
+    Memory stays flat: the stitched speech goes to an anonymous temp file beside the output while
     its loudness is measured; gain, limiter, room tone and ceiling are then applied block by block
     in passes over that file, and the result is written in blocks. ``FinishedRender.pcm`` is None.
-    ``engine``: what rendered it (model, device, backbone dtype, sampler, torch threads, quantisation).
-    ``take``: the take's options (base seed, steps, guidance, speed, batch, language, default voice).
-    ``source``: what the audio was made from (script hash, voice, model, seed...), stored as is.
-    ``extra(spans)``: what else to write once the sentences' spans are known (:class:`ExtraOutputs`:
-    the captions, what the file says about itself); its files are staged after the audio and renamed with
-    it, before the sidecar. The loudness the writing pass measures goes into the file (``bext`` v2, tags).
+    The extras' files are staged after the audio and renamed with it, before the sidecar. The loudness
+    the writing pass measures goes into the file (``bext`` v2, tags).
     """
-    from omnistudio.audio.writer import AudioWriter
-
-    from omnistudio.audio.export import commit, destination, discard, finished_sidecar, stage
-    from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
-
-    output = Path(output)
+    output, options, record = Path(delivery.output), delivery.options, delivery.record
     suffix = check_output_path(output)
     stream = destination(output).stream  # a FIFO, a device, standard output: the audio alone
-    root = shm_root or SHM_DIR
+    root = delivery.shm_root or SHM_DIR
     if options.shm_name:
         check_shm_target(options.shm_name, root)
     t0 = time.perf_counter()
     rate = options.delivery.sample_rate
-    with _stitched(chunks, sample_rate, options, output.parent if str(output.parent) else None) as (speech, stitcher, plan):
+    spool_dir = output.parent if str(output.parent) else None
+    with _stitched(chunks, delivery.sample_rate, options, spool_dir) as (speech, stitcher, plan), staged() as files:
         final = _Metered(rate, options.mono_as)
-        staged: list[tuple[Path, Path]] = []
-        try:
-            if options.shm_name:
-                shm_tmp, shm_path = shm_writer(options.shm_name, speech.frames, rate, root,
-                                               lambda fh: _write_pass(speech, plan, rate, options, None, fh))
-                staged.append((shm_tmp, shm_path))
+        shm_path = None
+        if options.shm_name:
+            shm_tmp, shm_path = shm_writer(options.shm_name, speech.frames, rate, root,
+                                           lambda fh: _write_pass(speech, plan, rate, options, None, fh))
+            files.take(shm_tmp, shm_path)
+        more = delivery.extras(list(stitcher.spans)) if delivery.extras is not None and not stream else ExtraOutputs()
+        info = _measured(more.broadcast or numbered_markers(stitcher.spans), options)
 
-            more = extra(list(stitcher.spans)) if extra is not None and not stream else ExtraOutputs()
-            info = _measured(more.broadcast or numbered_markers(stitcher.spans), options)
+        def write(tmp: Path) -> None:
+            with AudioWriter(tmp, rate, suffix, info, options.delivery, seed=options.seed) as writer:
+                _write_pass(speech, plan, rate, options, writer, None, final)
+                writer.loudness = LoudnessFields.of(final.report())
 
-            def write(tmp: Path) -> None:
-                with AudioWriter(tmp, rate, suffix, info, options.delivery, seed=options.seed) as writer:
-                    _write_pass(speech, plan, rate, options, writer, None, final)
-                    writer.loudness = LoudnessFields.of(final.report())
-
-            staged.append((stage(output, write, suffix), output))
-            audio_bytes = staged[-1][0].stat().st_size
-            for path, writer in more.files:
-                staged.append((stage(path, writer, path.suffix), path))
-            settings = {**asdict(options), "gain_db": plan.gain_db, "limited": plan.limited,
-                        "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None,
-                        "measured_as": options.measured_as}
-            rows = [{**s.as_dict(), **(more.sentences[i] if i < len(more.sentences) else {})}
-                    for i, s in enumerate(stitcher.spans)]
-            missed = missed_target(final.report().integrated_lufs, options, plan)
-            measured = {**final.report().as_dict(), "channels": options.delivery.channels,
-                        "channel_mode": options.measured_as, "bits": options.delivery.bits}
-            sidecar = finished_sidecar(output, rate, speech.frames, measured, sentences=rows,
-                                       timings={**(timings or {}), "finishing_s": time.perf_counter() - t0},
-                                       settings=settings, audio_bytes=audio_bytes,
-                                       engine=engine, source=source, take=take)
-            sidecar.update(more.sidecar)
-            if missed is not None:
-                sidecar["target_missed"] = missed
-            if not stream:
-                staged.append((stage(sidecar_path(output), json_writer(sidecar), ".json"), sidecar_path(output)))
-        except BaseException:
-            discard(staged)
-            raise
-        commit(staged)
-    shm = staged[0][1] if options.shm_name else None
-    return FinishedRender(output, sidecar_path(output), sidecar, None, rate, shm, missed)
+        audio_bytes = files.add(output, write, suffix).stat().st_size
+        for path, writer in more.files:
+            files.add(path, writer, path.suffix)
+        settings = {**asdict(options), "gain_db": plan.gain_db, "limited": plan.limited,
+                    "room_tone_dbfs": ROOM_TONE_DB if options.room_tone else None, "measured_as": options.measured_as}
+        rows = [{**s.as_dict(), **(more.sentences[i] if i < len(more.sentences) else {})}
+                for i, s in enumerate(stitcher.spans)]
+        missed = missed_target(final.report().integrated_lufs, options, plan)
+        measured = {**final.report().as_dict(), "channels": options.delivery.channels,
+                    "channel_mode": options.measured_as, "bits": options.delivery.bits}
+        sidecar = finished_sidecar(output, rate, speech.frames, measured, sentences=rows,
+                                   timings={**record.timings, "finishing_s": time.perf_counter() - t0},
+                                   settings=settings, audio_bytes=audio_bytes,
+                                   engine=record.engine, source=record.source, take=record.take)
+        sidecar.update(more.sidecar)
+        if missed is not None:
+            sidecar["target_missed"] = missed
+        if not stream:
+            files.add(sidecar_path(output), json_writer(sidecar), ".json")
+    return FinishedRender(output, sidecar_path(output), sidecar, None, rate, shm_path, missed)
 
 
 MISSED_LU = 0.2  # a delivery further than this from the target it was asked for says so
@@ -250,7 +258,7 @@ def _measured(info: Broadcast, options: FinishingOptions) -> Broadcast:
     return replace(info, user=(*info.user, *fields, ("loudness_measurement", options.measured_as)))
 
 
-def finish_pcm(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()) -> np.ndarray:
+def finish_pcm(chunks: Iterable[SentenceChunk], sample_rate: int, options: FinishingOptions = FinishingOptions()) -> np.ndarray:
     """The samples :func:`finish_render` writes for the same chunks and options, in memory (the
     server's ``target_lufs``): one finishing path, so a request and ``render -o`` give the same audio."""
     with finished_blocks(chunks, sample_rate, options) as (pieces, _spans):
@@ -259,7 +267,7 @@ def finish_pcm(chunks: Iterable[Any], sample_rate: int, options: FinishingOption
 
 
 @contextmanager
-def finished_blocks(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()
+def finished_blocks(chunks: Iterable[SentenceChunk], sample_rate: int, options: FinishingOptions = FinishingOptions()
                     ) -> Iterator[tuple[Iterator[np.ndarray], list[SentenceSpan]]]:
     """The samples :func:`finish_render` writes for the same chunks and options, block by block (flat
     memory), and where each sentence lands in them: what the studio's waveform of a take is drawn from.
@@ -269,7 +277,7 @@ def finished_blocks(chunks: Iterable[Any], sample_rate: int, options: FinishingO
         yield _toned_blocks(speech, sample_rate, at_rate, plan), list(stitcher.spans)
 
 
-def sentence_spans(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions = FinishingOptions()
+def sentence_spans(chunks: Iterable[SentenceChunk], sample_rate: int, options: FinishingOptions = FinishingOptions()
                    ) -> list[SentenceSpan]:
     """Where each sentence of ``chunks`` lands in the file :func:`finish_render` writes from them
     (the same stitcher; loudness, room tone and breaths move no sentence), without writing it."""
@@ -290,12 +298,10 @@ def file_stitcher(sample_rate: int, options: FinishingOptions) -> Stitcher:
 
 
 @contextmanager
-def _stitched(chunks: Iterable[Any], sample_rate: int, options: FinishingOptions,
+def _stitched(chunks: Iterable[SentenceChunk], sample_rate: int, options: FinishingOptions,
               spool_dir: Path | None) -> Iterator[tuple[PcmSpool, Stitcher, _Plan]]:
     """Stitch the chunks without room tone, converted to the delivery's rate, into a disk spool, measure it
     (after the conversion, as the file will be read), and plan the finishing."""
-    from omnistudio.audio.spool import PcmSpool
-
     stitcher = file_stitcher(sample_rate, options)
     rate = options.delivery.sample_rate
     convert = _converter(sample_rate, rate)
@@ -326,8 +332,6 @@ class _Metered:
     """A loudness meter fed in exact 100 ms steps (EBU-mode maxima), whatever the block sizes."""
 
     def __init__(self, sample_rate: int, mono_as: str = "dual-mono") -> None:
-        from omnistudio.audio.loudness import BLOCK_S as STEP_S, LoudnessMeter
-
         self.meter = LoudnessMeter(sample_rate, mono_as=mono_as)
         self.step = int(round(STEP_S * sample_rate))
         self._rest = np.zeros(0)
@@ -367,8 +371,6 @@ class _Plan:
 
 
 def _block(sample_rate: int) -> int:
-    from omnistudio.audio.loudness import BLOCK_S as STEP_S
-
     return int(round(STEP_S * sample_rate)) * int(round(BLOCK_S / STEP_S))
 
 
@@ -376,8 +378,6 @@ def _normalised_blocks(speech: PcmSpool, sample_rate: int, gain_db: float,
                        limit_db: float | None) -> Iterator[np.ndarray]:
     """Gain (and the look-ahead limiter, computed with enough context on each side of a block to
     match the whole-signal limiter), block by block, float64."""
-    from omnistudio.audio.export import limit_true_peak
-
     size, gain = _block(sample_rate), 10 ** (gain_db / 20)
     context = 4 * max(1, int(5.0 * sample_rate / 1000)) + 256
     for start in range(0, speech.frames, size):
@@ -400,8 +400,6 @@ def _ceiling_scale(true_peak_db: float, ceiling_db: float) -> float:
 def _plan(speech: PcmSpool, report: LoudnessReport, sample_rate: int, options: FinishingOptions) -> _Plan:
     """The normalisation of ``normalise`` (gain to target, limiter, re-gain up to 4 times), measured
     in passes over the spooled speech; then the ceilings before and after the room tone."""
-    from omnistudio.errors import UserError
-
     if not math.isfinite(report.integrated_lufs):
         raise UserError("the audio is silent (below the -70 LUFS gate): nothing to normalise")
     target, ceiling = options.target_lufs, options.true_peak_db

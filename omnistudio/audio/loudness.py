@@ -1,8 +1,8 @@
 """ITU-R BS.1770-4 / EBU R128 loudness: momentary, short-term, integrated, LRA, peaks, crest factor.
 
 The filters, gating and true-peak interpolation are libebur128's (through ``pyebur128``), which
-passes the EBU Tech 3341/3342 cases; this module adds block-by-block use, peak/crest bookkeeping
-and a whole-file analysis.
+passes the EBU Tech 3341/3342 cases; this module adds block-by-block use, peak/crest bookkeeping,
+a whole-file analysis and the look-ahead true-peak limiter (:func:`limit_true_peak`).
 
 Mono: measured as **dual-mono** by default. Our voices are mono, and broadcast plays a mono
 signal on both loudspeakers of a stereo pair; BS.1770 counts each loudspeaker, so a mono signal
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pyebur128 as eb
+from numpy.typing import NDArray
 
 from omnistudio.errors import UserError, first_line, shown
 
@@ -333,3 +334,20 @@ def analyze_file(path: Path, mono_as: str = "dual-mono") -> LoudnessReport:
     """Every loudness figure of an audio file."""
     data, rate = read_audio(path)
     return measure(data, rate, mono_as)
+
+
+def limit_true_peak(pcm: np.ndarray, sample_rate: int, ceiling_db: float, window_ms: float = 5.0) -> np.ndarray:
+    """Look-ahead peak limiter on the 4x-oversampled envelope: the gain is a smoothed running
+    minimum of ceiling/peak, never above what any sample within the window needs (the finishing's
+    limiter, and the monitor's)."""
+    from scipy.ndimage import minimum_filter1d  # here: scipy's modules take ~0.3 s to import, and only a
+    from scipy.signal import resample_poly  # take that reaches its ceiling needs them
+
+    x = np.asarray(pcm, dtype=np.float64)
+    env: NDArray[np.float64] = np.abs(resample_poly(x, 4, 1)).reshape(-1, 4).max(axis=1)
+    need = np.minimum(1.0, 10 ** (ceiling_db / 20) / np.maximum(env, 1e-12))
+    half = max(1, int(window_ms * sample_rate / 1000))
+    gain: NDArray[np.float64] = minimum_filter1d(need, size=2 * half + 1, mode="nearest")
+    weights = np.hanning(2 * half + 3)[1:-1]
+    gain = np.convolve(np.pad(gain, half, mode="edge"), weights / weights.sum(), mode="valid")
+    return x * np.minimum(gain, need)

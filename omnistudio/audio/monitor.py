@@ -52,7 +52,7 @@ class MonitorLevel:
             return pcm
         scaled = np.asarray(pcm, dtype=np.float64) * 10 ** (self.gain_db / 20)
         if float(np.max(np.abs(scaled))) > 10 ** ((self.ceiling_db - 0.5) / 20):  # near the ceiling: its limiter
-            from omnistudio.audio.export import limit_true_peak
+            from omnistudio.audio.loudness import limit_true_peak
 
             scaled = limit_true_peak(scaled, self.sample_rate, self.ceiling_db - 0.05)
         return scaled.astype(np.float32)

@@ -17,7 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from omnistudio.checks import FloatLike, check_number
 from omnistudio.errors import UserError
+
+TARGET_LUFS = -23.0  # EBU R128
+TRUE_PEAK_DBTP = -1.0
 
 
 CHANNEL_COUNTS = (1, 2)
@@ -117,3 +121,20 @@ def check_profile(value: object) -> LoudnessRule:
     if key not in RULES:
         raise UserError(f"unknown loudness profile '{value}': use one of {', '.join(RULES)}")
     return RULES[key]
+
+
+PRESETS = {key: rule.target_lufs for key, rule in RULES.items()}  # a profile's name as a target (--target-lufs ebu)
+
+
+def check_target_lufs(value: FloatLike) -> float:
+    """A target loudness in LUFS: a number in -70..0 or a preset name (ebu, podcast, streaming)."""
+    if isinstance(value, str) and value.strip().lower() in PRESETS:
+        return PRESETS[value.strip().lower()]
+    return check_number(value, -70.0, 0.0, f"target loudness {value!r} is not a number (LUFS, e.g. -23, -16, "
+                        f"-14, or one of {', '.join(PRESETS)})", f"target loudness {value} LUFS is outside -70..0")
+
+
+def check_true_peak(value: FloatLike) -> float:
+    """A true-peak ceiling in dBTP: a number in -20..0."""
+    return check_number(value, -20.0, 0.0, f"true-peak ceiling {value!r} is not a number (dBTP, e.g. -1)",
+                        f"true-peak ceiling {value} dBTP is outside -20..0")

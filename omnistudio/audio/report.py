@@ -117,6 +117,6 @@ def report_html(result: Compliance, name: str, note: str = "") -> str:
 
 
 def html_writer(result: Compliance, name: str, note: str = "") -> Callable[[Path], object]:
-    """``write(tmp)`` for :func:`~omnistudio.audio.export.stage` (the page made now, written then)."""
+    """``write(tmp)`` for :func:`~omnistudio.commit.stage` (the page made now, written then)."""
     text = report_html(result, name, note)
     return lambda tmp: Path(tmp).write_text(text, encoding="utf-8")

@@ -39,7 +39,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from omnistudio.audio.export import commit, stage
+from omnistudio.commit import commit, stage
 from omnistudio.errors import UserError
 
 SHM_DIR = Path("/dev/shm")
@@ -103,7 +103,7 @@ def check_replaceable(name: str, path: Path) -> None:
 def shm_writer(name: str, frames: int, sample_rate: int, root: Path, write_pcm: Callable[[BinaryIO], None],
                channels: int = 1) -> tuple[Path, Path]:
     """Stage a handoff file of ``frames`` float32 frames: the header, then ``write_pcm(fh)`` writes
-    the samples in blocks. Returns ``(temp path, final path)`` for ``export.commit``."""
+    the samples in blocks. Returns ``(temp path, final path)`` for ``commit.commit``."""
     path = check_shm_target(name, root)
     header = HEADER.pack(MAGIC, VERSION, channels, int(sample_rate), DTYPE_FLOAT32, 0, frames, HEADER.size)
 

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import numpy as np
 
 from omnistudio.audio.bwf import Broadcast, LoudnessFields, cue_chunks, usid, wav_header
-from omnistudio.audio.export import FORMATS, atomic_write_bytes, check_output_path
+from omnistudio.audio.export import check_output_path, FORMATS
+from omnistudio.commit import atomic_write_bytes
 from omnistudio.audio.profiles import DeliveryFormat
 from omnistudio.errors import UserError
 

@@ -219,7 +219,7 @@ def render_batch(ray: ModuleType, spec: RenderSpec, jobs: list[ScriptJob], worke
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
-    from omnistudio.take.delivery import Delivery
+    from omnistudio.take.delivery import Slate
     from omnistudio.take.sinks import FileSink
 
     report = report or BatchReport()
@@ -259,7 +259,7 @@ def render_batch(ray: ModuleType, spec: RenderSpec, jobs: list[ScriptJob], worke
                     assert result is not None  # a script that did not fail sends its result
                     note_threads(result, local_threads)
                     sink = FileSink(job.output, source=spec.source(job.sha256, job.spoken_sha256),  # as `render -o`
-                                    captions=captions, hearer=hearer, delivery=Delivery(title=job.script.stem))
+                                    captions=captions, hearer=hearer, slate=Slate(title=job.script.stem))
                     # the result names its engine; the captions' spoken forms are the front-end's own
                     assert audio.finishing is not None  # sent with the result
                     sink.write(result, audio.finishing)

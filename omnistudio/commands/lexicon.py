@@ -190,7 +190,8 @@ def import_pls(args: argparse.Namespace) -> int:
 
 
 def export_pls(args: argparse.Namespace) -> int:
-    from omnistudio.audio.export import check_not_input, check_writable_path, destination
+    from omnistudio.audio.export import check_not_input, check_writable_path
+    from omnistudio.commit import destination
     from omnistudio.commands.flags.lexicon import lexicon_file
     from omnistudio.text.lexicon_files import load_lexicon
     from omnistudio.text.pls import entries_for, write_pls

@@ -206,10 +206,10 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
         link = open_link(args, progress=update)  # the model here, or the server's (--server)
     take = build_take(link, script, options)
     sinks: list[Sink] = []
-    from omnistudio.take.delivery import Delivery
+    from omnistudio.take.delivery import Slate
 
-    named = Delivery(title=args.script.stem if str(args.script) != "-" else "")
-    files = FileSink(args.output, captions=captions, hearer=hearer, delivery=named) if args.output is not None else None
+    named = Slate(title=args.script.stem if str(args.script) != "-" else "")
+    files = FileSink(args.output, captions=captions, hearer=hearer, slate=named) if args.output is not None else None
     if player is not None:
         sinks.append(PlayerSink(player, drain=True))
     if files is not None:

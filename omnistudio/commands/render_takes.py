@@ -122,7 +122,7 @@ def run(args: argparse.Namespace, text: str, script: Script, options: TakeOption
     import json
     import time
 
-    from omnistudio.audio.export import write_json
+    from omnistudio.commit import write_json
     from omnistudio.commands.flags.captions import caption_hearer, caption_options
     from omnistudio.console import err_console
     from omnistudio.projects.chosen import keep_words, write_chosen

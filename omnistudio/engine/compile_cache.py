@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from omnistudio.audio.export import atomic_write_bytes
+from omnistudio.commit import atomic_write_bytes
 
 if TYPE_CHECKING:
     from omnistudio.engine.model import LoadedModel

@@ -124,7 +124,7 @@ class StoryRenderer:
 
     def _render(self, key: Key) -> None:
         from omnistudio.errors import Cancelled, UserError
-        from omnistudio.take.delivery import Delivery
+        from omnistudio.take.delivery import Slate
         from omnistudio.take.pipeline import build_take
         from omnistudio.take.sinks import FileSink
         from omnistudio.voices.resolve import parse_voice
@@ -146,7 +146,7 @@ class StoryRenderer:
             path = delivery_path(self.folder, *key, self.suffix)
             path.parent.mkdir(parents=True, exist_ok=True)
             sink = FileSink(path, captions=self.captions,
-                            delivery=Delivery(project=ro.slug or ro.id, title=story.slug or story.id,
+                            slate=Slate(project=ro.slug or ro.id, title=story.slug or story.id,
                                               take=f"{ro.id}/{story.id}"))
             started = time.perf_counter()
             take = build_take(self.link, story.text, options, self.cache, base_seed=options.seed)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import UserError
-from omnistudio.take.delivery import Delivery
+from omnistudio.take.delivery import Slate
 from omnistudio.take.link import EngineLink, LinkInfo, Rendered, VoiceList, WholeGroupLink
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
@@ -103,15 +103,15 @@ def chosen_take(project: Project, planned: list[PlannedSentence], options: TakeO
     return Take(link, use_chosen(project, planned, options, link, cache), options, cache, base_seed=options.seed)
 
 
-def project_delivery(project: Project | None) -> Delivery:
+def project_slate(project: Project | None) -> Slate:
     """What a file of ``project``'s takes is called (its project and title: the project's name) and what
     rendered them (the engine its chosen takes recorded, when they all name one; else none is named)."""
     if project is None:
-        return Delivery()
+        return Slate()
     name = project.path.name.removesuffix(project.path.suffix)
     engines = [line.chosen_take.engine for line in project.lines if line.chosen_take is not None]
     common = engines[0] if engines and all(e == engines[0] for e in engines) else None
-    return Delivery(project=name, title=name, engine=dict(common or {}))
+    return Slate(project=name, title=name, engine=dict(common or {}))
 
 
 def write_chosen(project: Project, planned: list[PlannedSentence], options: TakeOptions,
@@ -122,7 +122,7 @@ def write_chosen(project: Project, planned: list[PlannedSentence], options: Take
     (their words: :func:`keep_words`)."""
     from omnistudio.take.sinks import FileSink
 
-    sink = FileSink(output, captions=captions, hearer=hearer, delivery=project_delivery(project))
+    sink = FileSink(output, captions=captions, hearer=hearer, slate=project_slate(project))
     chosen_take(project, planned, options).run([sink])
     if sink.finished is None:
         raise UserError(f"the render of {output} ended without a file")

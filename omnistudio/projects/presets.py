@@ -69,7 +69,7 @@ def save_preset(folder: Path, name: str, blend: Blend, anchors: Collection[str] 
 
 def write_presets(folder: Path, presets: Mapping[str, Blend]) -> None:
     """Write the project ``folder``'s presets file (atomically)."""
-    from omnistudio.audio.export import write_json
+    from omnistudio.commit import write_json
 
     write_json(Path(folder) / FILE, {"presets": _as_json(presets)})
 

@@ -32,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from omnistudio.audio.export import PROJECT_SUFFIX, atomic_write_bytes, project_holding  # noqa: F401 (re-exported)
+from omnistudio.audio.export import project_holding, PROJECT_SUFFIX  # noqa: F401 (re-exported)
+
+from omnistudio.commit import atomic_write_bytes
 from omnistudio.errors import UserError
 from omnistudio.locks import exclusive
 from omnistudio.projects.line import ID_CHARS, TAKES, Line, StoredTake, text_hash

@@ -256,7 +256,7 @@ class MainScreen(StudioScreen):
     def action_save(self) -> None:
         def done(value: str | None) -> None:
             if value:
-                from omnistudio.audio.export import atomic_write_bytes
+                from omnistudio.commit import atomic_write_bytes
 
                 path, text = Path(value).expanduser(), self.editor.text
                 self._try(atomic_write_bytes, path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -40,7 +40,7 @@ def check_format(value: str) -> str:
 def check_target(value: float | None) -> float | None:
     if value is None:
         return None
-    from omnistudio.audio.export import check_target_lufs
+    from omnistudio.audio.profiles import check_target_lufs
 
     return check_target_lufs(value)
 

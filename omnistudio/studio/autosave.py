@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from omnistudio.audio.export import atomic_write_bytes
+from omnistudio.commit import atomic_write_bytes
 from omnistudio.config import locations
 
 log = logging.getLogger(__name__)

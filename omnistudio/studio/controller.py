@@ -487,7 +487,7 @@ class Studio:
             take = build_take(self.loaded_link(), sentences, options, self.cache, base_seed=base)
             take = self.takes.with_chosen(take)
             measuring = None if hearer is None else MeasuringHearer(hearer, len(take.sentences), self.set_state)
-            sink = FileSink(path, captions=captions, hearer=measuring, delivery=self.takes.delivery())
+            sink = FileSink(path, captions=captions, hearer=measuring, slate=self.takes.slate())
             result = take.run([sink], progress=self.preparing, on_chunk=self.on_rendered)
         finally:
             self.set_state("ready")

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from omnistudio.audio.export import write_json
+from omnistudio.commit import write_json
 from omnistudio.audio.profiles import RULES, LoudnessRule, check_profile
 from omnistudio.config import locations
 from omnistudio.checks import check_num_step, check_seed

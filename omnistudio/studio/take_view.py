@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from omnistudio.audio.export import TRUE_PEAK_DBTP
+from omnistudio.audio.profiles import TRUE_PEAK_DBTP
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.errors import UserError
 from omnistudio.take.result import TakeResult

@@ -23,7 +23,7 @@ from omnistudio.projects.presets import read_presets, with_preset, write_presets
 from omnistudio.projects.project import MANIFEST, Project, open_or_create
 from omnistudio.projects.retake import pipeline_synth, regenerate
 from omnistudio.script import Blend
-from omnistudio.take.delivery import Delivery
+from omnistudio.take.delivery import Slate
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeResult, build_take
 from omnistudio.voices.resolve import VoiceRef
@@ -160,11 +160,11 @@ class ProjectTakes:
             self.project.save()
         write_presets(self.project.path, presets)
 
-    def delivery(self) -> Delivery:
+    def slate(self) -> Slate:
         """What an export is called: the open project's name (none open: the take's own words)."""
-        from omnistudio.projects.chosen import project_delivery
+        from omnistudio.projects.chosen import project_slate
 
-        return project_delivery(self.project)
+        return project_slate(self.project)
 
     def with_chosen(self, take: Take) -> Take:
         """The same take, playing the chosen takes where the project has them."""

@@ -18,12 +18,14 @@ from omnistudio.audio.dsp import SentenceSpan
 from omnistudio.audio.finishing import ExtraOutputs
 from omnistudio.captions.formats import CaptionOptions, caption_texts
 from omnistudio.captions.timing import SentenceTiming, WordTime
+from omnistudio.commit import Writer, staged
+from omnistudio.take.delivery import Slate, broadcast_info
+from omnistudio.take.result import TakeResult
 from omnistudio.take.rows import Written, matched
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.align import Hearer
 from omnistudio.voices.words import with_words
 
-Writer = Callable[[Path], object]
 
 
 def caption_paths(audio: Path, formats: Sequence[str], folder: Path | None = None) -> dict[str, Path]:
@@ -111,43 +113,38 @@ def caption_record(options: CaptionOptions, paths: Mapping[str, Path]) -> dict[s
 
 class FileExtras:
     """What a take's file sink writes besides the audio once the spans are known (call it with them): each
-    sentence's ``words`` in the sidecar (measured by ``hearer`` where it can, else estimated) and, with
-    ``captions``, the caption files beside ``output``. ``chunks``: the take's rendered sentences
-    (``chunks[k][0]``: the k-th one's samples). Once called, ``sentences`` holds the timed sentences the
-    sidecar's words and the captions were made from (what the studio keeps for its highlight)."""
+    sentence's ``words`` in the sidecar (measured by ``hearer`` where it can, else estimated), with
+    ``captions`` the caption files beside ``output``, and what the file says about itself (markers, story
+    regions, chapters, iXML: :func:`~omnistudio.take.delivery.broadcast_info`, named by ``slate``; ``engine``:
+    what rendered the take). Once called, ``sentences`` holds the timed sentences the sidecar's words and the
+    captions were made from (what the studio keeps for its highlight)."""
 
-    def __init__(self, rows: Sequence[Written], chunks: Any, sample_rate: int, output: Path,
-                 captions: CaptionOptions | None = None, hearer: Hearer | None = None,
-                 lexicon: Lexicon | None = None) -> None:
-        self.rows, self.chunks, self.sample_rate, self.output = rows, chunks, sample_rate, output
-        self.captions, self.hearer, self.lexicon = captions, hearer, lexicon
+    def __init__(self, take: TakeResult, output: Path, captions: CaptionOptions | None = None,
+                 hearer: Hearer | None = None, lexicon: Lexicon | None = None, slate: Slate = Slate(),
+                 engine: Mapping[str, object] | None = None) -> None:
+        self.take, self.output, self.captions, self.hearer, self.lexicon = take, output, captions, hearer, lexicon
+        self.slate, self.engine = slate, engine
         self.sentences: list[SentenceTiming] = []
 
     def __call__(self, spans: Sequence[SentenceSpan]) -> ExtraOutputs:
-        chunks = self.chunks
+        chunks = self.take.chunks
         self.sentences = sentences = timed_sentences(
-            spans, self.rows, lambda k: np.asarray(chunks[k][0], dtype=np.float32), self.sample_rate, self.hearer,
-            self.lexicon)
+            spans, self.take.sentences, lambda k: np.asarray(chunks[k][0], dtype=np.float32), self.take.sample_rate,
+            self.hearer, self.lexicon)
         words: list[dict[str, object]] = [{"words": [w.as_dict() for w in s.words]} for s in sentences]
+        info = broadcast_info(self.take.sentences, spans, self.take.options, self.engine, self.slate)
         if self.captions is None:
-            return ExtraOutputs(words)
+            return ExtraOutputs(words, broadcast=info)
         paths = caption_paths(self.output, self.captions.formats)
         return ExtraOutputs(words, caption_writers(sentences, self.captions, paths),
-                            {"captions": caption_record(self.captions, paths)})
+                            {"captions": caption_record(self.captions, paths)}, info)
 
 
 def write_captions(sentences: Sequence[SentenceTiming], options: CaptionOptions,
                    paths: Mapping[str, Path]) -> list[Path]:
     """Write the caption files of audio that exists: every file staged first, then all renamed
     together (a failure leaves none of them changed)."""
-    from omnistudio.audio.export import commit, discard, stage
-
-    staged: list[tuple[Path, Path]] = []
-    try:
+    with staged() as files:
         for path, write in caption_writers(sentences, options, paths):
-            staged.append((stage(path, write, path.suffix), path))
-    except BaseException:
-        discard(staged)
-        raise
-    commit(staged)
-    return [path for _tmp, path in staged]
+            files.add(path, write, path.suffix)
+    return [path for _tmp, path in files.files]

@@ -5,8 +5,8 @@ take's sentences, where they landed, its options and what rendered it.
   ``# Weather`` or ``[story Weather]``) from its first sentence's start to its last one's end;
 - chapters at story starts, else at paragraph (script line) starts, titled by the story or the
   paragraph's first words;
-- iXML's project (``Delivery.project``: a project's name, else the title), scene (the story when the
-  file holds one, else the title), take (``Delivery.take``, else the base seed) and the reproducibility
+- iXML's project (``Slate.project``: a project's name, else the title), scene (the story when the
+  file holds one, else the title), take (``Slate.take``, else the base seed) and the reproducibility
   fields (voice, seed, steps, guidance, model, device, dtype, sampler, threads...).
 
 The title is the client's (``render``: the script's name), else the first story's, else the first words.
@@ -28,9 +28,10 @@ TAKE_FIELDS = ("voice", "lang", "seed", "num_step", "guidance", "speed", "batch"
 
 
 @dataclass(frozen=True)
-class Delivery:
-    """Names a client knows and the take does not: the project, the take's id and the file's title; and,
-    for a file of stored takes, what rendered them (``engine``: their record; ``{}``: name none)."""
+class Slate:
+    """What a clapperboard says, the names a client knows and the take does not: the project, the take's id
+    and the file's title; and, for a file of stored takes, what rendered them (``engine``: their record;
+    ``{}``: name none)."""
 
     project: str = ""
     take: str = ""
@@ -38,9 +39,9 @@ class Delivery:
     engine: Mapping[str, object] | None = None  # None: the link's record
 
 
-def describe(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
-             take: Mapping[str, object] | None = None, engine: Mapping[str, object] | None = None,
-             delivery: Delivery = Delivery()) -> Broadcast:
+def broadcast_info(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
+                   take: Mapping[str, object] | None = None, engine: Mapping[str, object] | None = None,
+                   slate: Slate = Slate()) -> Broadcast:
     """The Broadcast of a take's file (see the module's docstring); ``rows``: the take's sentence rows,
     matched to ``spans`` by sentence id."""
     placed = list(zip(spans, matched(rows, [span.sentence_id for span in spans])))
@@ -52,9 +53,9 @@ def describe(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
     chapters = ([Marker(first.start_s, str(name) if name else label(text))
                  for name, first, _last, text in stories] if named
                 else [Marker(first.start_s, label(text)) for _line, first, _l, text in _runs(placed, lambda row: row.line)])
-    engine = delivery.engine if delivery.engine is not None else engine
+    engine = slate.engine if slate.engine is not None else engine
     take, engine = dict(take or {}), dict(engine or {})
-    title = delivery.title or (str(named[0][0]) if named else label(_text(placed[0][1])) if placed else "OmniStudio")
+    title = slate.title or (str(named[0][0]) if named else label(_text(placed[0][1])) if placed else "OmniStudio")
     voices = list(dict.fromkeys(str((row.speaker if row is not None else None) or take.get("voice") or "")
                                 for _s, row in placed))
     voices = [v for v in voices if v]
@@ -63,8 +64,8 @@ def describe(rows: Sequence[SentenceRow], spans: Sequence[SentenceSpan],
     user += [(key, str(engine[key])) for key in ENGINE_FIELDS if engine.get(key) is not None]
     scene = str(named[0][0]) if len(named) == 1 else title
     description = f"{title}: {len(spans)} sentences" + (f", read by {', '.join(voices)}" if voices else "")
-    return Broadcast(description=description, reference=delivery.take or f"seed {take.get('seed', '')}".strip(),
-                     title=title, artist=", ".join(voices), project=delivery.project or title, scene=scene,
+    return Broadcast(description=description, reference=slate.take or f"seed {take.get('seed', '')}".strip(),
+                     title=title, artist=", ".join(voices), project=slate.project or title, scene=scene,
                      note=f"{len(spans)} sentences, {len(regions)} stories", user=tuple(user),
                      markers=tuple(markers + regions), chapters=tuple(chapters))
 

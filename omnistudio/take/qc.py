@@ -87,7 +87,7 @@ def report_path(audio: Path) -> Path:
 
 def write_report(check: FileCheck, target: Path) -> Path:
     """The HTML report of ``check``, written atomically to ``target``."""
-    from omnistudio.audio.export import atomic_write_bytes
+    from omnistudio.commit import atomic_write_bytes
     from omnistudio.audio.report import html_writer
 
     note = f"Rows from {check.rows_from}. Made by OmniStudio's analyze (pyebur128: libebur128's meter)."

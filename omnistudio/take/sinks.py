@@ -9,15 +9,14 @@ writes nothing). The server's network stream is one more sink.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from omnistudio.take.delivery import Delivery
+from omnistudio.take.delivery import Slate
 from omnistudio.take.link import EngineLink, link_record
 from omnistudio.take.result import TakeResult
 from omnistudio.take.stream import Chunk
@@ -25,7 +24,6 @@ from omnistudio.take.stream import Chunk
 if TYPE_CHECKING:
     from omnistudio.audio.monitor import MonitorLevel
     from omnistudio.take.options import TakeOptions
-    from omnistudio.audio.dsp import SentenceSpan
     from omnistudio.audio.finishing import FinishedRender, FinishingOptions
     from omnistudio.audio.player import Player
     from omnistudio.captions.formats import CaptionOptions
@@ -127,12 +125,12 @@ class FileSink(Sink):
     with ``captions``, the caption files (``NAME.srt``, ``NAME.vtt``) are written with the audio, all
     staged then renamed together; ``hearer`` (a speech model) measures the words where it can hear
     them, else they are estimated. The file says what it holds (a marker per sentence, a region per story,
-    chapters, loudness, iXML: :mod:`omnistudio.take.delivery`; ``delivery`` names its project, take and
+    chapters, loudness, iXML: :mod:`omnistudio.take.delivery`; ``slate`` names its project, take and
     title). Nothing is written if the take fails."""
 
     def __init__(self, path: Path, extra: dict[str, object] | None = None, shm_root: Path | None = None,
                  source: dict[str, object] | None = None, captions: CaptionOptions | None = None,
-                 hearer: Hearer | None = None, delivery: Delivery | None = None) -> None:
+                 hearer: Hearer | None = None, slate: Slate | None = None) -> None:
         from omnistudio.audio.export import check_output_path
         from omnistudio.take.captions import caption_paths, check_caption_paths
 
@@ -145,7 +143,7 @@ class FileSink(Sink):
         self.extra = dict(extra or {})
         self.shm_root = shm_root
         self.source = source  # what the take was made from, kept in the sidecar (batch renders resume by it)
-        self.delivery = delivery or Delivery()
+        self.slate = slate or Slate()
         self.finished: FinishedRender | None = None  # once written
         self.sentences: list[SentenceTiming] = []  # once written: where each sentence is, its words
         self._take: TakeView | None = None
@@ -164,23 +162,16 @@ class FileSink(Sink):
         """Write ``result`` finished with ``finishing`` (``end`` does, for the take it began with; a Ray batch
         does, for a take rendered in another process). ``engine``: what rendered it where the result names
         nothing; ``lexicon``: the one its spoken forms were made with (None: the front-end's own)."""
-        from omnistudio.audio.finishing import ExtraOutputs, finish_render
+        from omnistudio.audio.finishing import Delivery, SidecarRecord, finish_render
         from omnistudio.take.captions import FileExtras
-        from omnistudio.take.delivery import describe
 
-        timings = {**result.timings(), **self.extra}
-        record = result.engine if result.engine is not None else engine
-        captions = FileExtras(result.sentences, result.chunks, result.sample_rate, self.path, self.captions,
-                              self.hearer, lexicon)
-
-        def extra(spans: Sequence[SentenceSpan]) -> ExtraOutputs:
-            info = describe(result.sentences, spans, result.options, record, self.delivery)
-            return replace(captions(spans), broadcast=info)
-
-        self.finished = finish_render(result.chunks, result.sample_rate, self.path, finishing,
-                                      timings=timings, shm_root=self.shm_root, engine=record, source=self.source,
-                                      take=result.options or None, extra=extra)
-        self.sentences = captions.sentences
+        record = SidecarRecord({**result.timings(), **self.extra},
+                               result.engine if result.engine is not None else engine, result.options or None,
+                               self.source)
+        extras = FileExtras(result, self.path, self.captions, self.hearer, lexicon, self.slate, record.engine)
+        self.finished = finish_render(result.chunks, Delivery(self.path, result.sample_rate, finishing, record,
+                                                              extras, self.shm_root))
+        self.sentences = extras.sentences
 
 
 class ShmSink(Sink):

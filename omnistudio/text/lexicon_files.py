@@ -123,7 +123,7 @@ def dump_lexicon(lexicon: Lexicon) -> str:
 def save_lexicon(path: Path, lexicon: Lexicon) -> None:
     """Write ``lexicon`` to ``path`` atomically (its folder created if missing): a failure leaves the
     file as it was, and no temp file."""
-    from omnistudio.audio.export import atomic_write_bytes
+    from omnistudio.commit import atomic_write_bytes
 
     data = dump_lexicon(lexicon).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)

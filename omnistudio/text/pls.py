@@ -162,7 +162,7 @@ def export_pls(lexicon: Lexicon, lang: str) -> bytes:
 
 def write_pls(path: Path, lexicon: Lexicon, lang: str) -> None:
     """Write ``lexicon``'s ``lang`` entries to ``path`` as PLS, atomically."""
-    from omnistudio.audio.export import atomic_write_bytes
+    from omnistudio.commit import atomic_write_bytes
 
     data = export_pls(lexicon, lang)
     atomic_write_bytes(path, lambda tmp: tmp.write_bytes(data), suffix=".pls")

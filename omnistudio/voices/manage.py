@@ -297,7 +297,7 @@ def _extension(path: Path) -> str:
 
 
 def _copy(source: Path, target: Path) -> None:
-    from omnistudio.audio.export import atomic_write_bytes
+    from omnistudio.commit import atomic_write_bytes
 
     atomic_write_bytes(target, lambda t: shutil.copyfile(source, t), suffix=target.suffix)
 

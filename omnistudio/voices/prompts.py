@@ -108,7 +108,7 @@ def save_prompt(path: Path, prompt: AnchorPrompt) -> None:
     """Write ``prompt`` as safetensors (tokens + string metadata), atomically."""
     from safetensors.torch import save_file
 
-    from omnistudio.audio.export import atomic_write_bytes
+    from omnistudio.commit import atomic_write_bytes
 
     meta = {**prompt.meta, "format": FORMAT, "format_version": FORMAT_VERSION, "anchor": prompt.anchor,
             "lang": prompt.lang, "ref_text": prompt.ref_text, "ref_rms": repr(float(prompt.ref_rms))}

@@ -80,10 +80,10 @@ def _broadcast(req: wire.GenerateRequest, done: Done, engine: dict[str, object])
     a cue marker per sentence, a region per story, the take's and the engine's fields), and how its loudness
     was measured."""
     from omnistudio.audio.dsp import SentenceSpan
-    from omnistudio.take.delivery import describe
+    from omnistudio.take.delivery import broadcast_info
 
     spans = [SentenceSpan(k, t.start, t.end, t.index) for k, t in enumerate(done.sentences)]
-    info = describe(done.rows, spans, done.options, engine)
+    info = broadcast_info(done.rows, spans, done.options, engine)
     return replace(info, user=(*info.user, *((("profile", req.profile),) if req.profile else ()),
                                ("loudness_measurement", "dual-mono")))  # one channel, as heard on two loudspeakers
 
