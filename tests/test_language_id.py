@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from omnistudio.script import parse_script
 from omnistudio.studio.languages import paragraph_languages
-from omnistudio.text.language import Mismatch, describe, detect, mismatches
+from omnistudio.text.language import Mismatch, mismatch_summary, detect, mismatches
 
 DOW = "The Dow rose 1.2% to 38,450 points, and oil fell to $78.40 a barrel."
 
@@ -33,9 +33,9 @@ def test_a_paragraph_is_judged_whole_and_described_in_one_line() -> None:
                           "millones de personas en las elecciones.", "en")
     found = mismatches(script.sentences)
     assert found == [Mismatch(2, "es", "en", None), Mismatch(3, "en", "es", "storm")]
-    assert describe(found) == ("line 2 reads as English but is read in Spanish (tag it [:en]); "
+    assert mismatch_summary(found) == ("line 2 reads as English but is read in Spanish (tag it [:en]); "
                                "line 3 reads as Spanish but is read in English (tag it [storm:es])")
-    assert describe(found * 3, most=2).endswith("; and 4 more")
+    assert mismatch_summary(found * 3, most=2).endswith("; and 4 more")
 
 
 def test_paragraph_languages_per_editor_row_and_a_half_typed_script() -> None:

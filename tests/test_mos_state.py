@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from omnistudio.mos.gateway import Gateway, MosConfig
-from omnistudio.mos.renderer import Rendered, delivery_path
+from omnistudio.mos.renderer import StoryRender, delivery_path
 from omnistudio.mos.rundown import MosObject, RunningOrder, Story
 
 
@@ -46,9 +46,9 @@ def test_a_failed_render_is_not_ready_with_its_reason_and_no_file(tmp_path: Path
     gate, _renders = gateway(tmp_path)
     played = tmp_path / "old.wav"
     played.write_bytes(b"RIFF")
-    gate._rendered(Rendered("RO1", "S1", status="ready", fingerprint="f", path=str(played), frames=10))
+    gate._rendered(StoryRender("RO1", "S1", status="ready", fingerprint="f", path=str(played), frames=10))
     assert gate.store.objects[object_id("RO1", "S1")].status == "READY"
-    gate._rendered(Rendered("RO1", "S1", status="error", fingerprint="g", reason="the voice 'x' is unknown"))
+    gate._rendered(StoryRender("RO1", "S1", status="error", fingerprint="g", reason="the voice 'x' is unknown"))
     obj = gate.store.objects[object_id("RO1", "S1")]
     assert obj.status == "NOT READY" and obj.reason == "error: the voice 'x' is unknown"
     assert obj.path == "" and obj.frames == 0

@@ -60,9 +60,9 @@ def test_a_background_wake_up_preempts_nothing_a_users_command_does() -> None:
     commands = cmd.CommandQueue()
     flag = Preempted(commands)
     assert not flag.is_set()
-    commands.put(cmd.Prebuild())
+    commands.put(cmd.BuildAhead())
     assert not flag.is_set()
     commands.put(cmd.Export((), Path("x.wav"), TakeOptions(), None, None))
     assert flag.is_set()
-    assert isinstance(commands.get(), cmd.Prebuild) and flag.is_set()  # the export still waits
+    assert isinstance(commands.get(), cmd.BuildAhead) and flag.is_set()  # the export still waits
     assert isinstance(commands.get(), cmd.Export) and not flag.is_set()  # taken: nothing waits

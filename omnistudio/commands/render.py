@@ -181,11 +181,11 @@ def run(args: argparse.Namespace) -> int:
 def _warn_languages(script: Script) -> None:
     """One warning line when a paragraph reads as the other language than the one it is read in."""
     from omnistudio.console import err_console
-    from omnistudio.text.language import describe, mismatches
+    from omnistudio.text.language import mismatch_summary, mismatches
 
     found = mismatches(script.sentences)
     if found:
-        err_console.print(f"omnistudio: warning: {describe(found)}", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(f"omnistudio: warning: {mismatch_summary(found)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _render(args: argparse.Namespace, script: Script, options: TakeOptions, player: Player | None,

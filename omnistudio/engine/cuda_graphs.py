@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable
 
 
-class StepPlan(Protocol):
+class CapturableStep(Protocol):
     """What a captured step is made of (:class:`~omnistudio.engine.static_step.StepPlan`)."""
 
     hooks_outside: bool
@@ -120,7 +120,7 @@ class StepGraphs:
         """Whether ``shape`` has a graph, or is known to run eagerly (no capture to come)."""
         return shape in self.graphs or shape in self.failed
 
-    def graph(self, plan: StepPlan) -> Any:
+    def graph(self, plan: CapturableStep) -> Any:
         """The graph of ``plan``'s shape, captured now (and replayed once) if it has none yet (None: that
         shape runs eagerly)."""
         shape = plan.shape
@@ -169,7 +169,7 @@ class StepGraphs:
             held = 0
         return held or self._reserved_growth
 
-    def _capture(self, plan: StepPlan) -> Any:
+    def _capture(self, plan: CapturableStep) -> Any:
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         reserved = torch.cuda.memory_reserved(self.device)
@@ -189,14 +189,14 @@ class StepGraphs:
         self._reserved_growth += max(0, torch.cuda.memory_reserved(self.device) - reserved)
         return graph
 
-    def replay(self, plan: StepPlan, graph: Any) -> None:
+    def replay(self, plan: CapturableStep, graph: Any) -> None:
         """One step: the backbone's forward pre-hooks (Python, outside the graph), then the replay."""
         from omnistudio.engine.step_backbone import call_pre_hooks
 
         call_pre_hooks(plan.backbone_module, plan.backbone_inputs())
         graph.replay()
 
-    def prepare(self, plans: Iterable[StepPlan]) -> GraphStatus:
+    def prepare(self, plans: Iterable[CapturableStep]) -> GraphStatus:
         """Capture every plan's graph now (warm-up): no sentence of these shapes pays for a capture."""
         for plan in plans:
             self.graph(plan)

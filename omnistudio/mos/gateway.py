@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from omnistudio.mos import messages, wire
 from omnistudio.mos.network import NcsLink
-from omnistudio.mos.renderer import Key, Rendered
+from omnistudio.mos.renderer import Key, StoryRender
 from omnistudio.mos.rundown import Change, MosObject, RunningOrder, Story
 from omnistudio.mos.store import Rundowns
 from omnistudio.mos.wire import Broken, Frame, Message, MosError, TooBig, element, leaf, leaves, text_of
@@ -230,14 +230,14 @@ class Gateway:
             self.renderer.submit(key)
 
     # ------------------------------------------------------------------------------------- renders
-    def rendered(self, report: Rendered) -> None:
+    def rendered(self, report: StoryRender) -> None:
         """A render's report (from the renderer's thread): handed to the event loop."""
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self._rendered, report)
         else:
             self._rendered(report)
 
-    def _rendered(self, report: Rendered) -> None:
+    def _rendered(self, report: StoryRender) -> None:
         key = (report.ro_id, report.story_id)
         found = self.lookup(key)
         if found is None or report.status == "cancelled":

@@ -7,7 +7,7 @@ together, so a file is never announced before it is whole. The take cache is sha
 again with the same text, voice and options costs nothing. A story changed or deleted while it renders
 is cancelled within a diffusion step (and queued again when it changed).
 
-What happens to each story goes to ``report`` (a :class:`Rendered`), from this thread: the gateway hands
+What happens to each story goes to ``report`` (a :class:`StoryRender`), from this thread: the gateway hands
 it to its event loop.
 """
 
@@ -36,7 +36,7 @@ SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
-class Rendered:
+class StoryRender:
     """A story's render as it stands: ``status`` rendering, ready, error or cancelled."""
 
     ro_id: str
@@ -63,7 +63,7 @@ class StoryRenderer:
     """The render queue: ``submit`` a story (again), ``cancel`` one, ``close`` at the end."""
 
     def __init__(self, link: EngineLink, options: TakeOptions, folder: Path, lookup: Callable[[Key], tuple[RunningOrder, Story] | None],
-                 report: Callable[[Rendered], None], captions: CaptionOptions | None = None, suffix: str = ".wav") -> None:
+                 report: Callable[[StoryRender], None], captions: CaptionOptions | None = None, suffix: str = ".wav") -> None:
         from omnistudio.take.pipeline import TakeCache
 
         self.link, self.options, self.folder = link, options, Path(folder)
@@ -117,7 +117,7 @@ class StoryRenderer:
                 self._render(key)
             except Exception as exc:  # noqa: BLE001 - a story's failure is its object's error, never the gateway's
                 log.exception("story %s/%s failed", *key)
-                self.report(Rendered(*key, status="error", reason=_reason(exc)))
+                self.report(StoryRender(*key, status="error", reason=_reason(exc)))
             finally:
                 with self._lock:
                     self._current = None
@@ -134,7 +134,7 @@ class StoryRenderer:
             return  # deleted, or no text yet
         ro, story = found
         fingerprint = story.fingerprint(ro)
-        self.report(Rendered(*key, status="rendering", fingerprint=fingerprint))
+        self.report(StoryRender(*key, status="rendering", fingerprint=fingerprint))
         voice, lang = story.voice or ro.voice, story.lang or ro.lang
         options = self.options
         try:
@@ -152,17 +152,17 @@ class StoryRenderer:
             take = build_take(self.link, story.text, options, self.cache, base_seed=options.seed)
             result = take.run([sink], cancel=self._cancel)
         except Cancelled:
-            self.report(Rendered(*key, status="cancelled", fingerprint=fingerprint))
+            self.report(StoryRender(*key, status="cancelled", fingerprint=fingerprint))
             return
         except UserError as exc:
-            self.report(Rendered(*key, status="error", fingerprint=fingerprint, reason=str(exc)))
+            self.report(StoryRender(*key, status="error", fingerprint=fingerprint, reason=str(exc)))
             return
         log.info("story %s/%s: %.2f s of audio in %.2f s -> %s", *key, result.audio_s,
                  time.perf_counter() - started, path)
         import soundfile as sf
 
         info = sf.info(str(path))  # the file's own length and rate (longer than the take; a rule's 48 kHz)
-        self.report(Rendered(*key, status="ready", fingerprint=fingerprint, path=str(path.resolve()),
+        self.report(StoryRender(*key, status="ready", fingerprint=fingerprint, path=str(path.resolve()),
                              frames=int(info.frames), sample_rate=int(info.samplerate)))
 
 

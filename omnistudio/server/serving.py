@@ -28,7 +28,7 @@ from omnistudio.audio.loudness import measure
 from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import Cancelled, UserError, describe, ran_past
 from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
-from omnistudio.take.sinks import TakeView
+from omnistudio.take.sinks import SinkTake
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.scheduler import CancelEvent
 from omnistudio.server.timestamps import SentenceTimer, server_hearer
@@ -93,7 +93,7 @@ class NetworkSink(Sink):
         self.run = run
         self.timer: SentenceTimer | None = None
 
-    def begin(self, take: TakeView) -> None:
+    def begin(self, take: SinkTake) -> None:
         mode = self.run.job.timestamps
         if mode is not None:
             hearer = server_hearer() if mode == "word" else None

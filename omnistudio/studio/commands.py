@@ -49,7 +49,7 @@ class Retry:
 
 
 @dataclass(frozen=True)
-class Prebuild:
+class BuildAhead:
     """Idle: build the voices the script and the anchor list want (the background builds' wake-up)."""
 
 
@@ -144,7 +144,7 @@ class KeepPreset:
 
 
 ProjectAction = SyncScript | Regenerate | StepTake | Compare | Choose | Undo | KeepPreset
-Command = Load | Quit | Reconnect | Prebuild | Prepare | Play | Export | ProjectAction
+Command = Load | Quit | Reconnect | BuildAhead | Prepare | Play | Export | ProjectAction
 
 
 class CommandQueue:
@@ -156,7 +156,7 @@ class CommandQueue:
         self._users = 0  # commands waiting that are not the background builds' wake-up
 
     def put(self, command: Command) -> None:
-        if not isinstance(command, Prebuild):
+        if not isinstance(command, BuildAhead):
             with self._lock:
                 self._users += 1
         self._queue.put(command)
@@ -164,7 +164,7 @@ class CommandQueue:
     def get(self, timeout: float | None = None) -> Command:
         """The next command (raises ``queue.Empty`` after ``timeout`` seconds with none)."""
         command = self._queue.get(timeout=timeout)
-        if not isinstance(command, Prebuild):
+        if not isinstance(command, BuildAhead):
             with self._lock:
                 self._users -= 1
         return command

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from omnistudio.audio.loudness import LoudnessMeter
-from omnistudio.audio.monitor import MonitorLevel
 from omnistudio.audio.player import Player
 from omnistudio.captions.formats import CaptionOptions
 from omnistudio.config import SAMPLE_RATE
@@ -46,24 +45,10 @@ from omnistudio.studio.audition import Auditions, Heard, fixed_line
 from omnistudio.studio import commands as cmd
 from omnistudio.studio.commands import CommandQueue, Retry
 from omnistudio.studio.core import VoiceFor
-from omnistudio.studio.events import (
-    EngineReady,
-    EngineState,
-    Exported,
-    ExportReport,
-    Failure,
-    MeterReading,
-    Notice,
-    PlaybackFinished,
-    PlaybackStarted,
-    Preparing,
-    PromptsLoaded,
-    SentenceRendered,
-    Snapshot,
-    StudioEvent,
-    VoicesListed,
-    WordHeard,
-)
+from omnistudio.studio.playing import TakePlayer
+from omnistudio.studio.events import (EngineReady, EngineState, Exported, ExportReport, Failure, MeterReading, Notice,
+                                      PlaybackStarted, PromptsLoaded, Snapshot, StudioEvent, StudioState, VoicesListed,
+                                      WordHeard)
 from omnistudio.studio.lexicon import StudioLexicon
 from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, close_output, open_output
 from omnistudio.studio.prebuild import Prebuild
@@ -71,10 +56,10 @@ from omnistudio.studio.settings import StudioSettings
 from omnistudio.studio.words import HeardWords, MeasuringHearer
 from omnistudio.studio.takes import ProjectTakes
 from omnistudio.studio.take_view import TakeView
-from omnistudio.take.link import EngineLink, LocalEngine, PrepareEvent
+from omnistudio.take.link import EngineLink, LocalEngine
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take
-from omnistudio.take.sinks import FileSink, PlayerSink
+from omnistudio.take.sinks import FileSink
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
@@ -99,10 +84,10 @@ class Studio:
         self.engine = engine
         self.link: EngineLink | None = link  # made over ``engine`` once it is loaded (LocalEngine)
         self.settings = (settings or StudioSettings()).validated()
-        self.report: Callable[[StudioEvent], None] = report or (lambda event: None)
+        self._listener: Callable[[StudioEvent], None] = report or (lambda event: None)
         self.audio_mode, self.virtual_rate, self.voice_resolver = audio, virtual_rate, voice_resolver
         self.warm = warm  # load saved prompts and warm up the engine before reporting ready
-        self.state = "loading"
+        self.state: StudioState = "loading"
         self.anchor: str | None = self.settings.anchor or None
         self.partner: str | None = None  # the morph slider's other anchor (held here only; the UI reads it)
         self.blend: Blend | None = None  # the blend of the selected anchor with the partner (None at 1.0)
@@ -117,17 +102,33 @@ class Studio:
         self._played_seed: int | None = None  # base seed of the last take played (export reuses it)
         self._tap_buf = np.zeros(SAMPLE_RATE, dtype=np.float32)
         self.commands = CommandQueue()  # the engine thread's, typed (studio/commands.py)
-        self.rendering_play = False
         self.play_cancel = threading.Event()  # the current play's; stop() sets it, the next play gets a new one
         self.loaded = False  # the link is up and has answered once
         self._retry: Retry | None = None  # set while the engine cannot be reached
         self._thread = threading.Thread(target=self._run, name="studio-engine", daemon=True)
         self._hearer: Hearer | None = None  # the speech model that measures caption words (loaded on first use)
         self.words = HeardWords(lambda: self.link)  # words an export measured, for the highlight of a replay
-        self.takes = ProjectTakes(self)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
-        self.lexicon = StudioLexicon(self)  # the global lexicon with the project's over it
-        self.prebuild = Prebuild(self)  # voices built in the background while idle (pre-empted by any command)
+        self.playback = TakePlayer(lambda: self.player, self.schedule, self.view, self.commands.user_waiting, self._send,
+                                   self.set_state)  # every play goes through it
+        self.takes = ProjectTakes(self.commands, self.cache, self.loaded_link, self.playback, self, self.stop,
+                                  self._send)  # the open project (F9, Alt+Left/Right, F10, choose, undo)
+        self.lexicon = StudioLexicon(lambda: self.project, self._send)  # the global lexicon, the project's over it
+        self.prebuild = Prebuild(self.commands, self.cache, self.loaded_link, self, self.playback.busy, self._idle,
+                                 enabled=voice_resolver is None)  # voices built in the background while idle
         self.auditions = Auditions(self._play_heard)  # the last two auditions (flip: an instant A/B)
+
+    @property
+    def report(self) -> Callable[[StudioEvent], None]:
+        """Where the studio's events go (the app sets it once it runs; the helpers hold ``_send``, which
+        reaches whoever listens now)."""
+        return self._listener
+
+    @report.setter
+    def report(self, listener: Callable[[StudioEvent], None]) -> None:
+        self._listener = listener
+
+    def _send(self, event: StudioEvent) -> None:
+        self._listener(event)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> Studio:
@@ -221,8 +222,9 @@ class Studio:
         self.commands.put(cmd.Play(self.play_cancel, tuple(sentences), time.perf_counter(), audition,
                                    self.take_options(voice), self.settings.seed if audition else None))
 
-    def stop(self) -> None:
-        """Stop playback and any render (within one diffusion step); queued plays are dropped."""
+    def stop(self) -> threading.Event:
+        """Stop playback and any render (within one diffusion step); queued plays are dropped. Returns the
+        next play's cancel flag."""
         self.play_cancel.set()
         self.play_cancel = threading.Event()
         if self.player is not None:
@@ -230,6 +232,7 @@ class Studio:
         if self.output is not None:
             self.output.service()  # a virtual device takes the stop now, before the next take is queued
         self.schedule.clear()
+        return self.play_cancel
 
     def toggle_pause(self) -> bool:
         """Pause or resume playback; returns True when now paused."""
@@ -319,7 +322,7 @@ class Studio:
             try:
                 command = self.commands.get(timeout=self._retry.delay if self._retry else self.prebuild.idle_wait())
             except queue.Empty:  # offline: look for the engine again (backoff); else idle: build in the background
-                command = cmd.Reconnect() if self._retry else cmd.Prebuild()
+                command = cmd.Reconnect() if self._retry else cmd.BuildAhead()
             if isinstance(command, cmd.Quit):
                 return
             try:
@@ -346,10 +349,10 @@ class Studio:
                 self._do_load()
             case cmd.Reconnect():
                 self._do_reconnect()
-            case cmd.Prebuild():
+            case cmd.BuildAhead():
                 self.prebuild.run()
             case cmd.Prepare(voices):
-                self.loaded_link().prepare(list(voices), self.preparing)
+                self.loaded_link().prepare(list(voices), self.playback.preparing)
                 self.set_state("ready")
             case cmd.Play():
                 self._do_play(command)
@@ -364,12 +367,6 @@ class Studio:
     def project(self) -> Project | None:
         """The open project (None: the editor's script alone)."""
         return self.takes.project
-
-    def loaded_player(self) -> Player:
-        """The player (opened when the studio starts)."""
-        if self.player is None:
-            raise Unavailable("the audio output is not open yet")
-        return self.player
 
     def loaded_link(self) -> EngineLink:
         """The engine link (the engine thread's, once the engine is up)."""
@@ -394,7 +391,7 @@ class Studio:
         self._retry = None
         self.report(Notice("the engine answers again: ready to play", "information"))
 
-    def set_state(self, state: str, detail: str = "") -> None:
+    def set_state(self, state: StudioState, detail: str = "") -> None:
         if state == "ready" and not detail and self.engine is not None:
             detail = self.engine.loaded.label  # e.g. "cpu · bf16" (the backbone dtype)
         self.state = state
@@ -431,25 +428,24 @@ class Studio:
         voices = self.loaded_link().voices()
         self.report(VoicesListed(tuple(voices.anchors), tuple(voices.duos)))
 
-    def preparing(self, event: PrepareEvent) -> None:
-        self.report(Preparing(event.done, event.total, event.voice, event.lang, event.action, event.describe()))
-        if event.action != "done":
-            self.set_state("rendering", event.describe())
+    @property
+    def rendering_play(self) -> bool:
+        """A play renders (the quit dialog asks before it is lost)."""
+        return self.playback.rendering
 
-    def on_rendered(self, chunk: Chunk) -> None:
-        t = chunk.timings
-        if chunk.ok and t is not None:
-            self.report(SentenceRendered(chunk.sentence.id, t.wall_s, t.audio_s, t.rtf))
+    @rendering_play.setter
+    def rendering_play(self, value: bool) -> None:  # tests set it as the engine thread does
+        self.playback.rendering = value
+
+    def _idle(self) -> bool:  # the engine is up, has answered and is ready: background builds may run
+        return self.loaded and self.state == "ready" and self.link is not None
 
     def _do_play(self, command: cmd.Play) -> None:
         cancel, sentences, asked_at, audition = command.cancel, list(command.sentences), command.asked_at, command.audition
         if cancel.is_set() or self.player is None:
             return
         options = self.lexicon.refreshed(command.options)
-        player = self.player
-        self.set_state("rendering")
-        self.rendering_play = True
-        started, finished = [False], False
+        started = [False]
 
         def on_piece(start: int, end: int, chunk: Chunk) -> None:
             words = SentenceWords("") if audition else self.words.played(chunk, start, options)
@@ -458,24 +454,16 @@ class Studio:
                 started[0] = True
                 self.report(PlaybackStarted(time.perf_counter() - asked_at, self.silent))
 
-        try:
+        with self.playback.playing():
             take = build_take(self.loaded_link(), sentences, options, self.cache, base_seed=command.base_seed)
             if not audition:
                 take = self.takes.with_chosen(take)
             self.last_take = take
             if not audition:
                 self._played_seed = take.base_seed
-            level = MonitorLevel.of(options.finishing, SAMPLE_RATE)  # monitored at the export's level
-            sinks = [PlayerSink(player, cancel, on_piece, level=level),
-                     self.view.sink(player, sentences=not audition, preempted=self.prebuild.command_waiting.is_set)]
-            result = take.run(sinks, progress=self.preparing, cancel=cancel, on_chunk=self.on_rendered)
+            result = self.playback.run(take, cancel, on_piece, sentences=not audition)
             if not audition:
                 self.takes.keep(take, result)
-            finished = True
-        finally:
-            self.rendering_play = False
-            self.set_state("ready")
-            self.report(PlaybackFinished(cancelled=not finished))
 
     def _do_export(self, command: cmd.Export) -> None:
         sentences, path, captions, hearer = list(command.sentences), command.path, command.captions, command.hearer
@@ -488,7 +476,7 @@ class Studio:
             take = self.takes.with_chosen(take)
             measuring = None if hearer is None else MeasuringHearer(hearer, len(take.sentences), self.set_state)
             sink = FileSink(path, captions=captions, hearer=measuring, slate=self.takes.slate())
-            result = take.run([sink], progress=self.preparing, on_chunk=self.on_rendered)
+            result = take.run([sink], progress=self.playback.preparing, on_chunk=self.playback.rendered)
         finally:
             self.set_state("ready")
         finished = sink.finished

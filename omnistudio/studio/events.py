@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:
     from omnistudio.captions.timing import SentenceTiming
 
-ENGINE_STATES = ("loading", "warming", "ready", "rendering", "offline", "error")  # offline: server gone
+StudioState = Literal["loading", "warming", "ready", "rendering", "offline", "error"]  # offline: server gone
+ENGINE_STATES: tuple[StudioState, ...] = get_args(StudioState)
 
 
 @dataclass(frozen=True)
 class EngineState:
-    state: str  # one of ENGINE_STATES
+    state: StudioState
     detail: str = ""
 
 

@@ -26,7 +26,8 @@ from omnistudio.text import Entry, Lexicon, Spoken, normalize
 from omnistudio.text.lexicon_files import edit_lexicon, effective_lexicon, global_lexicon_path, project_lexicon_path
 
 if TYPE_CHECKING:
-    from omnistudio.studio.core import StudioCore
+    from omnistudio.projects.project import Project
+    from omnistudio.studio.events import StudioEvent
 
 log = logging.getLogger(__name__)
 Signature = tuple[tuple[str, tuple[int, int, int] | None], ...]  # each file: its path and (mtime, size, inode)
@@ -65,8 +66,8 @@ def word_at(text: str, offset: int) -> str:
 
 
 class StudioLexicon:
-    def __init__(self, studio: StudioCore) -> None:
-        self.studio = studio
+    def __init__(self, project: Callable[[], Project | None], report: Callable[[StudioEvent], None]) -> None:
+        self._project, self._report = project, report  # the open project (read when the lexicon is), the events' way out
         self.current = Lexicon()
         self._signature: Signature | None = None
         self._reading = threading.Lock()  # one read at a time (the engine thread's, the worker's)
@@ -82,7 +83,7 @@ class StudioLexicon:
 
     @property
     def project(self) -> Path | None:
-        project = self.studio.project
+        project = self._project()
         return None if project is None else Path(project.path)
 
     def spoken(self, text: str, lang: str) -> Spoken:
@@ -117,16 +118,16 @@ class StudioLexicon:
             try:
                 lexicon = effective_lexicon(self.project)
             except (UserError, OSError) as exc:  # said once per change of the files
-                self.studio.report(Notice(f"{first_line(exc)} (the lexicon read before is kept)", "error"))
+                self._report(Notice(f"{first_line(exc)} (the lexicon read before is kept)", "error"))
                 return
             self.current = lexicon
-        self.studio.report(LexiconChanged(len(lexicon), added))
+        self._report(LexiconChanged(len(lexicon), added))
 
     def _add(self, entry: Entry, path: Path) -> None:
         try:
             edit_lexicon(path, lambda lexicon: lexicon.with_entry(entry))
         except (UserError, OSError) as exc:
-            self.studio.report(Notice(f"lexicon not changed: {first_line(exc)}", "error"))
+            self._report(Notice(f"lexicon not changed: {first_line(exc)}", "error"))
             return
         where = "the project's lexicon" if path.parent == self.project else "the global lexicon"
         self._read(added=f"'{entry.word}' is said '{entry.say}'{f' ({entry.lang})' if entry.lang else ''}: {where}")
@@ -136,5 +137,5 @@ class StudioLexicon:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - the worker must report, never die silently
             log.exception("studio lexicon %s failed", getattr(fn, "__name__", fn))
-            self.studio.report(Notice(f"lexicon: {first_line(exc)}", "error"))
+            self._report(Notice(f"lexicon: {first_line(exc)}", "error"))
 

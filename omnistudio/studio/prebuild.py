@@ -40,12 +40,15 @@ from omnistudio.errors import Cancelled, Unavailable, UserError
 from omnistudio.take.pipeline import build_take
 from omnistudio.take.stream import sentence_voice
 from omnistudio.studio.commands import CommandQueue
-from omnistudio.studio.commands import Prebuild as PrebuildWake
+from omnistudio.studio.commands import BuildAhead
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
     from omnistudio.studio.audition import Heard
-    from omnistudio.studio.core import StudioCore
+    from omnistudio.studio.commands import CommandQueue
+    from omnistudio.studio.core import ScriptReading
+    from omnistudio.take.link import EngineLink
+    from omnistudio.take.pipeline import TakeCache
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +72,19 @@ class Preempted:
 class Prebuild:
     """The studio's background builds: wants from the UI thread, built on the engine thread."""
 
-    def __init__(self, studio: StudioCore) -> None:
-        self.studio = studio
-        # a studio whose link resolves voices itself (tests' fixed references) has no prompts to build
-        self.enabled = studio.voice_resolver is None
+    def __init__(self, commands: CommandQueue, cache: TakeCache, link: Callable[[], EngineLink], reading: ScriptReading,
+                 busy: Callable[[], bool], idle: Callable[[], bool], enabled: bool = True) -> None:
+        """``link``: the engine's (raises Unavailable until it is up); ``busy``: a play renders or sounds;
+        ``idle``: the engine is up and ready. ``enabled`` False: a studio whose link resolves voices itself
+        (tests' fixed references) has no prompts to build."""
+        self._commands, self._cache, self._link, self._reading = commands, cache, link, reading
+        self._busy, self._idle = busy, idle
+        self.enabled = enabled
         self._lock = threading.Lock()
         self._text = ""
         self._highlight: tuple[str, str] | None = None
         self._generation = 0  # bumped by every change of what is wanted
-        self.command_waiting = Preempted(studio.commands)  # background work gives way to a command (take strip too)
+        self.command_waiting = Preempted(commands)  # background work gives way to a command (take strip too)
         self._changed_at = 0.0
         self._blocked = False  # the engine thread waits for a command with no time limit
         self._rest, self._rest_until = 0.0, 0.0  # after an unreachable engine: how long, and until when
@@ -111,7 +118,7 @@ class Prebuild:
             self._generation += 1
             wake, self._blocked = self._blocked, False
         if wake:
-            self.studio.commands.put(PrebuildWake())
+            self._commands.put(BuildAhead())
 
     def _want(self, **change: Any) -> None:
         with self._lock:
@@ -124,7 +131,7 @@ class Prebuild:
             self._changed_at = time.monotonic()
             wake, self._blocked = self._blocked, False
         if wake:  # the engine thread waits with no time limit: give it a command to look again
-            self.studio.commands.put(PrebuildWake())
+            self._commands.put(BuildAhead())
 
     # ------------------------------------------------------------ pulled state (any thread)
     def marks(self) -> tuple[int, dict[tuple[str, str], str]]:
@@ -139,15 +146,14 @@ class Prebuild:
     # ------------------------------------------------------------ engine thread
     def wanted(self) -> list[Want]:
         """Every (voice, language) wanted now, in order: the script's voices, then the highlighted anchor."""
-        studio = self.studio
         with self._lock:
             text, highlight = self._text, self._highlight
-        default = studio.voice()
-        key = (text, highlight, default, studio.settings.language)
+        default = self._reading.voice()
+        key = (text, highlight, default, self._reading.take_options(default).lang)
         if self._parsed[0] != key:
             wants: list[Want] = []
             try:
-                sentences = studio.parse(text) if text.strip() else []
+                sentences = self._reading.parse(text) if text.strip() else []
             except UserError:
                 sentences = []  # a half-typed tag: nothing from the script until it parses
             for sentence in sentences:
@@ -162,15 +168,9 @@ class Prebuild:
     def pending(self) -> list[Want]:
         return [w for w in self.wanted() if w not in self.done and w not in self.failed]
 
-    def _busy(self) -> bool:
-        studio = self.studio
-        player = studio.player
-        return bool(studio.rendering_play) or (player is not None and player.ring.total_read < studio.schedule.end)
-
     def _due(self) -> float | None:
         """Seconds until a background build is due (0: now), None while nothing is to be built."""
-        studio = self.studio
-        if not studio.loaded or studio.state != "ready" or studio.link is None:
+        if not self._idle():
             return None
         if not (self.enabled and self.pending()) and not self._ahead:
             return None
@@ -207,11 +207,10 @@ class Prebuild:
             if not self._ahead:
                 return True
             heard = self._ahead[0]
-        studio = self.studio
-        options = studio.take_options(heard.voice)
+        options = self._reading.take_options(heard.voice)
         try:
-            build_take(studio.loaded_link(), list(heard.sentences), options, studio.cache,
-                       base_seed=studio.settings.seed).run([], cancel=preempted)
+            build_take(self._link(), list(heard.sentences), options, self._cache,
+                       base_seed=options.seed).run([], cancel=preempted)
         except Cancelled:
             self.preempted += 1
             return False
@@ -225,7 +224,7 @@ class Prebuild:
 
     def _build(self, want: Want, preempted: Preempted) -> bool:
         voice, lang = want
-        link = self.studio.loaded_link()
+        link = self._link()
         engine = getattr(link, "engine", None)
         self.building = want
         self._mark(voice, lang, "building")

@@ -31,7 +31,7 @@ from omnistudio.audio.profiles import TRUE_PEAK_DBTP
 from omnistudio.audio.loudness import LoudnessMeter
 from omnistudio.errors import UserError
 from omnistudio.take.result import TakeResult
-from omnistudio.take.sinks import Sink, TakeView as PlayingTake
+from omnistudio.take.sinks import SinkTake as PlayingTake, Sink
 from omnistudio.take.stream import Chunk
 
 if TYPE_CHECKING:

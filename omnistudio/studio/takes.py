@@ -10,14 +10,13 @@ F9 is :func:`omnistudio.projects.retake.regenerate` over the pipeline synthesise
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 from omnistudio.studio import commands as cmd
-from omnistudio.studio.events import PlaybackFinished, TakeRow, TakesChanged
+from omnistudio.studio.events import TakeRow, TakesChanged
 from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
 from omnistudio.projects.presets import read_presets, with_preset, write_presets
 from omnistudio.projects.project import MANIFEST, Project, open_or_create
@@ -29,12 +28,24 @@ from omnistudio.take.pipeline import PlannedSentence, Take, TakeResult, build_ta
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
-    from omnistudio.studio.core import StudioCore
+    from omnistudio.studio.commands import CommandQueue
+    from omnistudio.studio.core import ScriptReading
+    from omnistudio.studio.events import StudioEvent
+    from omnistudio.studio.playing import TakePlayer
+    from omnistudio.take.link import EngineLink
+    from omnistudio.take.pipeline import TakeCache
 
 
 class ProjectTakes:
-    def __init__(self, studio: StudioCore) -> None:
-        self.studio = studio
+    """The open project's takes (UI-thread calls queue commands; the engine thread runs them). ``link``: the
+    engine's (raises Unavailable until it is up); ``playback``: plays a take through the player; ``stop``:
+    stops what plays and returns the next play's cancel flag; ``report``: the events' way out."""
+
+    def __init__(self, commands: CommandQueue, cache: TakeCache, link: Callable[[], EngineLink],
+                 playback: TakePlayer, reading: ScriptReading, stop: Callable[[], threading.Event],
+                 report: Callable[[StudioEvent], None]) -> None:
+        self._commands, self._cache, self._link, self._playback = commands, cache, link, playback
+        self._reading, self._stop, self._report_event = reading, stop, report
         self.project: Project | None = None
         self.cursor: dict[int, str] = {}  # sentence -> the take Alt+Left/Right is on
         self.played: list[str] = []  # take ids played by step / A/B / regenerate, in order (tests read it)
@@ -48,12 +59,12 @@ class ProjectTakes:
         goes into the editor). Problems opening it are reported as notices."""
         from omnistudio.studio.events import Notice
 
-        voice = self.studio.voice()
-        project = open_or_create(Path(path), text or "", self.studio.settings.language,
+        voice = self._reading.voice()
+        project = open_or_create(Path(path), text or "", self._reading.take_options(voice).lang,
                                  voice.key() if voice else "") if text else Project.open(Path(path))
         presets, damaged = read_presets(project.path)
         for problem in [*project.problems, *([damaged] if damaged else [])]:
-            self.studio.report(Notice(f"{Path(path).name}: {problem}", "warning"))
+            self._report_event(Notice(f"{Path(path).name}: {problem}", "warning"))
         self.project, self.presets = project, presets
         self._report()
         return project
@@ -73,7 +84,7 @@ class ProjectTakes:
         self._report()
 
     def sync(self, text: str) -> None:
-        self._queue(cmd.SyncScript(text, self.studio.voice()))
+        self._queue(cmd.SyncScript(text, self._reading.voice()))
 
     def edited(self, text: str) -> None:
         """The editor's script changed (UI thread): :meth:`keep_script` saves it in the project."""
@@ -84,28 +95,28 @@ class ProjectTakes:
         and its close), so an edit made after the last play survives a quit or a crash."""
         text, self._edited = self._edited, None
         if text is not None:
-            self._queue(cmd.SyncScript(text, self.studio.voice(), save=True))
+            self._queue(cmd.SyncScript(text, self._reading.voice(), save=True))
 
     def regenerate(self, text: str, index: int) -> None:
         """F9: a new take of sentence ``index`` with a new seed; it plays and becomes the chosen one."""
         self._need()
-        self.studio.stop()
+        cancel = self._stop()
         self.sync(text)
-        self._queue(cmd.Regenerate(index, self.studio.play_cancel, self.studio.take_options()))
+        self._queue(cmd.Regenerate(index, cancel, self._reading.take_options()))
 
     def step(self, text: str, index: int, offset: int) -> None:
         """Alt+Left/Right: move to the previous/next take of sentence ``index`` and play it."""
         self._need()
-        self.studio.stop()
+        cancel = self._stop()
         self.sync(text)
-        self._queue(cmd.StepTake(index, offset, self.studio.play_cancel, self.studio.take_options()))
+        self._queue(cmd.StepTake(index, offset, cancel, self._reading.take_options()))
 
     def compare(self, text: str, index: int) -> None:
         """F10: the chosen take, then the one chosen before it, back to back."""
         self._need()
-        self.studio.stop()
+        cancel = self._stop()
         self.sync(text)
-        self._queue(cmd.Compare(index, self.studio.play_cancel, self.studio.take_options()))
+        self._queue(cmd.Compare(index, cancel, self._reading.take_options()))
 
     def choose(self, index: int, take_id: str | None = None) -> None:
         """Enter on the take list: choose ``take_id`` (default: the take Alt+Left/Right is on)."""
@@ -123,7 +134,7 @@ class ProjectTakes:
 
     def _queue(self, action: cmd.ProjectAction) -> None:
         if self.project is not None:
-            self.studio.commands.put(action)
+            self._commands.put(action)
 
     # --------------------------------------------------- engine thread
     def run(self, action: cmd.Command) -> None:
@@ -182,56 +193,29 @@ class ProjectTakes:
         assert self.project is not None
         if voice is not None:
             self.project.voice = voice.key()
-        self.project.lang = self.studio.settings.language
+        self.project.lang = self._reading.take_options(voice).lang
         self.project.set_script(text)
 
     def _planned(self, index: int, options: TakeOptions) -> PlannedSentence:
         assert self.project is not None
-        sentences = [s for s in self.studio.parse(self.project.script) if s.id == index]
+        sentences = [s for s in self._reading.parse(self.project.script) if s.id == index]
         if not sentences:
             raise UserError(f"there is no sentence {index + 1}")
-        return build_take(self.studio.loaded_link(), sentences, options, self.studio.cache).sentences[0]
-
-    @contextmanager
-    def _playing(self) -> Iterator[None]:
-        """The controller is "rendering" for the block; the play is reported finished after it
-        (cancelled unless the block ran to its end)."""
-        studio = self.studio
-        studio.set_state("rendering")
-        finished = False
-        try:
-            yield
-            finished = True
-        finally:
-            studio.set_state("ready")
-            studio.report(PlaybackFinished(cancelled=not finished))
-
-    def _run(self, take: Take, cancel: threading.Event) -> TakeResult:
-        """Run ``take`` (cache hits or rendered) through the controller's player."""
-        from omnistudio.audio.monitor import MonitorLevel
-        from omnistudio.take.sinks import PlayerSink
-
-        studio = self.studio
-        level = MonitorLevel.of(take.finishing, take.link.sample_rate)  # monitored at the export's level
-        return take.run([PlayerSink(studio.loaded_player(), cancel, lambda start, end, chunk:
-                                    studio.schedule.add(start, end, chunk.sentence.id), level=level),
-                         # the take strip shows the take chosen and played
-                         studio.view.sink(studio.loaded_player(), preempted=studio.commands.user_waiting)],
-                        progress=studio.preparing, cancel=cancel, on_chunk=studio.on_rendered)
+        return build_take(self._link(), sentences, options, self._cache).sentences[0]
 
     def _play(self, cancel: threading.Event, planned: list[PlannedSentence], options: TakeOptions) -> TakeResult:
         """Play planned sentences (cache hits or rendered) through the controller's player."""
-        with self._playing():
-            return self._run(Take(self.studio.loaded_link(), planned, options, self.studio.cache), cancel)
+        with self._playback.playing():
+            return self._playback.run(Take(self._link(), planned, options, self._cache), cancel)
 
     def _regenerate(self, index: int, cancel: threading.Event, options: TakeOptions) -> None:
         """F9: :func:`regenerate`, its try played as it renders; the new take is chosen and saved
         before the play is reported finished."""
         assert self.project is not None
         planned = self._planned(index, options)
-        synth = pipeline_synth(self.project, [planned], self.studio.loaded_link(), options, self.studio.cache,
-                               run=lambda take: self._run(take, cancel))
-        with self._playing():
+        synth = pipeline_synth(self.project, [planned], self._link(), options, self._cache,
+                               run=lambda take: self._playback.run(take, cancel))
+        with self._playback.playing():
             take = regenerate(self.project, index, synth, base_seed=planned.seed, num_step=options.num_step,
                               guidance=options.guidance_scale)
             self.cursor[index] = take.id
@@ -245,8 +229,8 @@ class ProjectTakes:
             raise UserError(f"sentence {index + 1} has no takes yet: play it or press F9")
         self.cursor[index] = take.id
         self.played.append(take.id)
-        planned = use_take(self.project, self._planned(index, options), take, options, self.studio.loaded_link(),
-                           self.studio.cache)
+        planned = use_take(self.project, self._planned(index, options), take, options, self._link(),
+                           self._cache)
         self._play(cancel, [planned], options)
         self._report(take.id)
 
@@ -258,7 +242,7 @@ class ProjectTakes:
             raise UserError(f"sentence {index + 1} needs a chosen take and an earlier choice to compare")
         planned = self._planned(index, options)
         self.played.extend([a.id, b.id])
-        self._play(cancel, [use_take(self.project, planned, t, options, self.studio.loaded_link(), self.studio.cache)
+        self._play(cancel, [use_take(self.project, planned, t, options, self._link(), self._cache)
                             for t in (a, b)], options)
 
     def _choose(self, index: int, take_id: str | None) -> None:
@@ -286,4 +270,4 @@ class ProjectTakes:
             rows = tuple(tuple(TakeRow(t.id, t.seed, t.duration_s, t.asr.wer if t.asr else None,
                                        t.asr.passed if t.asr else None, t.id == ln.chosen) for t in ln.fresh_takes)
                          for ln in self.project.lines)
-            self.studio.report(TakesChanged(rows, tuple(ln.failed for ln in self.project.lines), played))
+            self._report_event(TakesChanged(rows, tuple(ln.failed for ln in self.project.lines), played))

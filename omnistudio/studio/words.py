@@ -11,6 +11,7 @@ import numpy as np
 
 from omnistudio.captions.timing import SentenceTiming, WordTime
 from omnistudio.config import SAMPLE_RATE
+from omnistudio.studio.events import StudioState
 from omnistudio.studio.playback import SentenceWords, estimated_marks, word_marks
 from omnistudio.take.captions import words_in_sentence
 from omnistudio.take.link import EngineLink
@@ -39,7 +40,7 @@ class MeasuringHearer:
     """A speech model that says how far the word measuring got (the engine state's detail), one
     sentence at a time: Whisper takes about a second a sentence on a CPU."""
 
-    def __init__(self, hearer: Hearer, total: int, state: Callable[[str, str], None]) -> None:
+    def __init__(self, hearer: Hearer, total: int, state: Callable[[StudioState, str], None]) -> None:
         self.hearer, self.total, self.state, self.done = hearer, total, state, 0
 
     def can_hear(self, lang: str) -> bool:

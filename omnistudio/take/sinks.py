@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 Pcm = NDArray[np.float32]
 
 
-class TakeView(Protocol):
+class SinkTake(Protocol):
     """What a sink reads of the take it is attached to (the pipeline's Take, which imports this module)."""
 
     @property
@@ -53,7 +53,7 @@ SPOOL_BLOCK = 1 << 18  # frames read back from a take's disk spool at a time (ab
 class Sink:
     """No-op base: override what the sink needs."""
 
-    def begin(self, take: TakeView) -> None:
+    def begin(self, take: SinkTake) -> None:
         """The take is about to render (its voices are not prepared yet)."""
 
     def chunk(self, chunk: Chunk, piece: Pcm) -> None:
@@ -146,9 +146,9 @@ class FileSink(Sink):
         self.slate = slate or Slate()
         self.finished: FinishedRender | None = None  # once written
         self.sentences: list[SentenceTiming] = []  # once written: where each sentence is, its words
-        self._take: TakeView | None = None
+        self._take: SinkTake | None = None
 
-    def begin(self, take: TakeView) -> None:
+    def begin(self, take: SinkTake) -> None:
         self._take = take
 
     def end(self, result: TakeResult) -> None:

@@ -98,10 +98,10 @@ def mismatches(sentences: Iterable[Paragraph]) -> list[Mismatch]:
     return found
 
 
-def describe(found: list[Mismatch], most: int = 3) -> str:
+def mismatch_summary(found: list[Mismatch], most: int = 3) -> str:
     """The first ``most`` mismatches in one line (and how many more)."""
     more = len(found) - most
     return "; ".join(m.describe() for m in found[:most]) + (f"; and {more} more" if more > 0 else "")
 
 
-__all__ = ["MIN_CONFIDENCE", "MIN_WORDS", "Mismatch", "Paragraph", "describe", "detect", "mismatches", "paragraphs"]
+__all__ = ["MIN_CONFIDENCE", "MIN_WORDS", "Mismatch", "Paragraph", "detect", "mismatch_summary", "mismatches", "paragraphs"]

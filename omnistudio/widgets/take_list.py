@@ -12,7 +12,7 @@ from textual.widgets.option_list import Option
 from omnistudio.studio.events import TakeRow
 
 
-def describe(number: int, row: TakeRow) -> str:
+def take_label(number: int, row: TakeRow) -> str:
     check = "" if row.passed is None else (f"  WER {row.wer:.0%} " + ("ok" if row.passed else "✗ failed"))
     return f"{'★' if row.chosen else ' '} take {number}  seed {row.seed}  {row.duration_s:.1f}s{check}"
 
@@ -32,7 +32,7 @@ class TakeList(OptionList):
         self.sentence = sentence
         highlighted = self.highlighted
         self.clear_options()
-        self.add_options([Option(describe(n, row), id=row.id) for n, row in enumerate(rows, start=1)])
+        self.add_options([Option(take_label(n, row), id=row.id) for n, row in enumerate(rows, start=1)])
         if rows:
             chosen = next((i for i, row in enumerate(rows) if row.chosen), len(rows) - 1)
             self.highlighted = highlighted if highlighted is not None and highlighted < len(rows) else chosen
