@@ -37,6 +37,7 @@ import sys
 from omnistudio import __version__, signals
 from omnistudio.commands.flags.parser import EXIT_USER_ERROR, OneLineParser
 from omnistudio.errors import Terminated, UserError, os_error_line
+import difflib
 
 COMMANDS = ["say", "render", "captions", "check", "voices", "prevectorize", "analyze", "lexicon", "normalize",
             "bench", "serve", "mcp", "mos", "studio"]
@@ -77,7 +78,6 @@ def with_default_command(argv: list[str]) -> list[str]:
     if rest and (rest[0] in COMMANDS or rest[0] in ("-h", "--help", "--version")):
         return argv
     if rest and not rest[0].startswith("-"):  # the studio takes options only: a word first is a command
-        import difflib
 
         near = difflib.get_close_matches(rest[0], COMMANDS, n=1)
         hint = f"did you mean '{near[0]}'?" if near else f"the commands are {', '.join(COMMANDS)}"

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.progress import Progress
+from rich.logging import RichHandler
 
 if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn
@@ -20,14 +22,12 @@ def progress_bar(*columns: str | ProgressColumn, console: Console | None = None,
     """A Rich progress bar on stderr, drawn only on a terminal: where stderr is a file or a pipe it draws
     nothing and ends without the empty line Rich's ``Progress.stop`` prints there, so a command's stderr
     holds only its own lines."""
-    from rich.progress import Progress
 
     shown = console or err_console
     return Progress(*columns, console=shown, disable=not shown.is_terminal, **kwargs)
 
 
 def setup_logging(verbose: bool = False) -> None:
-    from rich.logging import RichHandler
 
     handler = RichHandler(console=err_console, show_time=False, show_path=False, markup=False)
     logging.basicConfig(level=logging.WARNING, handlers=[handler], format="%(message)s", force=True)

@@ -1,4 +1,5 @@
 """The one error type that reaches the user as a single clear line."""
+import errno
 
 
 class UserError(Exception):
@@ -69,7 +70,6 @@ def out_of_memory(exc: BaseException) -> bool:
 def os_error_line(exc: BaseException) -> str | None:
     """One line for an operating-system failure (naming the path and what to do), or None when
     ``exc`` is not one. The CLI shows it like a :class:`UserError`; the studio can too."""
-    import errno
 
     if out_of_memory(exc):
         return ("out of memory: close other programs, or use a shorter script, a smaller --batch "

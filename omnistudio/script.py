@@ -42,6 +42,7 @@ from typing import Protocol
 
 from omnistudio.checks import LANGUAGES, check_alpha, check_language, check_pair
 from omnistudio.errors import UserError
+import pysbd
 
 MAX_SCRIPT_BYTES = 64 * 1024  # about an hour of speech; bounds render memory (the whole take is stitched)
 MAX_SENTENCE_CHARS = 400  # longer sentences are cut at a comma or space (the model prefers short inputs)
@@ -274,7 +275,6 @@ class _Segmenter(Protocol):
 
 @lru_cache(maxsize=4)
 def _segmenter(lang: str) -> _Segmenter:
-    import pysbd
 
     segmenter: _Segmenter = pysbd.Segmenter(language=lang, clean=False, char_span=True)
     return segmenter

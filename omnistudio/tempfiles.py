@@ -12,6 +12,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+import time
 
 _MARK = re.compile(r"^\..*[.-]omni-(\d+)-")
 
@@ -70,7 +71,6 @@ def sweep(folder: Path) -> list[Path]:
 def quarantine(path: Path, reason: str) -> Path:
     """Move a cache file or folder that failed to load aside, as ``NAME.REASON-STAMP`` beside it
     (kept for a post-mortem, never loaded again), so that it can be rebuilt; return the new path."""
-    import time
 
     slug = re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-")[:40] or "broken"
     base = path.with_name(f"{path.name}.{slug}-{time.strftime('%Y%m%dT%H%M%S')}")

@@ -26,6 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError, shown
+import hashlib
+import os
+import platform
+import unicodedata
+from defusedxml import ElementTree
 
 if TYPE_CHECKING:
     from omnistudio.audio.loudness import LoudnessReport
@@ -92,9 +97,6 @@ def usid(info: Broadcast, samples: bytes = b"") -> str:
     from a hash of the file itself: ``samples`` (a digest of them) and everything it says of itself. Two
     stories, two takes, the same take at two settings: two references; the same take written twice:
     the same bytes, as everywhere else in a delivery."""
-    import hashlib
-    import os
-    import platform
 
     origin = os.environ.get(USID_ENV, "").strip().upper()
     origin = origin if len(origin) == 5 and origin.isalnum() and origin.isascii() else USID_ORIGIN
@@ -110,7 +112,6 @@ def created_now() -> tuple[datetime, bool]:
     """When a file is made, and whether the time of day counts: ``SOURCE_DATE_EPOCH`` (the reproducible
     builds' convention: date and time) when it is set, else today's date alone, so the same samples
     rendered twice on one day give the same bytes (the sidecar keeps the render's timings)."""
-    import os
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if epoch.isdigit():
@@ -127,7 +128,6 @@ def label(text: str, words: int = LABEL_WORDS) -> str:
 # ------------------------------------------------------------------------------------------ writing
 def _ascii(text: str, size: int) -> bytes:
     """``text`` as bext's ASCII field of ``size`` bytes: accents dropped (García: Garcia), the rest '?'."""
-    import unicodedata
 
     plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     data = plain.encode("ascii", "replace")[:size]
@@ -186,7 +186,6 @@ def wav_header(info: Broadcast, sample_rate: int, frames: int, *, float32: bool 
 def wav_file(samples: bytes, info: Broadcast, sample_rate: int, *, float32: bool = False,
              loudness: LoudnessFields | None = None) -> bytes:
     """A whole Broadcast Wave file of mono ``samples`` (little-endian int16, or float32), in memory."""
-    import hashlib
 
     frames = len(samples) // (4 if float32 else 2)
     info = replace(info, usid=info.usid or usid(info, hashlib.sha256(samples).digest()))
@@ -325,7 +324,6 @@ def _read_bext(body: bytes, path: Path) -> ReadBack:
 
 
 def _read_ixml(body: bytes, path: Path) -> dict[str, str]:
-    from defusedxml import ElementTree
 
     try:
         root = ElementTree.fromstring(body.rstrip(b"\0"))

@@ -35,6 +35,11 @@ import pyebur128 as eb
 from numpy.typing import NDArray
 
 from omnistudio.errors import UserError, first_line, shown
+from omnistudio.checks import check_audio_file
+from omnistudio.audio.decode import decode_av
+import os
+import sys
+import tempfile
 
 MONO_MODES = ("dual-mono", "mono")
 READ_BLOCK_S = 10.0  # seconds a file is read in
@@ -238,7 +243,6 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
     that are not audio (NaN, infinite, beyond +60 dBFS: bytes read as samples)."""
     import soundfile as sf
 
-    from omnistudio.checks import check_audio_file
 
     path = check_audio_file(Path(path))
     if path.stat().st_size == 0:
@@ -247,7 +251,6 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
         with _decoder_lines() as said:  # libmpg123 prints a damaged ID3 tag to the process's stderr
             handle = sf.SoundFile(str(path))
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
-        from omnistudio.audio.decode import decode_av
 
         try:  # M4A/AAC and the rest FFmpeg reads
             data, rate = decode_av(path)
@@ -266,9 +269,6 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
 def _decoder_lines() -> Iterator[list[str]]:
     """What a C decoder writes to file descriptor 2 during the block (kept, not shown: the caller says it
     as a warning of its own); the process's stderr is restored after."""
-    import os
-    import sys
-    import tempfile
 
     lines: list[str] = []
     sys.stderr.flush()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from omnistudio.audio.loudness import LoudnessMeter
+from omnistudio.audio.loudness import limit_true_peak
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishingOptions
@@ -52,7 +53,6 @@ class MonitorLevel:
             return pcm
         scaled = np.asarray(pcm, dtype=np.float64) * 10 ** (self.gain_db / 20)
         if float(np.max(np.abs(scaled))) > 10 ** ((self.ceiling_db - 0.5) / 20):  # near the ceiling: its limiter
-            from omnistudio.audio.loudness import limit_true_peak
 
             scaled = limit_true_peak(scaled, self.sample_rate, self.ceiling_db - 0.05)
         return scaled.astype(np.float32)

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from omnistudio.audio.compliance import Compliance
+import matplotlib
+from matplotlib.figure import Figure
 
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Loudness report: {{ name }}</title>
@@ -66,10 +68,8 @@ def _figure(value: float) -> str:
 
 def plot_svg(result: Compliance) -> bytes:
     """Momentary and short-term loudness over time, the rule's target band and ceiling-crossing peaks."""
-    import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib.figure import Figure
 
     curve, rule = result.curve, result.verdict.rule
     times = np.arange(1, len(curve.momentary) + 1) * curve.step_s

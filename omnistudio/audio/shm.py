@@ -41,6 +41,7 @@ import numpy as np
 
 from omnistudio.commit import commit, stage
 from omnistudio.errors import UserError
+from omnistudio import tempfiles
 
 SHM_DIR = Path("/dev/shm")
 MAGIC = b"OMNIPCM\0"
@@ -68,7 +69,6 @@ def shm_path(name: str, root: Path = SHM_DIR) -> Path:
 
 def check_shm_target(name: str, root: Path = SHM_DIR) -> Path:
     """Fail early (before any work) if ``root/NAME`` cannot be written; sweep temps a killed run left."""
-    from omnistudio import tempfiles
 
     path = shm_path(name, root)
     if not Path(root).is_dir():

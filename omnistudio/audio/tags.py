@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from omnistudio.audio.bwf import Broadcast, LoudnessFields
+import struct
 
 MAX_CUE_TRACKS = 254  # FLAC's cue sheet: 255 tracks, the last of them the lead-out
 
@@ -109,7 +110,6 @@ def _chapter_title(title: str) -> str:
 def _order_chapters(path: Path) -> None:
     """Put the tag's ``CHAP`` frames in time order, in place (mutagen sorts frames by size; readers that
     list chapters as stored, ``ffprobe`` among them, then list them out of order). An ID3v2.4 tag."""
-    import struct
 
     def syncsafe(data: bytes) -> int:
         return (data[0] << 21) | (data[1] << 14) | (data[2] << 7) | data[3]

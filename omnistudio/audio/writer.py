@@ -36,6 +36,7 @@ from omnistudio.audio.export import check_output_path, FORMATS
 from omnistudio.commit import atomic_write_bytes
 from omnistudio.audio.profiles import DeliveryFormat
 from omnistudio.errors import UserError
+import shutil
 
 if TYPE_CHECKING:
     from av.audio.frame import AudioFrame
@@ -229,7 +230,6 @@ def _av_chapters(info: Broadcast, duration_s: float) -> list[Chapter]:
 
 def _os_error_of(exc: BaseException, path: Path) -> BaseException:
     """libsndfile's "System error." as the OSError it hides (a full disk, most often)."""
-    import shutil
 
     try:
         if shutil.disk_usage(path.parent).free < (1 << 20):

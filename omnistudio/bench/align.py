@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.onsets import RATE, GroundTruth, ground_truth
+from omnistudio.text import normalize
+from omnistudio.bench.provenance import provenance, provenance_line
+from omnistudio.errors import UserError
+from omnistudio.voices.asr import Transcriber, find_model_dir
 
 if TYPE_CHECKING:
     from omnistudio.voices.align import Hearer
@@ -67,7 +71,6 @@ def _summary(errors: list[float]) -> OnsetErrors:
 
 def align_benchmark(transcriber: Hearer, truth: GroundTruth) -> AlignResult:
     """Align every sentence of ``truth``; the onset errors (ms, aligned minus true) summarised, and the cost."""
-    from omnistudio.text import normalize
     from omnistudio.voices.align import align_sentence
 
     errors: dict[str, list[float]] = {"all": [], "after_pause": [], "inside_speech": []}
@@ -96,9 +99,6 @@ def align_benchmark(transcriber: Hearer, truth: GroundTruth) -> AlignResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.bench.provenance import provenance, provenance_line
-    from omnistudio.errors import UserError
-    from omnistudio.voices.asr import Transcriber, find_model_dir
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.align", description=__doc__)
     parser.add_argument("--words", type=int, default=200, help="at least this many words of ground truth")

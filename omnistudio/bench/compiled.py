@@ -17,6 +17,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from omnistudio.bench.corpus import NEWS, SWEEP_WORDS, reference_prompt
+from omnistudio.bench.speed import compile_modes
 
 if TYPE_CHECKING:
     from omnistudio.bench.modes import Modes, OpenEngine, Progress
@@ -81,7 +82,6 @@ def length_sweep(engine: Engine, sentences: int = 20, mode: str = "default", num
 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
-    from omnistudio.bench.speed import compile_modes
 
     mode = (compile_modes(args.compile) or ["default"])[0]
     engine = open_engine(args, "fast")

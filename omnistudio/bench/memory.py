@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.bench.corpus import BULLETIN, REF_TEXT, write_reference
+from omnistudio.script import MAX_SCRIPT_BYTES
+from omnistudio.voices.resolve import VoiceRef
+from omnistudio.flags.synthesis import add_num_step
 
 if TYPE_CHECKING:
     from omnistudio.take.stream import Chunk
@@ -39,7 +42,6 @@ def _status(field: str) -> int:
 
 def long_script(kb: int) -> str:
     """About ``kb`` KB of lines of two news sentences each (under the script limit)."""
-    from omnistudio.script import MAX_SCRIPT_BYTES
 
     limit = min(kb * 1024, MAX_SCRIPT_BYTES)
     lines: list[str] = []
@@ -65,7 +67,6 @@ def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None 
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.scripts import plan_script
     from omnistudio.take.sinks import FileSink
-    from omnistudio.voices.resolve import VoiceRef
     from omnistudio.voices.session import open_engine
 
     samples: list[tuple[int, int]] = []  # (sentences rendered, VmRSS KB)
@@ -113,7 +114,6 @@ def script_bytes(kb: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from omnistudio.flags.engine import add_model_options
-    from omnistudio.flags.synthesis import add_num_step
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=int, default=64, help="script size in KB (default 64, the limit)")

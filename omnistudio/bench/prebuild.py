@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from omnistudio.studio import events as ev
 
 if TYPE_CHECKING:
     from omnistudio.studio.controller import Studio
@@ -34,7 +35,6 @@ def _until(predicate: Callable[[], bool], what: str, limit_s: float = 900.0) -> 
 
 
 def _play(studio: Studio, events: list[object], text: str) -> dict[str, object]:
-    from omnistudio.studio import events as ev
 
     del events[:]
     studio.play(text)

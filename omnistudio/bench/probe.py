@@ -22,6 +22,8 @@ import sys
 import time
 from dataclasses import replace
 from typing import Any
+from omnistudio.bench.corpus import reference_prompt
+from omnistudio.bench.modes import graph_failures
 
 WARM = ["Good evening.", "Markets closed higher.", "Traffic is heavy on the ring road."]
 NEW = ("In sport, the home side won their third match in a row after a late goal, and the coach said the "
@@ -32,7 +34,6 @@ def run(model: str, device: str | None = None, dtype: str | None = None, num_ste
     import torch
     from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
-    from omnistudio.bench.corpus import reference_prompt
     from omnistudio.engine.engine import LONGEST_ROW, Engine
     from omnistudio.engine.sampler import FastSampler, SamplerOptions
 
@@ -92,7 +93,6 @@ def ops_per_step(model: str, device: str | None = None, dtype: str | None = None
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from omnistudio.bench.corpus import reference_prompt
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.sampler import FastSampler, SamplerOptions
 
@@ -129,7 +129,6 @@ def ops_per_step(model: str, device: str | None = None, dtype: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.bench.modes import graph_failures
     from omnistudio.flags.engine import add_model_options
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.probe", description=__doc__.splitlines()[0])

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from omnistudio.errors import UserError
 
 from omnistudio.bench.sentence_result import EngineLoad, Int8Rule
+import os
+from omnistudio.bench.modes import agreement
 
 if TYPE_CHECKING:
     from omnistudio.bench.sentence_result import SentenceBenchResult
@@ -37,7 +39,6 @@ def quantize_list(value: str | None) -> list[str]:
 
 
 def _rss_mb() -> float:
-    import os
 
     try:
         with open("/proc/self/statm") as fh:
@@ -85,7 +86,6 @@ def own_stock(bench: Bench) -> None:
 def int8_default(result: SentenceBenchResult) -> Int8Rule | None:
     """The rule for int8 as the CPU default, applied to this run: stock int8's agreement with stock fp32
     against stock bf16's (None where the run has not both)."""
-    from omnistudio.bench.modes import agreement
 
     rows = {v["name"]: v for v in result["variants"]}
     int8 = rows.get("stock fp32 int8")

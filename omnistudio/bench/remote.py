@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 from omnistudio.bench.corpus import BULLETIN, take
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import UserError
+from omnistudio.bench.stream import bench_options, time_take
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,7 +63,6 @@ def remote_stream_benchmark(local: EngineLink, remote: EngineLink, n_sentences: 
                             num_step: int = DEFAULT_NUM_STEP, seed: int = 0,
                             progress: Progress | None = None) -> RemoteStream:
     """Stream an ``n_sentences`` script through ``local`` then ``remote`` (two EngineLinks); compare."""
-    from omnistudio.bench.stream import bench_options, time_take
 
     if n_sentences < 1:
         raise UserError("the stream benchmark needs at least one sentence")

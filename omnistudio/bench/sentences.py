@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 from omnistudio.bench.modes import agreement
 from omnistudio.bench.speed import DEFAULT_SENTENCES, Bench, BenchSettings, compile_modes
+from omnistudio.checks import check_guidance
+from omnistudio.bench import quantized
+from omnistudio.bench.quantized import print_engines
 
 if TYPE_CHECKING:
     from omnistudio.bench.modes import OpenEngine
@@ -17,13 +20,11 @@ __all__ = ["DEFAULT_SENTENCES", "print_result", "run"]
 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> SentenceBenchResult:
-    from omnistudio.checks import check_guidance
 
     args.guidance = check_guidance(args.guidance)
     compile_modes(args.compile)  # a bad --compile refused before any model loads
     settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,
                              guidance=args.guidance, variants=args.variants, compile=args.compile)
-    from omnistudio.bench import quantized
 
     # one engine per dtype and quantisation (--dtypes, --quantize), every variant at each; "stock": the
     # sentence bench installs its own samplers per variant
@@ -53,7 +54,6 @@ def print_result(result: SentenceBenchResult) -> None:
     Console().print(f"inputs: reference {result['reference_frames']} frames; {frames}; compile {result['compile']}")
     if result.get("graphs"):
         Console().print(f"step graphs captured before timing: {result['graphs']}")
-    from omnistudio.bench.quantized import print_engines
 
     print_engines(result)
     default = next((v for v in result["variants"] if v["name"] == result.get("default_variant")), None)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 from omnistudio.bench.corpus import serve_text
 from omnistudio.errors import UserError
 from omnistudio.protocol import SpeechRequest
+from omnistudio.checks import check_batch
 
 if TYPE_CHECKING:
     from omnistudio.bench.modes import GraphCounts, Modes, OpenEngine
@@ -77,7 +78,6 @@ def clients_list(value: str) -> list[int]:
 
 
 def check(args: argparse.Namespace) -> None:
-    from omnistudio.checks import check_batch
 
     args.clients = clients_list(args.clients)
     check_batch(args.max_batch, "--max-batch", lo=2)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from omnistudio.bench.corpus import NEWS, reference_prompt, take
 from omnistudio.errors import UserError
+from omnistudio.engine.compiled_backbone import CompiledBackbone
 
 if TYPE_CHECKING:
     import numpy as np
@@ -438,7 +439,6 @@ def compile_engines(engines: dict[str | None, Engine], variants: list[Variant], 
         raise UserError("--compile: one compile mode per run besides off (the backbone holds one graph)")
     out: list[dict[str, object]] = []
     for dtype in dict.fromkeys(v.dtype for v in variants if v.compiled):
-        from omnistudio.engine.compiled_backbone import CompiledBackbone
 
         backbone = CompiledBackbone(engines[dtype], mode=modes[0]).start(background=False)
         if backbone.state != "compiled":

@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, TypedDict
 from omnistudio.bench.corpus import BULLETIN, NEWS, take
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import UserError
+from omnistudio.voices.resolve import parse_voice
+import time
+from omnistudio.bench.corpus import reference_prompt
+from omnistudio.voices.resolve import resolve_voice
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,7 +108,6 @@ def time_take(link: EngineLink, text: str, options: TakeOptions) -> tuple[TakeTi
 
 def bench_options(voice: str, num_step: int, seed: int) -> TakeOptions:
     from omnistudio.take.options import TakeOptions
-    from omnistudio.voices.resolve import parse_voice
 
     ref, lang = parse_voice(voice)
     return TakeOptions(num_step=num_step, seed=seed, voice=ref, lang=lang or "en").validated()
@@ -126,11 +129,8 @@ def one_at_a_time(engine: Engine, texts: list[str], voice: str | None, num_step:
     """Sentences each alone through ``Engine.synthesize`` (the one-sentence bench's path): the stream's own
     (``voice``: its prompt, its seeds), or with ``voice`` None the one-sentence bench's synthetic reference.
     RTF by wall time and by process CPU time, frames of reference, to set beside the take's."""
-    import time
 
-    from omnistudio.bench.corpus import reference_prompt
     from omnistudio.take.options import sentence_seed
-    from omnistudio.voices.resolve import parse_voice, resolve_voice
 
     ref, lang = parse_voice(voice or DEFAULT_VOICE)
     lang = lang or "en"
@@ -147,13 +147,11 @@ def one_at_a_time(engine: Engine, texts: list[str], voice: str | None, num_step:
 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> StreamRun:
-    import time
 
     from omnistudio.take.link import LocalEngine
 
     engine = open_engine(args, "fast")
     link = LocalEngine(engine)
-    from omnistudio.voices.resolve import parse_voice
 
     ref, lang = parse_voice(args.voice)
     link.prepare([(ref, lang or "en")])  # the prompt built before the CPU clock starts (the take's prepare is untimed)

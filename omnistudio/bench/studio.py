@@ -34,6 +34,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from omnistudio.bench.corpus import BULLETIN
 from omnistudio.errors import UserError
+from omnistudio.studio.events import Failure
+from omnistudio.studio.events import PlaybackStarted
+from omnistudio.voices.resolve import VoiceRef
+from omnistudio.script import Blend
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -112,7 +116,6 @@ class Driver:
         app.studio.report = report
 
     async def until(self, probe: Callable[[], T | None], what: str) -> T:
-        from omnistudio.studio.events import Failure
 
         deadline = time.monotonic() + HANG_S
         while not (found := probe()):
@@ -133,7 +136,6 @@ class Driver:
     async def press(self, row: str | None, keys: tuple[str, ...], wants: set[Want], voice: VoiceRef) -> None:
         """Wait until idle with ``wants`` built, press ``keys``, time the last one to the first sound (kept in
         ``row``), check that ``voice`` is heard, then stop the audio."""
-        from omnistudio.studio.events import PlaybackStarted
 
         studio = self.app.studio
         await self.until(lambda: self.idle(wants), "the studio at rest")
@@ -169,7 +171,6 @@ class Driver:
         options.highlighted = [o.id for o in options._options].index(anchor)
 
     async def audition(self, i: int) -> None:
-        from omnistudio.voices.resolve import VoiceRef
 
         a, b = (AUDITION_ANCHORS[(2 * i + k) % len(AUDITION_ANCHORS)] for k in (0, 1))
         self.script(f"[ruby] {_en_line(i, 'said the desk on take')}", 10)
@@ -179,8 +180,6 @@ class Driver:
         await self.press("audition_ab", ("ctrl+r",), set(), VoiceRef(anchor=a))
 
     async def slider(self, i: int) -> None:
-        from omnistudio.script import Blend
-        from omnistudio.voices.resolve import VoiceRef
         from omnistudio.widgets.morph_slider import MorphSlider
 
         line = _en_line(i, "on line")
@@ -197,7 +196,6 @@ class Driver:
         await self.press("slider_neighbour", ("right",), set(), next_)
 
     async def f5(self, i: int, paragraphs: int) -> None:
-        from omnistudio.voices.resolve import VoiceRef
 
         self.script(f5_script(i, paragraphs), 0)
         wants = {(VoiceRef(anchor=a), lang) for a, lang in F5_VOICES[:paragraphs]}

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 from typing import TypedDict
+from omnistudio.text import normalize
+from omnistudio.bench.provenance import provenance, provenance_line
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "text"
 _START_UP = ("import time; t0 = time.perf_counter(); import omnistudio.text as t; t1 = time.perf_counter(); "
@@ -67,7 +69,6 @@ def start_up() -> StartUp:
 
 
 def per_sentence(sentences: list[str], lang: str, rounds: int) -> SentenceCost:
-    from omnistudio.text import normalize
 
     times = []
     for _ in range(rounds):
@@ -87,7 +88,6 @@ def text_benchmark(rounds: int = 5, folder: Path = CORPUS_DIR) -> TextResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.bench.provenance import provenance, provenance_line
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.text", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5, help="times each corpus sentence is normalised")

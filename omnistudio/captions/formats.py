@@ -18,6 +18,9 @@ from datetime import timedelta
 from omnistudio.captions.cues import CaptionLimits, Cue, build_cues
 from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import UserError
+import srt
+from webvtt.models import Timestamp
+import webvtt
 
 FORMATS = ("srt", "vtt")
 
@@ -63,21 +66,18 @@ def _ms(seconds: float) -> int:
 
 
 def srt_text(cues: Sequence[Cue]) -> str:
-    import srt
 
     return str(srt.compose([srt.Subtitle(i + 1, timedelta(milliseconds=_ms(c.start)), timedelta(milliseconds=_ms(c.end)),
                                          c.text) for i, c in enumerate(cues)], reindex=False))
 
 
 def _vtt_time(ms: int) -> str:
-    from webvtt.models import Timestamp
 
     return str(Timestamp.from_seconds(ms / 1000))
 
 
 def vtt_text(cues: Sequence[Cue], words: bool = False) -> str:
     """The WebVTT document; ``words``: each word's start as a cue timestamp (karaoke)."""
-    import webvtt
 
     doc = webvtt.WebVTT()
     for cue in cues:
@@ -127,15 +127,12 @@ class ReadCue:
 
 
 def read_srt(text: str) -> list[ReadCue]:
-    import srt
 
     return [ReadCue(s.start.total_seconds(), s.end.total_seconds(), tuple(s.content.split("\n")))
             for s in srt.parse(text)]
 
 
 def read_vtt(text: str) -> list[ReadCue]:
-    import webvtt
-    from webvtt.models import Timestamp
 
     out = []
     for c in webvtt.from_string(text).captions:

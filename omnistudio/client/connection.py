@@ -35,6 +35,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from omnistudio.errors import Unavailable, UserError, first_line
 from omnistudio.protocol import PROTOCOL, WS_ROUTE, Health, ProtocolError, error_message
+from omnistudio.checks import key_lines
+from omnistudio.protocol import parse_response
 
 # websockets logs a lost keepalive with its traceback; the client reports the loss itself, in one line
 QUIET_WS_LOG = logging.getLogger("omnistudio.client.websocket")
@@ -126,7 +128,6 @@ def read_api_key(path: Path | str | None) -> str | None:
     """The key in ``path`` (first non-empty line), or None for no file; an unusable file is a UserError."""
     if path is None or str(path) == "":
         return None
-    from omnistudio.checks import key_lines
 
     keys = key_lines(path)
     if not keys:
@@ -206,7 +207,6 @@ def get_json(address: ServerAddress, route: str, api_key: str | None, timeout: f
 
 def health(address: ServerAddress, api_key: str | None) -> Health:
     """``GET /health`` as the protocol's Health, once the server says it speaks this client's protocol."""
-    from omnistudio.protocol import parse_response
 
     try:
         said = parse_response(Health, get_json(address, "/health", api_key), "/health")

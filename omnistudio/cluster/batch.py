@@ -33,6 +33,13 @@ from omnistudio.audio.finishing import FinishingOptions
 from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import UserError, describe, first_line
 from omnistudio.take.options import TakeOptions
+from omnistudio.script import read_script
+from omnistudio.take.captions import caption_paths, caption_record
+from omnistudio.take.link import LocalEngine
+from omnistudio.audio.spool import ChunkSpool
+from omnistudio.take.pipeline import build_take
+from omnistudio.take.delivery import Slate
+from omnistudio.take.sinks import FileSink
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -122,7 +129,6 @@ class BatchReport:
 
 def plan_jobs(scripts: list[Path], out_dir: Path, suffix: str = ".wav") -> list[ScriptJob]:
     """Read every script (one line for a missing, empty or over-long one) and name its output."""
-    from omnistudio.script import read_script
 
     jobs: list[ScriptJob] = []
     seen: dict[Path, Path] = {}
@@ -138,7 +144,6 @@ def plan_jobs(scripts: list[Path], out_dir: Path, suffix: str = ".wav") -> list[
 def is_done(job: ScriptJob, spec: RenderSpec, captions: CaptionOptions | None = None) -> bool:
     """The output exists and its sidecar names this script's text and the same settings; with
     ``captions``, the caption files exist too, made with the same formats and limits."""
-    from omnistudio.take.captions import caption_paths, caption_record
 
     side = sidecar_path(job.output)
     if not job.output.is_file() or not side.is_file():
@@ -162,7 +167,6 @@ class Renderer:
     def __init__(self, spec: RenderSpec) -> None:
         import torch
 
-        from omnistudio.take.link import LocalEngine
         from omnistudio.voices.session import open_engine
 
         torch.set_num_threads(max(1, spec.threads))  # before anything runs: Ray set OMP_NUM_THREADS to its CPUs
@@ -172,8 +176,6 @@ class Renderer:
 
     def render(self, script: Script, name: str) -> ScriptAudio:
         """``script`` through the take pipeline (the function every client builds takes with), no sinks."""
-        from omnistudio.audio.spool import ChunkSpool
-        from omnistudio.take.pipeline import build_take
 
         try:
             take = build_take(self.link, script, self.options)
@@ -219,8 +221,6 @@ def render_batch(ray: ModuleType, spec: RenderSpec, jobs: list[ScriptJob], worke
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
-    from omnistudio.take.delivery import Slate
-    from omnistudio.take.sinks import FileSink
 
     report = report or BatchReport()
     local_threads = spec.threads if local_threads is None else local_threads

@@ -24,6 +24,12 @@ from omnistudio.cluster.connect import Cluster, Need, import_serve
 from omnistudio.cluster.proxy import REPLICA_HEADER
 from omnistudio.errors import UserError
 from omnistudio.server.factory import ServerConfig
+from types import SimpleNamespace
+from omnistudio.server.factory import build_server
+import json
+import logging
+import time
+import socket
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -82,11 +88,9 @@ class SpeechReplica:
     """One replica: the engine and the server state around it (wrapped by ``serve.ingress`` below)."""
 
     def __init__(self, config: ServerConfig) -> None:
-        from types import SimpleNamespace
 
         import torch
 
-        from omnistudio.server.factory import build_server
         from omnistudio.server.startup import start_engine
 
         torch.set_num_threads(max(1, config.engine.threads or 1))  # serve --ray passes the caller's count
@@ -177,7 +181,6 @@ class ReplicaTag:
     def _rewrite(self, path: str, data: bytes) -> bytes:
         if path == "/metrics":
             return label_metrics(data, self.replica)
-        import json
 
         try:
             parsed = json.loads(data)
@@ -200,8 +203,6 @@ def start(cluster: Cluster, config: ServerConfig, scale: Scale, timeout_s: float
     listens on it.
 
     Nothing is left running when this raises: the application is deleted again."""
-    import logging
-    import time
 
     serve = import_serve()
     logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines are Serve's, not the user's
@@ -240,7 +241,6 @@ def reserved_port(host: str, port: int) -> Iterator[int]:
     if port != 0:
         yield port
         return
-    import socket
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -257,7 +257,6 @@ def reserved_port(host: str, port: int) -> Iterator[int]:
 
 def _wait_proxy(url: str, deadline: float) -> None:
     """Until Serve's proxy answers its health route at ``url``."""
-    import time
 
     import httpx
 
@@ -273,7 +272,6 @@ def _wait_proxy(url: str, deadline: float) -> None:
 
 
 def _wait_running(serve: ModuleType, timeout_s: float) -> None:
-    import time
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

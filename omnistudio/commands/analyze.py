@@ -8,6 +8,8 @@ import argparse
 import json
 import math
 from pathlib import Path
+from omnistudio.audio.profiles import check_profile
+from omnistudio.errors import UserError
 
 SILENT_NOTE = "silent: nothing above the -70 LUFS gate, so the loudness figures are -inf (null in JSON)"
 LABELS = [
@@ -40,7 +42,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.audio.profiles import check_profile
     from omnistudio.take.qc import check_file, write_report
 
     rule = check_profile(args.profile) if args.profile is not None else None
@@ -96,6 +97,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def raise_usage(message: str) -> None:
-    from omnistudio.errors import UserError
 
     raise UserError(message)

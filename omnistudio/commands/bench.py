@@ -19,6 +19,8 @@ from omnistudio.bench import (compiled, dialogue, meter, remote, sentences, serv
 from omnistudio.bench.modes import graph_failures
 from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
+from omnistudio.flags.synthesis import add_synthesis_options
+import sys
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -33,7 +35,6 @@ MODES: dict[str, ModuleType] = {
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options, add_server_options
-    from omnistudio.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
@@ -107,7 +108,6 @@ def run(args: argparse.Namespace) -> int:
         print(provenance_line(measured))
     failed = graph_failures(result)
     if failed:  # the figures above are of the eager step where a graph was meant to replay
-        import sys
 
         print(f"bench: {failed} step graph capture(s) failed (those shapes ran eagerly)", file=sys.stderr)
         return 1

@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
+from omnistudio.commands.flags.frontend import add_frontend_options
+from omnistudio.checks import check_language
+from omnistudio.script import read_script
+from omnistudio.commands.flags.frontend import frontend_options
 
 if TYPE_CHECKING:
     from omnistudio.captions.timing import SentenceTiming
@@ -22,7 +26,6 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.commands.flags.captions import add_caption_options
-    from omnistudio.commands.flags.frontend import add_frontend_options
 
     p = sub.add_parser("captions", help="SRT/WebVTT captions for a take that exists (an audio file or a project)")
     p.add_argument("target", type=Path, metavar="TAKE.wav|NAME.omniproj",
@@ -41,10 +44,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.checks import check_language
     from omnistudio.commands.flags.captions import caption_options
     from omnistudio.projects.paths import project_target
-    from omnistudio.script import read_script
     from omnistudio.take.captions import caption_paths, check_caption_paths, write_captions
 
     options = caption_options(args)
@@ -78,7 +79,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _frontend(args: argparse.Namespace, project: Path | None) -> FrontendOptions:
-    from omnistudio.commands.flags.frontend import frontend_options
 
     args.project = project  # the project's lexicon over the global one, as render --project speaks
     return frontend_options(args)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
+from omnistudio.checks import check_language
 
 if TYPE_CHECKING:
     from omnistudio.projects.project import Project
@@ -49,7 +50,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.checks import check_language
     from omnistudio.projects.paths import project_target
     from omnistudio.projects.project import HOLDS, SUFFIX
     from omnistudio.projects.speech_check import check_threshold

@@ -12,14 +12,21 @@ from pathlib import Path
 
 from omnistudio.errors import UserError
 from omnistudio.text.lexicon import Entry, Lexicon
+from omnistudio.commands.flags.lexicon import add_project_option
+from omnistudio.commands.flags.parser import OneLineParser
+from omnistudio.checks import check_language
+from omnistudio.commands.flags.lexicon import project_folder
+from omnistudio.commands.flags.lexicon import lexicon_file
+from omnistudio.commands.flags.lexicon import effective
+from omnistudio.checks import check_text
+from omnistudio.text import normalize
+from omnistudio.commit import destination
 
 WHERE = ("this project's lexicon (NAME.omniproj/lexicon.toml, created if missing) instead of the global one")
 USAGE = "give an action: omnistudio lexicon add | remove | list | test | import | export"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.commands.flags.lexicon import add_project_option
-    from omnistudio.commands.flags.parser import OneLineParser
 
     p = sub.add_parser("lexicon", help="the pronunciation lexicon: words said the same in every take")
     actions = p.add_subparsers(dest="lexicon_command", metavar="ACTION", parser_class=OneLineParser)
@@ -61,14 +68,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _lang(value: str | None) -> str | None:
-    from omnistudio.checks import check_language
 
     return None if value is None else check_language(value)
 
 
 def _project_lexicon(args: argparse.Namespace) -> Lexicon:
     """The --project folder's own lexicon (empty without --project): to say where an entry comes from."""
-    from omnistudio.commands.flags.lexicon import project_folder
     from omnistudio.text.lexicon_files import load_lexicon, project_lexicon_path
 
     folder = project_folder(args, must_exist=True)
@@ -82,7 +87,6 @@ def _describe(entry: Entry) -> str:
 
 
 def add_entry(args: argparse.Namespace) -> int:
-    from omnistudio.commands.flags.lexicon import lexicon_file
     from omnistudio.text.lexicon_files import edit_lexicon
 
     entry = Entry(args.word, args.say, _lang(args.lang), args.case_sensitive, args.phones)
@@ -99,7 +103,6 @@ def add_entry(args: argparse.Namespace) -> int:
 
 
 def remove_entry(args: argparse.Namespace) -> int:
-    from omnistudio.commands.flags.lexicon import lexicon_file
     from omnistudio.text.lexicon_files import edit_lexicon
 
     lang = _lang(args.lang)
@@ -121,7 +124,6 @@ def remove_entry(args: argparse.Namespace) -> int:
 
 
 def list_entries(args: argparse.Namespace) -> int:
-    from omnistudio.commands.flags.lexicon import effective, project_folder
     from omnistudio.text.lexicon_files import global_lexicon_path, project_lexicon_path
 
     folder = project_folder(args, must_exist=True)
@@ -151,9 +153,6 @@ def list_entries(args: argparse.Namespace) -> int:
 
 
 def test_text(args: argparse.Namespace) -> int:
-    from omnistudio.checks import check_language, check_text
-    from omnistudio.commands.flags.lexicon import effective
-    from omnistudio.text import normalize
 
     text, lang = check_text(args.text), check_language(args.lang)
     spoken = normalize(text, lang, effective(args))
@@ -167,7 +166,6 @@ def test_text(args: argparse.Namespace) -> int:
 
 
 def import_pls(args: argparse.Namespace) -> int:
-    from omnistudio.commands.flags.lexicon import lexicon_file
     from omnistudio.console import err_console
     from omnistudio.text.lexicon_files import edit_lexicon
     from omnistudio.text.pls import read_pls
@@ -191,8 +189,6 @@ def import_pls(args: argparse.Namespace) -> int:
 
 def export_pls(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_writable_path
-    from omnistudio.commit import destination
-    from omnistudio.commands.flags.lexicon import lexicon_file
     from omnistudio.text.lexicon_files import load_lexicon
     from omnistudio.text.pls import entries_for, write_pls
 

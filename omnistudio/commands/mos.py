@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import UserError
+from omnistudio.commands.flags.frontend import add_frontend_options
+from omnistudio.flags.synthesis import add_synthesis_options
+from omnistudio.commands.flags.take import take_options
+from omnistudio.voices.resolve import parse_voice
 
 if TYPE_CHECKING:
     from omnistudio.mos.gateway import MosConfig
@@ -27,9 +31,7 @@ SETTINGS: Mapping[str, object] = {"mos_id": None, "ncs_id": None, "ncs_host": "1
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.commands.flags.captions import add_caption_options
     from omnistudio.commands.flags.finishing import add_finishing_options
-    from omnistudio.commands.flags.frontend import add_frontend_options
     from omnistudio.flags.engine import add_model_options, add_server_options
-    from omnistudio.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("mos", help="MOS device for a newsroom system: rundowns in, each story's audio out")
     p.add_argument("--config", type=Path, metavar="FILE.toml", help="the options below as TOML (flags win)")
@@ -106,7 +108,6 @@ def _ports(value: object, count: int, flag: str) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     from omnistudio.commands.flags.captions import caption_options
-    from omnistudio.commands.flags.take import take_options
     from omnistudio.console import status
     from omnistudio.flags.engine import check_link_args, open_link
     from omnistudio.mos.gateway import MosConfig
@@ -129,7 +130,6 @@ def run(args: argparse.Namespace) -> int:
     if values["voice"]:
         from dataclasses import replace
 
-        from omnistudio.voices.resolve import parse_voice
 
         ref, lang = parse_voice(str(values["voice"]))
         options = replace(options, voice=ref, lang=lang or options.lang)

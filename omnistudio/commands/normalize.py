@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from omnistudio.commands.flags.lexicon import add_project_option
+from omnistudio.checks import check_language, check_text
+from omnistudio.commands.flags.lexicon import effective
+from omnistudio.text import normalize
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.commands.flags.lexicon import add_project_option
 
     p = sub.add_parser("normalize", help="print the spoken form of a text (numbers, money, dates, lexicon...)")
     p.add_argument("text", help="the text as written")
@@ -22,9 +25,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.checks import check_language, check_text
-    from omnistudio.commands.flags.lexicon import effective
-    from omnistudio.text import normalize
 
     text, lang = check_text(args.text), check_language(args.lang)
     spoken = normalize(text, lang, effective(args))

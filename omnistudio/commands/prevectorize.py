@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Required, TypedDict
 
 from omnistudio.errors import UserError
+from omnistudio.checks import check_language
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -56,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
     from omnistudio.console import err_console, status
     from omnistudio.voices.asr import open_transcriber
-    from omnistudio.checks import check_language
     from omnistudio.voices.prompts import ensure_prompt
     from omnistudio.voices.roster import load_roster
     from omnistudio.flags.engine import engine_from_args

@@ -9,6 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
+from omnistudio.commands.flags.frontend import add_frontend_options
+from omnistudio.commands.flags.ray import add_batch_options
+from omnistudio.commands.flags.retakes import add_take_options
+from omnistudio.flags.synthesis import add_synthesis_options
+from omnistudio.commands.flags.retakes import check_project_args
+from omnistudio.commands.flags.take import plan_script, take_options
+from omnistudio.script import read_script
+from omnistudio.commands.render_ray import run_batch
+from omnistudio.commands.flags.retakes import wanted
+from omnistudio.commands import render_takes
+from omnistudio.text.language import mismatch_summary, mismatches
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishingOptions
@@ -25,10 +36,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     from omnistudio.commands.flags.captions import add_caption_options
     from omnistudio.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.finishing import add_finishing_options
-    from omnistudio.commands.flags.frontend import add_frontend_options
-    from omnistudio.commands.flags.ray import add_batch_options
-    from omnistudio.commands.flags.retakes import add_take_options
-    from omnistudio.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
     p.add_argument("scripts", type=Path, nargs="+", metavar="SCRIPT", help="UTF-8 script: one paragraph per "
@@ -99,17 +106,13 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Player | None:
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output
-    from omnistudio.commands.flags.retakes import check_project_args
-    from omnistudio.commands.flags.take import plan_script, take_options
     from omnistudio.config import SAMPLE_RATE
-    from omnistudio.script import read_script
 
     from omnistudio.commands.flags.captions import caption_options
 
     check_project_args(args)  # no output inside a project folder, no --project FILE
     captions = caption_options(args)
     if args.ray or args.out_dir is not None:
-        from omnistudio.commands.render_ray import run_batch
 
         if args.report:
             raise UserError("--report writes one script's report: render -o OUT.wav --report, or run "
@@ -145,11 +148,9 @@ def run(args: argparse.Namespace) -> int:
     script, options = plan_script(args, text, take_options(args))  # every check first
     _warn_languages(script)
     from omnistudio.flags.engine import check_link_args
-    from omnistudio.commands.flags.retakes import wanted
 
     check_link_args(args)  # --server with --model, a key file without a server
     if wanted(args):
-        from omnistudio.commands import render_takes
 
         code = render_takes.run(args, text, script, options)
         if code == 0 and args.report:
@@ -181,7 +182,6 @@ def run(args: argparse.Namespace) -> int:
 def _warn_languages(script: Script) -> None:
     """One warning line when a paragraph reads as the other language than the one it is read in."""
     from omnistudio.console import err_console
-    from omnistudio.text.language import mismatch_summary, mismatches
 
     found = mismatches(script.sentences)
     if found:

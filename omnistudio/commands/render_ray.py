@@ -9,6 +9,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
+from omnistudio.commands.flags.ray import actor_threads
+from omnistudio.commands.flags.take import take_options
+import hashlib
+from omnistudio.commands.flags.ray import local_threads
+from omnistudio.commands.flags.take import plan_script
 
 if TYPE_CHECKING:
     from omnistudio.captions.formats import CaptionOptions
@@ -21,8 +26,6 @@ if TYPE_CHECKING:
 def _batch_spec(args: argparse.Namespace) -> RenderSpec:
     """The batch's spec from the render command's own option checks (default voice still unset)."""
     from omnistudio.cluster.batch import RenderSpec
-    from omnistudio.commands.flags.ray import actor_threads
-    from omnistudio.commands.flags.take import take_options
     from omnistudio.config import default_model
 
     if args.output is not None:
@@ -47,7 +50,6 @@ def _batch_spec(args: argparse.Namespace) -> RenderSpec:
 
 def spoken_digest(script: Script, options: TakeOptions) -> str:
     """sha256 of what the model is asked to say for every sentence of ``script`` (the take's plan)."""
-    import hashlib
 
     from omnistudio.take.pipeline import plan
 
@@ -71,8 +73,6 @@ def run_batch(args: argparse.Namespace, captions: CaptionOptions | None = None) 
     ``captions`` (checked options): NAME.srt / NAME.vtt beside each NAME.wav, as ``render -o --captions``."""
     from omnistudio.cluster.batch import plan_jobs, split_done
     from omnistudio.cluster.connect import Need, import_ray
-    from omnistudio.commands.flags.ray import local_threads
-    from omnistudio.commands.flags.take import plan_script
     from omnistudio.console import err_console
 
     refuse_takes(args)
@@ -132,7 +132,6 @@ def _render_on_ray(args: argparse.Namespace, spec: RenderSpec, todo: list[Script
                    captions: CaptionOptions | None = None, hearer: Hearer | None = None) -> BatchReport:
     from omnistudio.cluster.batch import render_batch
     from omnistudio.cluster.connect import Cluster, Need
-    from omnistudio.commands.flags.ray import local_threads
     from omnistudio.console import err_console
 
     with Cluster(args.address) as cluster:

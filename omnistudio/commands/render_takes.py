@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from omnistudio.errors import UserError
+from omnistudio.commands.flags.retakes import open_checker
+import json
+import time
+from omnistudio.commit import write_json
 
 if TYPE_CHECKING:
     from omnistudio.projects.project import Project
@@ -70,7 +74,6 @@ def render_takes(args: argparse.Namespace, text: str, script: Script, options: T
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
-    from omnistudio.commands.flags.retakes import open_checker
     from omnistudio.console import status
     from omnistudio.projects.chosen import keep_rendered
     from omnistudio.projects.retake import pipeline_synth, take_sentences
@@ -119,10 +122,7 @@ def run(args: argparse.Namespace, text: str, script: Script, options: TakeOption
         link_factory: LinkFactory | None = None) -> int:
     """``render`` with --project/--verify: takes, then the file from the chosen takes (exit 1 when a
     chosen take still fails its check; the file is written all the same)."""
-    import json
-    import time
 
-    from omnistudio.commit import write_json
     from omnistudio.commands.flags.captions import caption_hearer, caption_options
     from omnistudio.console import err_console
     from omnistudio.projects.chosen import keep_words, write_chosen

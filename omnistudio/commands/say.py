@@ -7,12 +7,16 @@ import json
 from pathlib import Path
 
 from omnistudio.errors import UserError
+from omnistudio.commands.flags.frontend import add_frontend_options
+from omnistudio.flags.synthesis import add_synthesis_options
+from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
+from omnistudio.checks import check_guidance
+from omnistudio.commands.flags.frontend import frontend_options
+from omnistudio.audio.bwf import Broadcast, Marker, label
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options, add_server_options
-    from omnistudio.commands.flags.frontend import add_frontend_options
-    from omnistudio.flags.synthesis import add_synthesis_options
 
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
     p.add_argument("text", help="what to say")
@@ -35,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output
     from omnistudio.audio.writer import write_audio
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
-    from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
     from omnistudio.console import status
 
     # Every cheap check first: nothing is loaded or written for bad input.
@@ -43,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
     lang = check_language(args.lang)
     num_step = check_num_step(args.num_step)
     seed = check_seed(args.seed)
-    from omnistudio.checks import check_guidance
 
     args.guidance = check_guidance(args.guidance)
     check_output_path(args.output)
@@ -58,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
 
     from omnistudio.flags.engine import check_link_args, open_link
     from omnistudio.take.link import RenderItem
-    from omnistudio.commands.flags.frontend import frontend_options
     from omnistudio.take.options import TakeOptions, sentence_seed, spoken_text
 
     if check_link_args(args) is not None:
@@ -78,7 +79,6 @@ def run(args: argparse.Namespace) -> int:
         result = link.render([item], options)[0]
         if not result.ok:
             raise UserError(result.error or "the sentence did not render")
-        from omnistudio.audio.bwf import Broadcast, Marker, label
 
         first = label(text)
         user = (("voice", ref.key()), ("lang", lang), ("seed", str(item.seed)), ("num_step", str(num_step)),

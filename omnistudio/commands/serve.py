@@ -11,10 +11,20 @@ from pathlib import Path
 
 from omnistudio.errors import UserError
 from omnistudio.server.factory import ServerConfig
+from omnistudio.flags.engine import add_model_options
+from omnistudio.commands.flags.ray import add_serve_options
+from omnistudio.server.auth import check_bind
+from omnistudio.server.admission import Admission
+from omnistudio.commands.flags.ray import actor_threads
+from omnistudio.config import compile_choice
+from omnistudio.flags.engine import engine_config
+import dataclasses
+from omnistudio.commands.flags.ray import check_serve_options
+from omnistudio.commands.serve_ray import run_serve
+from omnistudio.server.factory import build_server
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("serve", help="speech server: OpenAI /v1/audio/speech, /tts/generate, WebSocket stream")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
@@ -35,7 +45,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--mcp-output-dir", type=Path, metavar="DIR", help="the folder the MCP tools at /mcp write "
                    "into (default: mcp/ in the data folder)")
     add_model_options(p)
-    from omnistudio.commands.flags.ray import add_serve_options
 
     add_serve_options(p)
 
@@ -68,8 +77,6 @@ def check_port(host: str, port: int) -> None:
 def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
     """Every serve option, checked (one line each, before any model loads), as the server's config;
     the API keys are read from ``--api-key-file`` here."""
-    from omnistudio.server.auth import check_bind
-    from omnistudio.server.admission import Admission
 
     keys = check_bind(args.host, args.api_key_file)
     Admission(args.max_queue)
@@ -83,7 +90,6 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise UserError(f"--max-voices {args.max_voices} is out of range 0..10000")
     threads = None  # torch's own count in a single process
     if getattr(args, "ray", False):  # a replica's: this machine's count unless told (Ray would start it with 1)
-        from omnistudio.commands.flags.ray import actor_threads
 
         threads = actor_threads(getattr(args, "threads_per_replica", None), "--threads-per-replica")
     quantize = "none"
@@ -92,9 +98,7 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         from omnistudio.engine.quantize import check_quantize
 
         quantize = check_quantize(args.quantize, pick_device(args.device))
-    from omnistudio.config import compile_choice
 
-    from omnistudio.flags.engine import engine_config
 
     engine = engine_config(args, quantize=quantize, compile=compile_choice(),  # this command's environment,
                            threads=threads)  # carried to every replica
@@ -107,14 +111,11 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
 
-    from omnistudio.commands.flags.ray import check_serve_options
 
     check_serve_options(args)
     config = server_config_from_args(args)  # every check before the model loads
     if args.ray:
-        from omnistudio.commands.serve_ray import run_serve
 
         if args.address is None:  # a local instance: its proxy binds here
             check_port(args.host, args.port)
@@ -125,7 +126,6 @@ def run(args: argparse.Namespace) -> int:
     sock = bind_port(args.host, args.port)  # a port in use or out of range: one line before the server's imports
     import uvicorn
 
-    from omnistudio.server.factory import build_server
     from omnistudio.server.startup import start_engine
 
     config = dataclasses.replace(config, port=sock.getsockname()[1])  # the port bound (the one picked for 0)

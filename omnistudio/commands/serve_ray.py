@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 
 from omnistudio.server.factory import ServerConfig
+import time
 
 
 def run_serve(args: argparse.Namespace, config: ServerConfig) -> int:
     """``serve --ray``: deploy, print where, serve until Ctrl+C, then take the deployment down."""
-    import time
 
     from omnistudio.cluster import serve as cluster_serve
     from omnistudio.cluster.connect import Cluster, Need, import_serve

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from omnistudio.commands.studio_terminal import library_output_to_log
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,7 +62,6 @@ def run(args: argparse.Namespace) -> int:
         from omnistudio.studio.welcome import EXAMPLE_SCRIPT
 
         studio.takes.open(path, None if exists else EXAMPLE_SCRIPT)
-    from omnistudio.commands.studio_terminal import library_output_to_log
     from omnistudio.config import locations
 
     # what a C library prints (ALSA's "underrun occurred") goes to the log, not over the screen

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
+from omnistudio.commands.flags.parser import OneLineParser
 
 if TYPE_CHECKING:
     from omnistudio.voices.roster import Anchor
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from omnistudio.flags.engine import add_model_options
-    from omnistudio.commands.flags.parser import OneLineParser
 
     p = sub.add_parser("voices", help="list the anchors and their prompts, or add an anchor")
     actions = p.add_subparsers(dest="voices_command", metavar="ACTION", parser_class=OneLineParser)

@@ -30,6 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.config import locations
+from omnistudio import tempfiles
+import struct
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+import importlib
+import warnings
 
 if TYPE_CHECKING:
     from transformers import HiggsAudioV2TokenizerConfig, PreTrainedTokenizerFast
@@ -113,7 +118,6 @@ def ensure_checkpoint(name: str, progress: Callable[[str], None] | None = None) 
     """
     if name not in GEOMETRIES:
         raise KeyError(name)
-    from omnistudio import tempfiles
 
     target = checkpoint_dir(name)
     tempfiles.sweep(target.parent)  # build folders of killed runs
@@ -144,7 +148,6 @@ def ensure_checkpoint(name: str, progress: Callable[[str], None] | None = None) 
 def damaged_file(path: Path) -> tuple[Path, str] | None:
     """The first weight file of a checkpoint whose safetensors header does not match its size
     (truncated, padded, garbage), with why; None when every one is whole. Reads headers only."""
-    import struct
 
     for file in sorted(path.rglob("*.safetensors")):
         try:
@@ -182,7 +185,6 @@ def damage(path: Path) -> tuple[Path, str] | None:
 
 def _train_text_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     """A byte-level BPE trained on a small bundled corpus, with OmniVoice's special tokens."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     corpus = resources.files("omnistudio.data").joinpath("bpe_corpus.txt").read_text("utf-8")
@@ -227,8 +229,6 @@ def import_pydub_quietly() -> None:
     """Import pydub (omnivoice imports it) without its import-time "Couldn't find ffmpeg or avconv"
     RuntimeWarning: OmniStudio never has pydub read or write a file, so ffmpeg is not needed. Scoped to
     this import, so every other warning still shows. Call it before the first omnivoice import."""
-    import importlib
-    import warnings
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)

@@ -20,6 +20,7 @@ import torch
 
 from omnistudio.engine.upstream import OmniVoiceModel
 from omnistudio.errors import describe
+from torch._dynamo.utils import counters
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,6 @@ def compile_status(model: OmniVoiceModel) -> dict[str, str]:
 
 def dynamo_graphs() -> int:
     """Graphs dynamo has compiled in this process so far (a recompilation adds one)."""
-    from torch._dynamo.utils import counters
 
     return int(counters["stats"]["unique_graphs"])
 

@@ -16,11 +16,13 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from omnistudio.engine.compile_cache import CacheKey, CompileSlot
+from omnistudio.locks import exclusive
+from omnistudio.engine.compile_cache import cache_key
+from omnistudio.engine.compiled_backbone import CompiledBackbone
 
 
 def main(argv: list[str]) -> int:
-    from omnistudio.engine.compile_cache import CacheKey, CompileSlot
-    from omnistudio.locks import exclusive
 
     job = json.loads(argv[1])
     if hasattr(os, "nice"):
@@ -34,8 +36,6 @@ def main(argv: list[str]) -> int:
 
 
 def compile_into(job: dict[str, Any]) -> int:
-    from omnistudio.engine.compile_cache import CompileSlot, cache_key
-    from omnistudio.engine.compiled_backbone import CompiledBackbone
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.sampler import FastSampler
 

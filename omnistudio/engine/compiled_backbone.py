@@ -42,6 +42,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from omnistudio.engine.compile_cache import CompileSlot, compile_root, use_inductor_folder
 from omnistudio.errors import describe
+import json
+import os
+import sys
+from dataclasses import asdict
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -171,11 +175,7 @@ def build_in_child(backbone: CompiledBackbone) -> None:
     """Fill ``backbone``'s cache slot from a child process on the same checkpoint, dtype and device: in a
     session of its own (a Ctrl+C on this process's terminal does not reach it), its output in the
     slot's log file."""
-    import json
-    import os
     import subprocess
-    import sys
-    from dataclasses import asdict
 
     loaded = backbone.engine.loaded
     job = {"model": str(loaded.path), "device": str(loaded.device), "dtype": loaded.dtype_name,

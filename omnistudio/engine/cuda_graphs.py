@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from omnistudio.errors import describe
+from omnistudio.engine.step_backbone import call_pre_hooks
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -191,7 +192,6 @@ class StepGraphs:
 
     def replay(self, plan: CapturableStep, graph: Any) -> None:
         """One step: the backbone's forward pre-hooks (Python, outside the graph), then the replay."""
-        from omnistudio.engine.step_backbone import call_pre_hooks
 
         call_pre_hooks(plan.backbone_module, plan.backbone_inputs())
         graph.replay()

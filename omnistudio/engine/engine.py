@@ -26,6 +26,9 @@ from omnistudio.engine.reference import Reference, check_transcript, read_refere
 from omnistudio.checks import (DEFAULT_NUM_STEP, LANGUAGES, check_language, check_num_step, check_seed,  # noqa: F401
                                check_text)
 from omnistudio.errors import Cancelled, UserError
+from omnistudio.engine.morph import embedding_overrides
+from omnistudio.engine.generation import generate_tokens
+from omnistudio.engine.generation import decode_tokens, token_tensors
 
 if TYPE_CHECKING:
     import torch
@@ -283,8 +286,6 @@ class Engine:
         """The diffusion half of a synthesis (one pass for the batch); :meth:`decode` is the other."""
         import torch
 
-        from omnistudio.engine.morph import embedding_overrides
-        from omnistudio.engine.generation import generate_tokens
 
         if not (len(texts) == len(voices) == len(languages)) or not texts:
             raise UserError("a batch needs one voice and one language per text")
@@ -323,7 +324,6 @@ class Engine:
         that stream after the tokens' event, so it can overlap the next sentence's diffusion."""
         import torch
 
-        from omnistudio.engine.generation import decode_tokens, token_tensors
 
         t0 = time.perf_counter()
         with torch.inference_mode():

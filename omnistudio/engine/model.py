@@ -25,6 +25,7 @@ from omnistudio.config import default_model
 from omnistudio.engine import checkpoints
 from omnistudio.engine.upstream import OmniVoiceModel
 from omnistudio.errors import UserError, describe, first_line, out_of_memory
+from omnistudio import tempfiles
 
 if TYPE_CHECKING:
     import torch
@@ -365,7 +366,6 @@ def load_model(
         problem = checkpoints.damage(path)
         if problem is None or not spec.is_random:
             raise _load_error(spec, path, dev, exc, problem) from None
-        from omnistudio import tempfiles
 
         moved = tempfiles.quarantine(path, "damaged")
         log.warning("checkpoint file %s is damaged (%s): moved aside to %s; rebuilding", problem[0], problem[1],

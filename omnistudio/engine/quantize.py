@@ -28,6 +28,7 @@ import torch
 
 from omnistudio.config import QUANTIZE
 from omnistudio.errors import UserError
+import torch.ao.nn.quantized.dynamic as nnqd
 
 # /proc/cpuinfo flags that give int8 matrix products an edge over fp32, best first.
 INT8_CPU_FLAGS = (("amx_int8", "AMX-INT8"), ("avx512_vnni", "AVX512-VNNI"), ("avx_vnni", "AVX-VNNI"),
@@ -83,7 +84,6 @@ def weight_scales(weight: torch.Tensor) -> torch.Tensor:
 def _dynamic_linear() -> type[torch.nn.Module]:
     with warnings.catch_warnings():  # torch.ao's eager quantization API warns that it moves to torchao
         warnings.simplefilter("ignore")
-        import torch.ao.nn.quantized.dynamic as nnqd
 
         return nnqd.Linear
 

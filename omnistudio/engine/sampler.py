@@ -74,6 +74,9 @@ from omnistudio.engine.sampler_ops import (  # noqa: F401 (SamplerStats: re-expo
 from omnistudio.engine.static_step import StepRunner
 from omnistudio.engine.upstream import GenerationConfig, GenerationTask, OmniVoiceModel
 from omnistudio.errors import Cancelled
+from omnistudio.engine.compile import apply_compile
+from omnistudio.engine import cuda_graphs
+from omnistudio.engine.cuda_graphs import GraphStatus
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -159,7 +162,6 @@ class FastSampler:
         self.mask_id = int(cfg.audio_mask_id)
         self.options = self._effective(self.options, model.llm)
         if self.options.compile_backbone or self.options.compile_vocoder != "off":
-            from omnistudio.engine.compile import apply_compile
 
             apply_compile(model, backbone=self.options.compile_backbone, vocoder=self.options.compile_vocoder)
 
@@ -178,7 +180,6 @@ class FastSampler:
     def runner(self) -> StepRunner:
         """The static step's runner (replaying captured graphs on CUDA unless ``cuda_graphs`` is off)."""
         if self._runner is None:
-            from omnistudio.engine import cuda_graphs
 
             graphs = None
             compiled = "forward" in vars(self.model.llm)  # the persistent compiled backbone is installed
@@ -191,7 +192,6 @@ class FastSampler:
     @property
     def graph_status(self) -> GraphStatus:
         """Step graphs captured so far (none unless the static step runs on CUDA)."""
-        from omnistudio.engine.cuda_graphs import GraphStatus
 
         runner = self._runner
         return runner.graphs.status if runner is not None and runner.graphs is not None else GraphStatus()

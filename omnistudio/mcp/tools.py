@@ -21,6 +21,7 @@ from omnistudio.mcp.errors import StudioMCP
 from omnistudio.mcp.folder import OutputFolder
 from omnistudio.mcp.running import run_work
 from omnistudio.protocol import DEFAULT_VOICE, NormalizeResponse, VoiceListing
+from omnistudio.mcp.voices import add_voice_tool
 
 INSTRUCTIONS = (
     "OmniStudio speaks text in news anchors' cloned voices (English and Spanish) and writes loudness-finished "
@@ -99,7 +100,6 @@ def build_mcp(backend: Backend, folder: OutputFolder, **settings: Any) -> Studio
         answer: NormalizeResponse = await anyio.to_thread.run_sync(work.normalize_text, text, language)
         return answer
 
-    from omnistudio.mcp.voices import add_voice_tool
 
     add_voice_tool(server, backend, folder)
     return server

@@ -16,6 +16,12 @@ from omnistudio.errors import UserError
 from omnistudio.mcp.backend import Backend
 from omnistudio.mcp.folder import OutputFolder
 from omnistudio.mcp.running import Report, Steps
+from omnistudio.checks import check_language
+from omnistudio.captions.formats import CaptionOptions
+from omnistudio.checks import check_text
+from omnistudio.text.answer import normalize_answer
+import secrets
+import time
 
 if TYPE_CHECKING:
     from omnistudio.protocol import NormalizeResponse, VoiceListing
@@ -56,7 +62,6 @@ class RenderAsk:
 def render(backend: Backend, folder: OutputFolder, ask: RenderAsk, cancel: threading.Event, report: Report,
            steps: Steps) -> RenderedFile:
     """Render ``ask`` to a finished file in ``folder`` (the take pipeline and the file sink of ``render -o``)."""
-    from omnistudio.checks import check_language
     from omnistudio.take.options import TakeOptions
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.scripts import checked_voice, plan_script
@@ -71,7 +76,6 @@ def render(backend: Backend, folder: OutputFolder, ask: RenderAsk, cancel: threa
     script, options = plan_script(ask.script, options, voice, "give a voice (an anchor id, anchor:lang or a+b@0.7)")
     captions = hearer = None
     if ask.captions:
-        from omnistudio.captions.formats import CaptionOptions
         from omnistudio.voices.words import caption_hearer
 
         captions = CaptionOptions(tuple(dict.fromkeys(ask.captions))).validated()
@@ -118,7 +122,6 @@ class TakeCheck(BaseModel):
 
 def check_take(backend: Backend, folder: OutputFolder, name: str, text: str, language: str,
                threshold: float) -> TakeCheck:
-    from omnistudio.checks import check_language, check_text
     from omnistudio.projects.speech_check import check_file, check_threshold, open_checker
 
     path = folder.existing(name)
@@ -134,7 +137,6 @@ def list_voices(backend: Backend) -> VoiceListing:
 
 
 def normalize_text(text: str, language: str) -> NormalizeResponse:
-    from omnistudio.text.answer import normalize_answer
     from omnistudio.text.lexicon_files import effective_lexicon
 
     return normalize_answer(text, language, effective_lexicon(None))
@@ -142,7 +144,5 @@ def normalize_text(text: str, language: str) -> NormalizeResponse:
 
 def default_name(stem: str) -> str:
     """A fresh file name in the output folder when the agent names none."""
-    import secrets
-    import time
 
     return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"

@@ -25,6 +25,7 @@ from omnistudio.mos.renderer import Key, StoryRender
 from omnistudio.mos.rundown import Change, MosObject, RunningOrder, Story
 from omnistudio.mos.store import Rundowns
 from omnistudio.mos.wire import Broken, Frame, Message, MosError, TooBig, element, leaf, leaves, text_of
+import hashlib
 
 log = logging.getLogger("omnistudio.mos")
 PROFILES = {"0": "YES", "1": "YES", "2": "YES", "3": "NO", "4": "YES", "5": "NO", "6": "NO", "7": "NO"}
@@ -61,7 +62,6 @@ class MosConfig:
 
 def object_id(ro_id: str, story_id: str) -> str:
     """A story's MOS object ID: ``RO:STORY`` (a hash of both where that passes MOS's 128 characters)."""
-    import hashlib
 
     joined = f"{ro_id}:{story_id}"
     return joined if len(joined) <= MAX_OBJ_ID else "omni-" + hashlib.sha256(joined.encode()).hexdigest()[:40]

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from omnistudio.mos.rundown import RunningOrder, Story
+from omnistudio.errors import Cancelled, UserError
+from omnistudio.voices.resolve import parse_voice
+from omnistudio.errors import describe
 
 if TYPE_CHECKING:
     from omnistudio.captions.formats import CaptionOptions
@@ -123,11 +126,9 @@ class StoryRenderer:
                     self._current = None
 
     def _render(self, key: Key) -> None:
-        from omnistudio.errors import Cancelled, UserError
         from omnistudio.take.delivery import Slate
         from omnistudio.take.pipeline import build_take
         from omnistudio.take.sinks import FileSink
-        from omnistudio.voices.resolve import parse_voice
 
         found = self.lookup(key)
         if found is None or not found[1].text:
@@ -167,6 +168,5 @@ class StoryRenderer:
 
 
 def _reason(exc: BaseException) -> str:
-    from omnistudio.errors import describe
 
     return describe(exc)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from omnistudio.mos.wire import MosError, all_text, text_of
+from omnistudio.script import TAG_RE, parse_tag
 
 MAX_STORIES = 5000  # a running order longer than this is refused
 MAX_ID_CHARS = 128  # MOS's mosString128
@@ -129,7 +130,6 @@ def voice_of(element: ET.Element) -> tuple[str, str]:
 
 def slug_voice(slug: str) -> tuple[str, str]:
     """A speaker tag at the start of a slug: ``[ruby:es] Weather`` gives ("ruby", "es")."""
-    from omnistudio.script import TAG_RE, parse_tag
 
     match = TAG_RE.match(slug)
     if match is None:

@@ -26,6 +26,8 @@ from omnistudio.mos.actions import apply_action
 from omnistudio.mos.messages import ElementAction
 from omnistudio.mos.rundown import Change, Item, MosObject, RunningOrder, Story, check_id, check_story_count
 from omnistudio.mos.wire import MosError
+from omnistudio.checks import MAX_TEXT_CHARS
+from omnistudio.script import MAX_SCRIPT_BYTES
 
 MAX_RUNNING_ORDERS = 100  # running orders kept at once
 
@@ -129,8 +131,6 @@ class StateFile:
 
 def check_story_size(story_id: str, text: str) -> None:
     """The limits every client has (``render``, MCP, the server): 20,000 characters and 64 KB a script."""
-    from omnistudio.checks import MAX_TEXT_CHARS
-    from omnistudio.script import MAX_SCRIPT_BYTES
 
     size = len(text.encode("utf-8", "surrogatepass"))
     if len(text) > MAX_TEXT_CHARS or size > MAX_SCRIPT_BYTES:
@@ -155,7 +155,6 @@ class Rundowns:
     def load(self) -> Rundowns:
         """The kept running orders (none when there is no file yet); a path that cannot hold the store, or a
         store that cannot be read, is one line (MosError) before anything is taken."""
-        import os
 
         if self.path.exists() and not self.path.is_file():
             raise MosError(f"the state file {self.path} is {'a folder' if self.path.is_dir() else 'not a regular file'}"

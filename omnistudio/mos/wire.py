@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, UTC
+from defusedxml import ElementTree as SafeET
 
 ENCODING = "utf-16-be"
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024  # a running order of 1,000 stories is ~0.6 MB of UTF-16
@@ -159,7 +160,6 @@ def _matching_close(text: str) -> int | None:
 def parse(text: str) -> Message | Broken:
     """A message from its text: refused (:class:`Broken`) when it is not well-formed XML, holds a DTD or an
     entity (defusedxml), or has no envelope or body."""
-    from defusedxml import ElementTree as SafeET
 
     found = MESSAGE_ID_RE.search(text[:4096])
     message_id = found.group(1) if found else ""

@@ -11,6 +11,7 @@ from omnistudio.take.captions import timed_sentences
 from omnistudio.take.rows import SentenceText
 from omnistudio.take.options import TakeOptions, spoken_text
 from omnistudio.voices.align import Hearer
+from omnistudio.script import parse_script
 
 
 def chosen_sentences(project: Project, options: TakeOptions, hearer: Hearer | None = None) -> list[SentenceTiming]:
@@ -20,7 +21,6 @@ def chosen_sentences(project: Project, options: TakeOptions, hearer: Hearer | No
     lexicon): a take is fresh only for the text as spoken now. Every sentence needs a fresh chosen
     take (else one clear error: render it first). ``hearer`` measures the words in the takes where it
     can hear them, as ``render --project --captions`` does."""
-    from omnistudio.script import parse_script
 
     script = parse_script(project.script, project.lang)
     spoken = [spoken_text(s.text, s.lang, options) for s in script.sentences]

@@ -16,6 +16,8 @@ from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
 from omnistudio.take.result import RenderedChunk
 from omnistudio.projects.line import StoredTake
 from omnistudio.projects.project import Project
+from omnistudio.take.sinks import FileSink
+from omnistudio.take.captions import words_in_sentence
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishedRender
@@ -120,7 +122,6 @@ def write_chosen(project: Project, planned: list[PlannedSentence], options: Take
     """Write the chosen takes to ``output`` through the pipeline's file sink (with ``captions``, the
     caption files with it; ``hearer`` measures the words); the FinishedRender and the timed sentences
     (their words: :func:`keep_words`)."""
-    from omnistudio.take.sinks import FileSink
 
     sink = FileSink(output, captions=captions, hearer=hearer, slate=project_slate(project))
     chosen_take(project, planned, options).run([sink])
@@ -133,7 +134,6 @@ def keep_words(project: Project, sentences: Sequence[SentenceTiming]) -> int:
     """The words a render of the chosen takes measured (its timed sentences, whose ids are the sentences'
     indices) kept in those takes, in seconds from each take's start, where none of a sentence's words is
     estimated; returns how many takes got them."""
-    from omnistudio.take.captions import words_in_sentence
 
     kept = 0
     for sentence in sentences:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from omnistudio.errors import UserError
 from omnistudio.script import Blend
+from omnistudio.commit import write_json
 
 FILE = "presets.json"
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -69,7 +70,6 @@ def save_preset(folder: Path, name: str, blend: Blend, anchors: Collection[str] 
 
 def write_presets(folder: Path, presets: Mapping[str, Blend]) -> None:
     """Write the project ``folder``'s presets file (atomically)."""
-    from omnistudio.commit import write_json
 
     write_json(Path(folder) / FILE, {"presets": _as_json(presets)})
 

@@ -40,6 +40,10 @@ from omnistudio.locks import exclusive
 from omnistudio.projects.line import ID_CHARS, TAKES, Line, StoredTake, text_hash
 from omnistudio.projects.speech_check import AsrResult
 from omnistudio.text.lexicon import Lexicon
+from omnistudio.projects.presets import read_presets
+from omnistudio.script import parse_script
+from omnistudio.captions.timing import SentenceTiming
+from omnistudio.voices.words import sentence_words
 
 FORMAT = 1
 SUFFIX = PROJECT_SUFFIX
@@ -88,8 +92,6 @@ class Project:
     def set_script(self, text: str) -> None:
         """Re-parse the script; sentences whose text is unchanged keep their takes, edited ones keep
         theirs as stale, new ones start empty."""
-        from omnistudio.projects.presets import read_presets
-        from omnistudio.script import parse_script
 
         script = parse_script(text, self.lang, presets=read_presets(self.path)[0])  # its duo presets are speakers
         new = [Line(s.text, s.speaker or self.voice, s.lang, s.line) for s in script.sentences]
@@ -126,8 +128,6 @@ class Project:
         estimated over it by syllables (``lexicon``: the one its spoken form was made with), until a
         speech model measures them (:func:`omnistudio.projects.chosen.keep_words`)."""
         from omnistudio.audio.loudness import measure
-        from omnistudio.captions.timing import SentenceTiming
-        from omnistudio.voices.words import sentence_words
 
         rate = int(sample_rate or self.sample_rate)
         if rate != self.sample_rate:

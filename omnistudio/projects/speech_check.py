@@ -17,6 +17,7 @@ import numpy as np
 
 from omnistudio.errors import UserError
 from omnistudio.voices.asr import Transcriber, word_error_rate
+from omnistudio.voices.asr import find_model_dir
 
 DEFAULT_THRESHOLD = 0.15  # WER above which a take fails the check (render --verify)
 
@@ -87,7 +88,6 @@ class TakeChecker:
 def open_checker(model_dir: Path | None = None, threshold: Any = DEFAULT_THRESHOLD) -> TakeChecker:
     """The check with the Whisper model in ``model_dir`` (else ``$OMNISTUDIO_ASR_MODEL``, else the
     packaged one; none: one line saying how to get one) at ``threshold``."""
-    from omnistudio.voices.asr import find_model_dir
 
     return TakeChecker(Transcriber(find_model_dir(model_dir)), check_threshold(threshold))
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from omnistudio.errors import UserError
+from omnistudio.checks import check_unicode
 
 PROTOCOL = 1
 WS_ROUTE = "/ws/tts/stream-omni"
@@ -35,7 +36,6 @@ MAX_JSON_DEPTH = 64  # no request of this protocol nests deeper
 def loads_object(raw: str | bytes, who: str = "the request body") -> dict[str, object]:
     """A JSON object from a client, or one :class:`ProtocolError` line: not JSON, not an object, nested
     deeper than any request of this protocol, or holding text that cannot be UTF-8 (a lone surrogate)."""
-    from omnistudio.checks import check_unicode
 
     try:
         data = json.loads(raw or b"null")

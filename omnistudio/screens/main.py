@@ -43,6 +43,9 @@ from omnistudio.widgets.take_list import TakeList
 from omnistudio.widgets.take_strip import TakeStrip
 from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
+from omnistudio.script import read_script
+from omnistudio.commit import atomic_write_bytes
+from omnistudio.screens.keys import KeysScreen
 
 if TYPE_CHECKING:
     from omnistudio.text.lexicon import Entry
@@ -245,7 +248,6 @@ class MainScreen(StudioScreen):
     def action_open(self) -> None:
         def done(value: str | None) -> None:
             if value:
-                from omnistudio.script import read_script
 
                 text = self._try(read_script, Path(value).expanduser())
                 if text is not None:
@@ -256,7 +258,6 @@ class MainScreen(StudioScreen):
     def action_save(self) -> None:
         def done(value: str | None) -> None:
             if value:
-                from omnistudio.commit import atomic_write_bytes
 
                 path, text = Path(value).expanduser(), self.editor.text
                 self._try(atomic_write_bytes, path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -387,6 +388,5 @@ class MainScreen(StudioScreen):
 
     # ------------------------------------------------------------ F1: the studio's keys
     def action_keys(self) -> None:
-        from omnistudio.screens.keys import KeysScreen
 
         self.app.push_screen(KeysScreen(self.BINDINGS))

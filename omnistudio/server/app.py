@@ -26,6 +26,7 @@ from omnistudio.server.pipeline import TakeCache
 from omnistudio.server.admission import Admission
 from omnistudio.server.scheduler import BatchingLink
 from omnistudio.server.serving import Failed, TakeRun
+from dataclasses import asdict
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -157,7 +158,6 @@ async def first_events(state: ServerState, request: Request, run: TakeRun,
 
 
 def link_info(state: ServerState) -> dict[str, object]:
-    from dataclasses import asdict
 
     if state.link is None:
         return {}

@@ -12,6 +12,7 @@ import ipaddress
 from pathlib import Path
 
 from omnistudio.errors import UserError
+from omnistudio.checks import key_lines
 
 OPEN_ROUTES = frozenset({"/health"})  # probes: no key needed, nothing rendered
 
@@ -26,7 +27,6 @@ def is_loopback(host: str) -> bool:
 
 
 def read_keys(path: Path) -> tuple[bytes, ...]:
-    from omnistudio.checks import key_lines
 
     keys = tuple(line.encode() for line in key_lines(path))
     if not keys:

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from omnistudio.engine.settings import EngineConfig
+from omnistudio.errors import UserError
+from omnistudio.server.admission import Busy
+from omnistudio.server.auth import is_loopback
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -45,12 +48,10 @@ def build_server(config: ServerConfig) -> FastAPI:
     from fastapi.responses import JSONResponse
 
     from omnistudio import __version__
-    from omnistudio.errors import UserError
     from omnistudio.server.app import HTTPError, ServerState, error_response, validation_line
     from omnistudio.server.middleware import Guard
     from omnistudio.server.pipeline import TakeCache
     from omnistudio.server.routers import compat, ops, speech, text, voices, ws
-    from omnistudio.server.admission import Busy
 
     state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys,
                         cache=TakeCache(config.cache_mb * 2**20), max_voices=config.max_voices)
@@ -77,7 +78,6 @@ def build_server(config: ServerConfig) -> FastAPI:
         app.include_router(router)
     if config.mcp:
         from omnistudio.mcp.http import mount_mcp
-        from omnistudio.server.auth import is_loopback
 
         mount_mcp(app, state, config.mcp_output_dir, loopback=is_loopback(config.host))
     else:

@@ -17,6 +17,9 @@ from omnistudio.text.ssml import is_ssml, read_ssml
 from omnistudio.protocol import (FORMATS, MAX_INPUT_CHARS, MAX_SCRIPT_CHARS, GenerateRequest, SpeechRequest, TakeFields,
                                  Timestamps, WsPrepare, WsRequest)
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
+from omnistudio.audio.profiles import check_target_lufs
+from omnistudio.audio.profiles import check_profile
+from omnistudio.script import parse_tag
 
 @dataclass(frozen=True)
 class SpeechJob:
@@ -40,7 +43,6 @@ def check_format(value: str) -> str:
 def check_target(value: float | None) -> float | None:
     if value is None:
         return None
-    from omnistudio.audio.profiles import check_target_lufs
 
     return check_target_lufs(value)
 
@@ -83,7 +85,6 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
         speakers = set(load_roster().anchors)
     sentences = plan(text, options, None, speakers)
     if req.profile is not None:  # the rule's target (target_lufs still overrides it) and its ceiling
-        from omnistudio.audio.profiles import check_profile
 
         rule = check_profile(req.profile)
         target = check_target(req.target_lufs) if req.target_lufs is not None else rule.target_lufs
@@ -94,7 +95,6 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
 def _known_voice(text: str) -> tuple[VoiceRef, str | None]:
     """``parse_voice``, with every anchor the text names known before the request is queued (one line with
     a close match): a blend's partner too, even at alpha 1, where the voice is its first anchor alone."""
-    from omnistudio.script import parse_tag
     from omnistudio.voices.roster import load_roster
 
     ref, lang = parse_voice(text)

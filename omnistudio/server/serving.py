@@ -35,6 +35,7 @@ from omnistudio.server.timestamps import SentenceTimer, server_hearer
 from omnistudio.take.link import EngineLink
 from omnistudio.take.rows import SentenceRow
 from omnistudio.take.stream import Chunk
+from omnistudio.audio.finishing import finish_pcm
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,6 @@ class TakeRun:
             raise Cancelled("request cancelled")
         pcm = np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=np.float32)
         if job.target_lufs is not None:  # the finishing `render -o` applies: the same samples
-            from omnistudio.audio.finishing import finish_pcm
 
             # one channel at the engine's rate, measured dual-mono as the server always has (its headers and
             # its WAV's iXML say so); the rule gives the target and the ceiling

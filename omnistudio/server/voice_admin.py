@@ -24,6 +24,13 @@ from omnistudio import protocol as wire
 from omnistudio.errors import UserError
 from omnistudio.server.app import CLIENT_CLOSED, HTTPError, ServerState, current_link, validation_line
 from omnistudio.voices import manage
+from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
+from pydantic import ValidationError
+import os
+from omnistudio.voices.design import add_design_voice, parse_instructions
+from omnistudio.voices.resolve import VoiceRef
+from omnistudio.checks import check_language, check_seed
+from omnistudio.voices.design import DESIGN_VOICE, design_prompt
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -61,7 +68,6 @@ async def on_engine(state: ServerState, fn: Callable[[Engine], T]) -> T:
 # -------------------------------------------------------------------- reading
 async def read_upload(request: Request) -> tuple[wire.VoiceUpload, bytes | None]:
     """The form's fields and its recording (``file``), the body counted as it arrives."""
-    from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 
     kind = request.headers.get("content-type", "").lower()
     if not kind.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
@@ -104,7 +110,6 @@ async def read_upload(request: Request) -> tuple[wire.VoiceUpload, bytes | None]
     try:
         return wire.VoiceUpload.model_validate(fields), recording
     except Exception as exc:  # pydantic's ValidationError: one line naming the field
-        from pydantic import ValidationError
 
         if isinstance(exc, ValidationError):
             raise HTTPError(400, validation_line(exc)) from None
@@ -116,7 +121,6 @@ def _transcriber() -> Transcriber | None:
     packaged Whisper), loaded once on first use; None when there is none."""
     with _ASR_LOCK:
         if not _ASR:
-            import os
 
             from omnistudio.voices.asr import ASR_ENV, Transcriber, packaged_model_dir
 
@@ -151,7 +155,6 @@ async def add(state: ServerState, request: Request) -> wire.VoiceAdded:
 
 def _store(state: ServerState, form: wire.VoiceUpload, recording: bytes | None) -> manage.AddedVoice:
     if form.instructions is not None:
-        from omnistudio.voices.design import add_design_voice, parse_instructions
 
         if recording is not None:
             raise UserError("give a recording or instructions, not both")
@@ -187,7 +190,6 @@ _NO_LOCK = _NoLock()
 
 def _build(state: ServerState, anchor_id: str, lang: str) -> None:
     """Forget the old voice (the engine's prompts and blends, the cached takes), build and keep the new prompt."""
-    from omnistudio.voices.resolve import VoiceRef
 
     state.forget_voice(anchor_id)
     current_link(state).build_voice(VoiceRef(anchor=anchor_id), lang)
@@ -220,9 +222,6 @@ async def design_voice(state: ServerState, req: wire.SpeechRequest) -> tuple[Voi
     """A speech request's design voice: None when it asks for none; else the prompt's voice reference and
     the headers that say what the model was given. ``instructions`` with any other voice is a 400 (never
     ignored): an anchor's voice is its recording or its saved design."""
-    from omnistudio.checks import check_language, check_seed
-    from omnistudio.voices.design import DESIGN_VOICE, design_prompt, parse_instructions
-    from omnistudio.voices.resolve import VoiceRef
 
     voice = (req.voice or "").strip().lower()
     given = req.instructions is not None and bool(req.instructions.strip())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.take.link import AnchorInfo, local_voices
+from omnistudio.audio.finishing import FinishingOptions
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishingOptions
@@ -30,7 +31,6 @@ def duos(source: Any = None) -> list[tuple[str, str, float, tuple[str, ...]]]:
 def finishing_options(settings: StudioSettings, delivery: DeliveryFormat | None = None) -> FinishingOptions:
     """The studio settings as render finishing options: the loudness rule (its target for a file of the
     delivery's channels, its ceiling), room tone, breaths; the file ``delivery`` says, else the rule's."""
-    from omnistudio.audio.finishing import FinishingOptions
 
     return FinishingOptions.for_rule(settings.rule(), delivery, room_tone=settings.room_tone,
                                      breaths=settings.breaths, seed=settings.seed)

@@ -61,6 +61,7 @@ from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take
 from omnistudio.take.sinks import FileSink
 from omnistudio.voices.resolve import VoiceRef
+from omnistudio.voices import words
 
 if TYPE_CHECKING:
     from omnistudio.audio.profiles import DeliveryFormat
@@ -260,7 +261,6 @@ class Studio:
         """The speech model for caption words (``$OMNISTUDIO_ASR_MODEL``, else the packaged Whisper), one
         for the session, loaded on the engine thread when first asked to hear; None without one."""
         if self._hearer is None:
-            from omnistudio.voices import words
 
             self._hearer = words.caption_hearer()
         return self._hearer

@@ -34,6 +34,7 @@ from omnistudio.audio.player import Player
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.errors import UserError
 from omnistudio.captions.timing import SentenceTiming, WordTime
+from omnistudio.voices.words import sentence_words
 
 if TYPE_CHECKING:
     from omnistudio.text.lexicon import Lexicon
@@ -74,7 +75,6 @@ def estimated_marks(text: str, spoken: str, lang: str, start_frame: int, frames:
                     lexicon: Lexicon | None = None) -> tuple[WordMark, ...]:
     """The words of a sentence whose audio is ``frames`` long from ``start_frame``, spread by syllables
     (the captions' estimate, through the same front-end and ``lexicon`` the take was spoken with)."""
-    from omnistudio.voices.words import sentence_words
 
     timing = SentenceTiming(0, text, spoken or text, lang, 0.0, frames / sample_rate)
     return word_marks(sentence_words(timing, lexicon=lexicon), start_frame, 0.0, sample_rate)

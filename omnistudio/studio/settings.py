@@ -14,6 +14,7 @@ from omnistudio.audio.profiles import RULES, LoudnessRule, check_profile
 from omnistudio.config import locations
 from omnistudio.checks import check_num_step, check_seed
 from omnistudio.errors import UserError, first_line
+from omnistudio.config import QUANTIZE
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,6 @@ def _dtype(value: Any) -> str:
 
 
 def _quantize(value: Any) -> str:
-    from omnistudio.config import QUANTIZE
 
     name = str(value or "none").strip().lower()
     if name not in QUANTIZE:

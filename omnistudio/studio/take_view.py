@@ -33,6 +33,7 @@ from omnistudio.errors import UserError
 from omnistudio.take.result import TakeResult
 from omnistudio.take.sinks import SinkTake as PlayingTake, Sink
 from omnistudio.take.stream import Chunk
+from omnistudio.audio.finishing import finished_blocks
 
 if TYPE_CHECKING:
     from omnistudio.audio.player import Player
@@ -190,7 +191,6 @@ class _ShapeSink(Sink):
         self._add(pcm, None)
 
     def end(self, result: TakeResult) -> None:
-        from omnistudio.audio.finishing import finished_blocks
 
         if self.take is None:
             return

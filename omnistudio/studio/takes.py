@@ -26,6 +26,8 @@ from omnistudio.take.delivery import Slate
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeResult, build_take
 from omnistudio.voices.resolve import VoiceRef
+from omnistudio.studio.events import Notice
+from omnistudio.projects.chosen import project_slate
 
 if TYPE_CHECKING:
     from omnistudio.studio.commands import CommandQueue
@@ -57,7 +59,6 @@ class ProjectTakes:
     def open(self, path: Path, text: str | None = None) -> Project:
         """Open (or start) the project at ``path`` before anything plays; returns it (its script
         goes into the editor). Problems opening it are reported as notices."""
-        from omnistudio.studio.events import Notice
 
         voice = self._reading.voice()
         project = open_or_create(Path(path), text or "", self._reading.take_options(voice).lang,
@@ -173,7 +174,6 @@ class ProjectTakes:
 
     def slate(self) -> Slate:
         """What an export is called: the open project's name (none open: the take's own words)."""
-        from omnistudio.projects.chosen import project_slate
 
         return project_slate(self.project)
 

@@ -25,6 +25,7 @@ from omnistudio.take.rows import Written, matched
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.align import Hearer
 from omnistudio.voices.words import with_words
+from omnistudio.audio.export import check_not_input, check_writable_path
 
 
 
@@ -38,7 +39,6 @@ def caption_paths(audio: Path, formats: Sequence[str], folder: Path | None = Non
 
 def check_caption_paths(paths: Mapping[str, Path], inputs: Mapping[str, Path | None] | None = None) -> None:
     """Before any work: each caption file can be written and is none of the command's inputs."""
-    from omnistudio.audio.export import check_not_input, check_writable_path
 
     for path in paths.values():
         check_writable_path(path)

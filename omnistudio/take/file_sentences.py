@@ -29,6 +29,9 @@ from omnistudio.take.captions import recorded_word, timed_sentences
 from omnistudio.take.options import TakeOptions, spoken_text
 from omnistudio.take.rows import SentenceText, sentence_texts
 from omnistudio.voices.align import Hearer
+from omnistudio.voices.words import MAX_HEARD_SPAN_S
+from omnistudio.checks import check_audio_file
+from omnistudio.script import parse_script
 
 
 def file_sentences(audio: Path, text: str | None, lang: str | None, options: TakeOptions = TakeOptions(),
@@ -61,7 +64,6 @@ def file_sentences(audio: Path, text: str | None, lang: str | None, options: Tak
                             "give --text or --script")
         rows = _rows(text, lang or "en", options)
         spans = _spread(rows, frames / rate)
-    from omnistudio.voices.words import MAX_HEARD_SPAN_S
 
     if hearer is not None and any(float(s["end_s"]) - float(s["start_s"]) > MAX_HEARD_SPAN_S for s in spans):
         notes.append(f"a sentence spans over {MAX_HEARD_SPAN_S:g} s of the file: its words are estimated, not "
@@ -89,7 +91,6 @@ def _recorded_words(sidecar: Mapping[str, Any] | None, notes: list[str]) -> list
 def _audio_info(audio: Path) -> tuple[int, int]:
     import soundfile as sf
 
-    from omnistudio.checks import check_audio_file
 
     check_audio_file(audio)
     try:
@@ -145,7 +146,6 @@ def _id(span: Mapping[str, Any], otherwise: int | None) -> int | None:
 
 
 def _rows(text: str, lang: str, options: TakeOptions) -> list[SentenceText]:
-    from omnistudio.script import parse_script
 
     return [SentenceText(s.id, s.text, spoken_text(s.text, s.lang, options), s.lang)
             for s in parse_script(text, lang).sentences]

@@ -20,6 +20,8 @@ from omnistudio.errors import Cancelled
 from omnistudio.script import MAX_SENTENCE_CHARS, cut_long
 from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.voices.resolve import VoiceRef, resolve_voice, voice_action, voice_label
+from omnistudio.voices.blend import forget_voice
+from dataclasses import asdict, is_dataclass
 
 if TYPE_CHECKING:
     import torch
@@ -280,7 +282,6 @@ class LocalEngine:
         resolve_voice(self.engine, ref, lang)
 
     def forget_voice(self, anchor: str) -> None:
-        from omnistudio.voices.blend import forget_voice
 
         forget_voice(self.engine, anchor)
 
@@ -376,7 +377,6 @@ def joined(index: int, pieces: Sequence[Rendered], sample_rate: int) -> Rendered
 
 def link_record(link: Any) -> dict[str, object] | None:
     """What renders behind ``link`` (its :class:`LinkInfo`) as a dict for sidecars; None when it does not say."""
-    from dataclasses import asdict, is_dataclass
 
     info = getattr(link, "info", None)
     if not is_dataclass(info) or isinstance(info, type):

@@ -21,6 +21,7 @@ from omnistudio.errors import UserError
 from omnistudio.text.frontend import normalize as normalize_text
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.resolve import VoiceRef
+from omnistudio.checks import check_guidance
 
 SEED_LIMIT = 2**31
 
@@ -65,7 +66,6 @@ class TakeOptions:
         again)."""
         if self._checked:
             return ValidTakeOptions(self)
-        from omnistudio.checks import check_guidance
 
         guidance = check_guidance(self.guidance_scale)  # finite, 0..20: the one check every client uses
         try:

@@ -31,6 +31,7 @@ from omnistudio.take.rows import SentenceRow
 from omnistudio.take.sinks import Sink
 from omnistudio.take.stream import Chunk, Stream, sentence_voice
 from omnistudio.voices.resolve import VoiceRef
+from omnistudio.audio.spool import ChunkSpool, PcmSpool
 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # about 45 minutes of float32 audio at 24 kHz
 
@@ -252,7 +253,6 @@ class Take:
                 cancel: CancelFlag, on_chunk: Callable[[Chunk], None] | None, started: float,
                 skip_failed: bool = False, prepare: Callable[[list[RenderItem]], None] | None = None) -> TakeResult:
         stitcher = live_stitcher(self.link.sample_rate, self.finishing)
-        from omnistudio.audio.spool import ChunkSpool, PcmSpool
 
         stitched = PcmSpool()  # the take as played, on disk: memory stays flat on a long render
         chunks = ChunkSpool()  # sentences for the file's finishing wait on disk, not in memory

@@ -10,6 +10,10 @@ from pathlib import Path
 from omnistudio.audio.bwf import ReadBack, read_broadcast
 from omnistudio.audio.compliance import Compliance, check_blocks
 from omnistudio.audio.profiles import LoudnessRule
+from omnistudio.audio.loudness import MONO_MODES, open_audio
+from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
+from omnistudio.commit import atomic_write_bytes
+from omnistudio.audio.report import html_writer
 
 
 @dataclass(frozen=True)
@@ -46,8 +50,6 @@ def check_file(path: Path, rule: LoudnessRule | None = None, mono_as: str | None
     whose broadcast chunks are damaged). Without ``rule`` or ``mono_as``, what the file records it was made to
     (:func:`recorded`), else EBU R128 and dual-mono; a one-channel file measured as mono is held to the rule's
     mono target."""
-    from omnistudio.audio.loudness import MONO_MODES, open_audio
-    from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
     from omnistudio.take.file_sentences import file_segments
 
     with open_audio(path) as source:  # read in blocks: a ten-hour file is measured in flat memory
@@ -87,8 +89,6 @@ def report_path(audio: Path) -> Path:
 
 def write_report(check: FileCheck, target: Path) -> Path:
     """The HTML report of ``check``, written atomically to ``target``."""
-    from omnistudio.commit import atomic_write_bytes
-    from omnistudio.audio.report import html_writer
 
     note = f"Rows from {check.rows_from}. Made by OmniStudio's analyze (pyebur128: libebur128's meter)."
     atomic_write_bytes(target, html_writer(check.compliance, check.path.name, note), suffix=".html")

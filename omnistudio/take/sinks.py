@@ -20,6 +20,11 @@ from omnistudio.take.delivery import Slate
 from omnistudio.take.link import EngineLink, link_record
 from omnistudio.take.result import TakeResult
 from omnistudio.take.stream import Chunk
+from omnistudio.audio.export import check_output_path
+from omnistudio.take.captions import caption_paths, check_caption_paths
+from omnistudio.take.captions import FileExtras
+from omnistudio.audio.shm import check_shm_name
+from omnistudio.audio.shm import SHM_DIR, write_shm_blocks
 
 if TYPE_CHECKING:
     from omnistudio.audio.monitor import MonitorLevel
@@ -131,8 +136,6 @@ class FileSink(Sink):
     def __init__(self, path: Path, extra: dict[str, object] | None = None, shm_root: Path | None = None,
                  source: dict[str, object] | None = None, captions: CaptionOptions | None = None,
                  hearer: Hearer | None = None, slate: Slate | None = None) -> None:
-        from omnistudio.audio.export import check_output_path
-        from omnistudio.take.captions import caption_paths, check_caption_paths
 
         self.path = Path(path)
         check_output_path(self.path)
@@ -163,7 +166,6 @@ class FileSink(Sink):
         does, for a take rendered in another process). ``engine``: what rendered it where the result names
         nothing; ``lexicon``: the one its spoken forms were made with (None: the front-end's own)."""
         from omnistudio.audio.finishing import Delivery, SidecarRecord, finish_render
-        from omnistudio.take.captions import FileExtras
 
         record = SidecarRecord({**result.timings(), **self.extra},
                                result.engine if result.engine is not None else engine, result.options or None,
@@ -178,14 +180,12 @@ class ShmSink(Sink):
     """Hands the live-stitched take to another process through /dev/shm/NAME (see docs/shm.md)."""
 
     def __init__(self, name: str, root: Path | None = None) -> None:
-        from omnistudio.audio.shm import check_shm_name
 
         self.name = check_shm_name(name)
         self.root = root
         self.path: Path | None = None
 
     def end(self, result: TakeResult) -> None:
-        from omnistudio.audio.shm import SHM_DIR, write_shm_blocks
 
         if result.stitched is None:
             raise ValueError("this take result was detached from its stitched audio")

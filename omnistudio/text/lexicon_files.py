@@ -26,6 +26,10 @@ from typing import Any
 
 from omnistudio.errors import UserError
 from omnistudio.text.lexicon import Entry, Lexicon
+from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
+import tomli_w
+from omnistudio.commit import atomic_write_bytes
+from omnistudio.locks import exclusive
 
 FILE_NAME = "lexicon.toml"
 FIELDS = {"word": str, "say": str, "lang": str, "case_sensitive": bool, "phones": bool}
@@ -59,7 +63,6 @@ def effective_lexicon(project: Path | None) -> Lexicon:
 
 def load_lexicon(path: Path) -> Lexicon:
     """The lexicon stored at ``path`` (empty when there is no file)."""
-    from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
 
     if not os.path.lexists(path):
         return Lexicon()
@@ -105,7 +108,6 @@ def _entry(table: Any, n: int, where: str) -> Entry:
 
 def dump_lexicon(lexicon: Lexicon) -> str:
     """The TOML text of ``lexicon``: one ``[[entry]]`` table each, defaults left out (a short file)."""
-    import tomli_w
 
     chunks = [HEADER]
     for entry in lexicon.entries:
@@ -123,7 +125,6 @@ def dump_lexicon(lexicon: Lexicon) -> str:
 def save_lexicon(path: Path, lexicon: Lexicon) -> None:
     """Write ``lexicon`` to ``path`` atomically (its folder created if missing): a failure leaves the
     file as it was, and no temp file."""
-    from omnistudio.commit import atomic_write_bytes
 
     data = dump_lexicon(lexicon).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,7 +135,6 @@ def edit_lexicon(path: Path, change: Callable[[Lexicon], Lexicon]) -> Lexicon:
     """Read the lexicon at ``path``, apply ``change`` and save the result, holding a lock beside the
     file (``.lexicon.toml.lock``) so that edits from two processes at once both land; the result.
     A ``change`` that raises leaves the file untouched."""
-    from omnistudio.locks import exclusive
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(path.with_name(f".{path.name}.lock")):

@@ -31,6 +31,8 @@ from xml.sax.saxutils import escape
 from omnistudio.errors import UserError
 from omnistudio.text.untrusted_xml import local_name, parse_untrusted
 from omnistudio.text.lexicon import PHONES_RE, Entry, Lexicon
+from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
+from omnistudio.commit import atomic_write_bytes
 
 NS = "http://www.w3.org/2005/01/pronunciation-lexicon"
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
@@ -50,7 +52,6 @@ class Imported:
 
 def read_pls(path: Path) -> Imported:
     """The entries of the PLS file at ``path`` (one-line :class:`UserError` when it is not one)."""
-    from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
 
     return parse_pls(read_small_file(path, "the PLS file", MAX_LEXICON_FILE_BYTES), str(path))
 
@@ -162,7 +163,6 @@ def export_pls(lexicon: Lexicon, lang: str) -> bytes:
 
 def write_pls(path: Path, lexicon: Lexicon, lang: str) -> None:
     """Write ``lexicon``'s ``lang`` entries to ``path`` as PLS, atomically."""
-    from omnistudio.commit import atomic_write_bytes
 
     data = export_pls(lexicon, lang)
     atomic_write_bytes(path, lambda tmp: tmp.write_bytes(data), suffix=".pls")

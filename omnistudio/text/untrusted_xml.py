@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from omnistudio.errors import UserError
+import defusedxml
+from defusedxml import ElementTree as SafeTree
 
 
 def parse_untrusted(data: str | bytes, what: str, needs: str, forbid_dtd: bool = False) -> Any:
     """The root element of ``data``, or one :class:`UserError` line: ``what`` names the document
     ("SSML", "lexicon.pls"), ``needs`` what has no use for entities ("a pronunciation lexicon");
     ``forbid_dtd``: a DOCTYPE is refused too, entities or not."""
-    import defusedxml
-    from defusedxml import ElementTree as SafeTree
 
     try:
         return SafeTree.fromstring(data, forbid_dtd=forbid_dtd)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from omnistudio.checks import check_alpha, check_pair
 from omnistudio.engine.morph import BlendedPrompt, blend_prompts
 from omnistudio.errors import UserError
+from omnistudio.voices.state import voice_state
+from omnistudio.checks import check_language
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -46,7 +48,6 @@ class BlendCache:
 
 def blend_cache_for(engine: Engine) -> BlendCache:
     """The blend cache that belongs to ``engine`` (its :class:`~omnistudio.voices.state.VoiceState`'s)."""
-    from omnistudio.voices.state import voice_state
 
     return BlendCache(voice_state(engine).blends)
 
@@ -58,7 +59,6 @@ def blend_key(a: str, b: str, lang: str, alpha: float) -> BlendKey:
 def anchor_blend(engine: Engine, a: str, b: str, lang: str, alpha: float, lang_b: str | None = None,
                  progress: Callable[[str], None] | None = None) -> BlendedPrompt:
     """The blend of anchors ``a`` and ``b`` in ``lang`` at ``alpha`` (cached; milliseconds once prompts exist)."""
-    from omnistudio.checks import check_language
     from omnistudio.voices.prompts import anchor_prompt
 
     lang = check_language(lang)
@@ -100,6 +100,5 @@ def warm_duos(engine: Engine, roster: Roster, progress: Callable[[str], None] | 
 def forget_voice(engine: Engine, anchor: str) -> None:
     """``engine`` forgets every prompt and blend it kept of ``anchor`` (its recording was replaced or
     removed; they are built again on next use). Call on the engine thread (a link's ``forget_voice``)."""
-    from omnistudio.voices.state import voice_state
 
     voice_state(engine).forget(anchor)

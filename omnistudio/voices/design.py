@@ -23,6 +23,7 @@ from omnistudio.voices.manage import (ATTRIBUTES, DEFAULTS, AddedVoice, VoiceExi
                                       prune_recordings, refuse_shipped, voice_id)
 from omnistudio.voices import roster as rosters
 from omnistudio.voices.roster import Anchor, attribute_choices
+import difflib
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -60,7 +61,6 @@ def accepted() -> str:
 def parse_instructions(text: str | None, lang: str | None = None) -> Design:
     """``instructions`` as a :class:`Design`, or one line naming what is wrong and every accepted attribute.
     A gender is needed (the roster's design voices have one); an accent only in English (``lang``)."""
-    import difflib
 
     raw = (text or "").strip()
     if not raw:

@@ -28,6 +28,9 @@ from omnistudio.checks import check_language, check_seed
 from omnistudio.errors import UserError
 from omnistudio.voices import roster as rosters
 from omnistudio.voices.roster import ID_RE, LANGS, attribute_choices, slug
+import difflib
+from omnistudio.commit import atomic_write_bytes
+from omnistudio.voices.roster import read_toml
 
 if TYPE_CHECKING:
     import numpy as np
@@ -126,7 +129,6 @@ def check_voice_id(value: str | None) -> str:
 def check_attributes(**given: str | None) -> dict[str, str | None]:
     """Voice-design attributes (gender, age, pitch, style, accent), each one of OmniVoice's own instruct
     items or None; lowercase."""
-    import difflib
 
     choices = attribute_choices()
     out: dict[str, str | None] = {}
@@ -297,7 +299,6 @@ def _extension(path: Path) -> str:
 
 
 def _copy(source: Path, target: Path) -> None:
-    from omnistudio.commit import atomic_write_bytes
 
     atomic_write_bytes(target, lambda t: shutil.copyfile(source, t), suffix=target.suffix)
 
@@ -325,7 +326,6 @@ def _transcript(wave: np.ndarray, sr: int, lang: str, transcript: str | None, tr
 def prune_recordings(user_file: Path | None = None) -> int:
     """Remove the files of ``recordings/`` that no entry of the user roster refers to (run under its
     lock, after a commit); returns how many."""
-    from omnistudio.voices.roster import read_toml
 
     user_file = user_file or rosters.user_roster_path()
     folder = user_file.parent / RECORDINGS

@@ -25,6 +25,11 @@ from omnistudio.voices.asr import Calibration, Transcriber, calibrate
 from omnistudio.voices.roster import Anchor, Roster, load_roster
 from omnistudio.errors import UserError, first_line
 from omnistudio.voices.state import AnchorPrompt, voice_state
+from omnistudio.commit import atomic_write_bytes
+import numpy as np
+from omnistudio.engine.reference import read_reference
+from omnistudio import tempfiles
+from omnistudio.checks import check_language
 
 if TYPE_CHECKING:
     import numpy as np
@@ -108,7 +113,6 @@ def save_prompt(path: Path, prompt: AnchorPrompt) -> None:
     """Write ``prompt`` as safetensors (tokens + string metadata), atomically."""
     from safetensors.torch import save_file
 
-    from omnistudio.commit import atomic_write_bytes
 
     meta = {**prompt.meta, "format": FORMAT, "format_version": FORMAT_VERSION, "anchor": prompt.anchor,
             "lang": prompt.lang, "ref_text": prompt.ref_text, "ref_rms": repr(float(prompt.ref_rms))}
@@ -197,10 +201,8 @@ def _freshness(meta: dict[str, str], source: Source, fingerprint: str | None) ->
 # ------------------------------------------------------------------------ build
 def reference_audio(engine: Engine, source: Source) -> tuple[np.ndarray, int]:
     """The reference waveform: the recording, or a voice-design render with the anchor's seed."""
-    import numpy as np
     import torch
 
-    from omnistudio.engine.reference import read_reference
 
     if source.recording is not None:
         return read_reference(source.recording)
@@ -249,7 +251,6 @@ def ensure_prompt(engine: Engine, roster: Roster, anchor_id: str, lang: str,
     if state == "error":
         raise UserError(why)
     if state == "invalid":
-        from omnistudio import tempfiles
 
         moved = tempfiles.quarantine(path, "damaged") if path.exists() else path
         log.warning("%s; moved aside to %s and rebuilding it", why, moved.name)
@@ -325,7 +326,6 @@ def cache_for(engine: Engine) -> PromptCache:
 
 def anchor_prompt(engine: Engine, anchor_id: str, lang: str, progress: Progress | None = None) -> AnchorPrompt:
     """The anchor's prompt on the model's device: cached, loaded, or built on demand and saved."""
-    from omnistudio.checks import check_language
 
     lang = check_language(lang)
     key = (anchor_id or "").strip().lower()

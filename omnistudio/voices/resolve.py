@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING
 from omnistudio.checks import check_language
 from omnistudio.errors import UserError
 from omnistudio.script import SPEAKER_RE, Blend
+from omnistudio.script import parse_tag
+from omnistudio.voices.state import voice_state
+from omnistudio.voices.blend import blend_cache_for, blend_key
+from omnistudio.voices.blend import anchor_blend
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -137,7 +141,6 @@ def parse_voice(text: str) -> tuple[VoiceRef, str | None]:
     raw = (text or "").strip()
     if not raw:
         raise UserError("the voice is empty: give an anchor id, anchor:lang or a+b@0.7")
-    from omnistudio.script import parse_tag
 
     try:
         tag = parse_tag(raw, 0)
@@ -159,11 +162,9 @@ def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
     if ref.recording is not None:
         return "ready" if _reference_memoized(engine, ref) else "build"
     if ref.prompt is not None:
-        from omnistudio.voices.state import voice_state
 
         return "ready" if ref.digest in voice_state(engine).prompt_files else "load"
     if ref.blend is not None:
-        from omnistudio.voices.blend import blend_cache_for, blend_key
 
         if blend_key(ref.blend.a, ref.blend.b, lang, ref.blend.alpha) in blend_cache_for(engine):
             return "ready"
@@ -196,14 +197,12 @@ def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress |
 
         return anchor_prompt(engine, ref.anchor, lang, progress=progress)
     if ref.blend is not None:
-        from omnistudio.voices.blend import anchor_blend
 
         return anchor_blend(engine, ref.blend.a, ref.blend.b, lang, ref.blend.alpha, progress=progress)
     if ref.recording is not None:
         from omnistudio.engine.reference import Reference
 
         return engine.prompt_for(Reference(Path(ref.recording), ref.transcript or ""))
-    from omnistudio.voices.state import voice_state
 
     loaded = voice_state(engine).prompt_files
     if ref.digest not in loaded:

@@ -27,6 +27,10 @@ from typing import Any, Literal, overload
 
 from omnistudio.config import locations
 from omnistudio.errors import UserError
+import sys
+import unicodedata
+import tempfile
+from omnistudio.locks import exclusive
 
 ROSTER_ENV = "OMNISTUDIO_ROSTER"
 LANGS = ("es", "en")
@@ -42,7 +46,6 @@ def _voice_design_module() -> ModuleType:
     """``omnivoice.utils.voice_design`` read on its own: importing it through the package would run
     ``omnivoice/__init__``, which loads torch and transformers (seconds) for a table of strings."""
     import importlib.util
-    import sys
 
     if "omnivoice.utils.voice_design" in sys.modules:
         return sys.modules["omnivoice.utils.voice_design"]
@@ -369,7 +372,6 @@ def dump_anchors(anchors: Sequence[Mapping[str, object]]) -> str:
 
 def slug(name: str) -> str:
     """An anchor id from a display name: 'Ana María Paz' -> 'ana_maria_paz'."""
-    import unicodedata
 
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     text = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")[:40]
@@ -397,9 +399,7 @@ def update_user_roster(change: Callable[[list[dict[str, object]]], None],
     as a whole (with the shipped roster), then ``before_commit`` runs (e.g. copies a recording),
     then the new file replaces the old one atomically, then ``after_commit`` runs, still under the
     lock (e.g. removes files nothing refers to any more). Returns the user roster path."""
-    import tempfile
 
-    from omnistudio.locks import exclusive
 
     user_file = user_roster_path()
     user_file.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 from omnistudio.engine.engine import Engine
 from omnistudio.engine.settings import EngineConfig
+from omnistudio.config import compile_backbone as compile_setting
+from omnistudio.voices.resolve import resolve_voice
+from omnistudio.engine.compiled_backbone import CompiledBackbone
 
 if TYPE_CHECKING:
     from omnistudio.voices.resolve import VoiceRef
@@ -44,9 +47,7 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
     batch size in ``batches`` (and the warm-up's) is captured at every row length the saved prompts can
     meet (engine/cuda_graphs.py), so no sentence pays a first-use cost. Returns a notice for the user, or None:
     nothing to warm with yet, or prompt files that could not be loaded."""
-    from omnistudio.config import compile_backbone as compile_setting
     from omnistudio.voices.prompts import cache_for
-    from omnistudio.voices.resolve import resolve_voice
     from omnistudio.voices.startup import WARM_UP_BATCH, longest_row, start_prompts, warm_up
 
     for ref, lang in voices:
@@ -61,7 +62,6 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
     backbone = None
     if compile_setting(str(engine.loaded.device), engine.loaded.spec.name) if compile_backbone is None \
             else compile_backbone:
-        from omnistudio.engine.compiled_backbone import CompiledBackbone
 
         backbone = CompiledBackbone(engine)
         if backbone.slot.state() == "warm":

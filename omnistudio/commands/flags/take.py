@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
+from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
+from omnistudio.checks import check_batch
+from omnistudio.commands.flags.frontend import frontend_options
+from omnistudio.projects.presets import read_presets
 
 if TYPE_CHECKING:
     from omnistudio.script import Script
@@ -14,18 +18,15 @@ if TYPE_CHECKING:
 
 def check_voice_options(args: argparse.Namespace) -> VoiceRef | None:
     """The voice of untagged lines (a VoiceRef, or None when the flags name none)."""
-    from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
 
     return voice_from_args(args) if check_voice_args(args) is not None else None
 
 
 def take_options(args: argparse.Namespace) -> TakeOptions:
     """The take options the flags name (checked), without the default voice."""
-    from omnistudio.checks import check_batch
     from omnistudio.commands.flags.finishing import finishing_options
     from omnistudio.take.options import TakeOptions
 
-    from omnistudio.commands.flags.frontend import frontend_options
 
     finishing = finishing_options(args)
     check_batch(args.batch, "--batch")
@@ -36,7 +37,6 @@ def take_options(args: argparse.Namespace) -> TakeOptions:
 def plan_script(args: argparse.Namespace, text: str, options: TakeOptions) -> tuple[Script, TakeOptions]:
     """The parsed script (speakers checked against the roster) and the options with its default voice
     (the core's :func:`omnistudio.take.scripts.plan_script`, with the flags' voice)."""
-    from omnistudio.projects.presets import read_presets
     from omnistudio.take.scripts import plan_script as plan
 
     project = getattr(args, "project", None)  # render --project: the project's duo presets are speakers

@@ -19,6 +19,9 @@ from omnistudio.server import jobs
 from omnistudio.server.app import finish, first_events, link_info, read_json, server_state, start_take
 from omnistudio.server.serving import Done, TakeRun
 from omnistudio.server.timestamps import sentence_time
+from omnistudio.audio.loudness import measure
+from omnistudio.audio.dsp import SentenceSpan
+from omnistudio.take.delivery import broadcast_info
 
 router = APIRouter()
 
@@ -40,7 +43,6 @@ async def _whole_take(request: Request, req: wire.GenerateRequest, timed: bool =
 
 @router.post("/tts/generate")
 async def generate(request: Request) -> Response:
-    from omnistudio.audio.loudness import measure
 
     req = await read_json(request, wire.GenerateRequest)
     if req.timestamps is not None:
@@ -79,8 +81,6 @@ def _broadcast(req: wire.GenerateRequest, done: Done, engine: dict[str, object])
     """What the WAV says about itself, as `render -o` of the same script says it (take.delivery.describe:
     a cue marker per sentence, a region per story, the take's and the engine's fields), and how its loudness
     was measured."""
-    from omnistudio.audio.dsp import SentenceSpan
-    from omnistudio.take.delivery import broadcast_info
 
     spans = [SentenceSpan(k, t.start, t.end, t.index) for k, t in enumerate(done.sentences)]
     info = broadcast_info(done.rows, spans, done.options, engine)

@@ -12,13 +12,13 @@ from fastapi import APIRouter, Request
 from omnistudio.protocol import LexiconBody, LexiconEntryBody, NormalizeRequest
 from omnistudio.server.app import read_json
 from omnistudio.text.lexicon import Entry, Lexicon
+from omnistudio.text.answer import normalize_answer
 
 router = APIRouter()
 
 
 @router.post("/v1/text/normalize")
 async def normalize(request: Request) -> dict[str, object]:
-    from omnistudio.text.answer import normalize_answer
     from omnistudio.text.lexicon_files import effective_lexicon
 
     body: NormalizeRequest = await read_json(request, NormalizeRequest)  # one JSON reader: OpenAI's error shape

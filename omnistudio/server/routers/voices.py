@@ -11,13 +11,13 @@ from fastapi.responses import JSONResponse
 from omnistudio.protocol import VOICES_ROUTE
 from omnistudio.server import voice_admin
 from omnistudio.server.app import current_link, server_state
+from omnistudio.server.listing import voice_listing
 
 router = APIRouter()
 
 
 @router.get(VOICES_ROUTE)
 async def voices(request: Request) -> dict[str, object]:
-    from omnistudio.server.listing import voice_listing
 
     return voice_listing(await asyncio.to_thread(current_link(server_state(request)).voices)).model_dump()
 
