@@ -181,6 +181,7 @@ def _command(argv: list[str] | None) -> int:
     words = with_default_command(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser(_named_command(words))
     args = parser.parse_args(words)
+    # lazy: start-up (rich)
     from omnistudio.console import setup_logging
 
     setup_logging(args.verbose)

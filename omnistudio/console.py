@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.logging import RichHandler
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, ProgressColumn
+    from rich.progress import ProgressColumn
 
 err_console = Console(stderr=True)
 

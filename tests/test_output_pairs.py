@@ -45,7 +45,7 @@ def test_shm_name_that_is_a_directory_is_refused_before_any_work(tmp_path: Path,
 
 def test_failed_shm_commit_leaves_the_file_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even if the shm target turns into a directory after the early check, the file pair stays."""
-    import omnistudio.audio.shm as shm_module
+    import omnistudio.audio.finishing as finishing
 
     out = tmp_path / "news.wav"
     finish_render([(_tone(2.0), 0.0)], Delivery(out, SR))
@@ -53,7 +53,7 @@ def test_failed_shm_commit_leaves_the_file_pair(tmp_path: Path, monkeypatch: pyt
     root = tmp_path / "shm"
     root.mkdir()
     (root / "take").mkdir()  # the check again at commit refuses it (os.replace would fail there too)
-    monkeypatch.setattr(shm_module, "check_shm_target", lambda name, r=root: Path(r) / name)
+    monkeypatch.setattr(finishing, "check_shm_target", lambda name, r=root: Path(r) / name)  # the early check passes
     with pytest.raises(UserError, match="is a directory"):
         finish_render([(_tone(3.0), 0.0)], Delivery(out, SR, FinishingOptions(shm_name="take"), shm_root=root))
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before

@@ -31,6 +31,8 @@ import os
 import platform
 import unicodedata
 from defusedxml import ElementTree
+from omnistudio import __version__
+from xml.sax.saxutils import escape as _xml_escape
 
 if TYPE_CHECKING:
     from omnistudio.audio.loudness import LoudnessReport
@@ -142,7 +144,6 @@ def bext_chunk(info: Broadcast, sample_rate: int, loudness: LoudnessFields | Non
                pcm: str = "PCM_FLOAT", bits: int = 32, channels: int = 1) -> bytes:
     """The ``bext`` chunk (header included), loudness fields ``NOT_SET`` until they are known; the coding
     history's mode (EBU R98) is ``mono``, or ``dual-mono`` for the voice on two channels."""
-    from omnistudio import __version__
 
     mode = "dual-mono" if channels == 2 else "mono"
     history = f"A={pcm},F={sample_rate},W={bits},M={mode},T=OmniStudio {__version__}\r\n"
@@ -196,7 +197,6 @@ def wav_file(samples: bytes, info: Broadcast, sample_rate: int, *, float32: bool
 
 
 def ixml_chunk(info: Broadcast, channels: int = 1) -> bytes:
-    from xml.sax.saxutils import escape as _xml_escape
 
     def escape(text: str) -> str:  # XML's escapes, and the characters XML 1.0 cannot hold as visible escapes
         return _xml_escape("".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 and c not in "\t\n\r" else c for c in text))

@@ -10,6 +10,7 @@ import numpy as np
 def decode_av(path: Path) -> tuple[np.ndarray, int]:
     """The first audio stream of ``path`` as float32 ([frames] for mono, else [frames, channels]) and its
     rate; ValueError when FFmpeg cannot read it as audio."""
+    # lazy: start-up (av)
     import av
 
     try:

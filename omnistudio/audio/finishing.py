@@ -318,6 +318,7 @@ def _converter(rate: int, to: int) -> Callable[[np.ndarray, bool], np.ndarray]:
     starting at t s starts at t s after it), fed in order; ``last`` flushes it."""
     if rate == to:
         return lambda block, _last: block
+    # lazy: start-up (soxr)
     import soxr
 
     stream = soxr.ResampleStream(rate, to, 1, dtype="float32", quality="VHQ")

@@ -241,6 +241,7 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
     """``path`` as an :class:`AudioSource` (libsndfile reads WAV, FLAC, MP3, OGG in blocks; FFmpeg decodes
     M4A/AAC whole); UserError, one line, for what is not an audio file, holds no frames, or holds samples
     that are not audio (NaN, infinite, beyond +60 dBFS: bytes read as samples)."""
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
 
@@ -340,6 +341,7 @@ def limit_true_peak(pcm: np.ndarray, sample_rate: int, ceiling_db: float, window
     """Look-ahead peak limiter on the 4x-oversampled envelope: the gain is a smoothed running
     minimum of ceiling/peak, never above what any sample within the window needs (the finishing's
     limiter, and the monitor's)."""
+    # lazy: start-up (scipy)
     from scipy.ndimage import minimum_filter1d  # here: scipy's modules take ~0.3 s to import, and only a
     from scipy.signal import resample_poly  # take that reaches its ceiling needs them
 

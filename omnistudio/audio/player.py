@@ -99,6 +99,7 @@ class Player:
     def open(self) -> Player:
         """Open and start the output stream, or raise one clear UserError."""
         try:
+            # lazy: start-up (sounddevice)
             import sounddevice as sd
         except OSError as exc:  # PortAudio library missing
             raise _no_device(f"PortAudio is not available ({first_line(exc)})") from None

@@ -108,6 +108,7 @@ def plot_svg(result: Compliance) -> bytes:
 
 def report_html(result: Compliance, name: str, note: str = "") -> str:
     """The whole page."""
+    # lazy: start-up (jinja2)
     from jinja2 import Environment
 
     page = Environment(autoescape=True).from_string(PAGE)

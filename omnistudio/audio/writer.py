@@ -37,6 +37,8 @@ from omnistudio.commit import atomic_write_bytes
 from omnistudio.audio.profiles import DeliveryFormat
 from omnistudio.errors import UserError
 import shutil
+from omnistudio.audio import tags
+from omnistudio.audio.tags import chapter_spans
 
 if TYPE_CHECKING:
     from av.audio.frame import AudioFrame
@@ -77,6 +79,7 @@ class AudioWriter:
             self._fh = open(self.path, "wb")  # noqa: SIM115 - closed by close()
             self._fh.write(self._header(0))
         elif kind == "FLAC":
+            # lazy: start-up (soundfile)
             import soundfile as sf
 
             subtype = "PCM_16" if self.bits == 16 else FORMATS[suffix][1]
@@ -109,7 +112,6 @@ class AudioWriter:
         self.frames += frames
 
     def close(self) -> None:
-        from omnistudio.audio import tags
 
         try:
             if isinstance(self._fh, BufferedWriter):  # WAV
@@ -175,6 +177,7 @@ class _Encoder:
     (the chapter track ``ffprobe`` and players read) are set before its trailer is written."""
 
     def __init__(self, path: Path, sample_rate: int, suffix: str, info: Broadcast, channels: int = 1) -> None:
+        # lazy: start-up (av)
         import av
 
         container, codec, bit_rate = ENCODERS[suffix]
@@ -193,6 +196,7 @@ class _Encoder:
         self.closed = False
 
     def write(self, data: np.ndarray) -> None:
+        # lazy: start-up (av)
         import av
 
         step = (1 << 15) * (2 if self.layout == "stereo" else 1)
@@ -220,7 +224,6 @@ class _Encoder:
 
 
 def _av_chapters(info: Broadcast, duration_s: float) -> list[Chapter]:
-    from omnistudio.audio.tags import chapter_spans
 
     base = Fraction(1, 1000)
     return [{"id": n, "start": int(round(start * 1000)), "end": int(round(end * 1000)), "time_base": base,

@@ -71,6 +71,7 @@ def _summary(errors: list[float]) -> OnsetErrors:
 
 def align_benchmark(transcriber: Hearer, truth: GroundTruth) -> AlignResult:
     """Align every sentence of ``truth``; the onset errors (ms, aligned minus true) summarised, and the cost."""
+    # lazy: looked up when called (tests replace it)
     from omnistudio.voices.align import align_sentence
 
     errors: dict[str, list[float]] = {"all": [], "after_pause": [], "inside_speech": []}

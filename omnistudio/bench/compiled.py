@@ -40,6 +40,7 @@ def sweep_texts(n: int) -> list[str]:
 
 def length_sweep(engine: Engine, sentences: int = 20, mode: str = "default", num_step: int = 10, seed: int = 0,
                  progress: Progress | None = None) -> dict[str, object]:
+    # lazy: start-up (numpy, torch)
     import numpy as np
     import torch
 

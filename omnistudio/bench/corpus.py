@@ -68,6 +68,7 @@ def serve_text(i: int) -> str:
 
 def reference_wave(seconds: float = 3.0, sr: int = REF_SR) -> np.ndarray:
     """The benches' voice: a voiced-like test signal (harmonics under a syllable envelope), float32."""
+    # lazy: start-up (numpy)
     import numpy as np
 
     t = np.arange(int(seconds * sr)) / sr
@@ -83,6 +84,7 @@ def reference_prompt(engine: Engine, seconds: float = 3.0) -> VoicePrompt:
 
 def write_reference(path: Path | str, seconds: float = 3.0) -> None:
     """``reference_wave`` as a WAV file (for benches that drive the CLI with ``--ref-audio``)."""
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     sf.write(str(path), reference_wave(seconds), REF_SR)

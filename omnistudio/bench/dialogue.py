@@ -43,6 +43,7 @@ def dialogue_benchmark(engine: Engine, voices: Sequence[Reference | VoicePrompt]
         raise UserError("the dialogue benchmark needs --batch of at least 2")
     if not hasattr(engine.sampler, "generators"):
         raise UserError("batched dialogue needs the fast sampler (per-item seeds)")
+    # lazy: start-up (numpy)
     import numpy as np
 
     texts = take(DIALOGUE, lines)

@@ -27,6 +27,9 @@ from omnistudio.bench.corpus import BULLETIN, REF_TEXT, write_reference
 from omnistudio.script import MAX_SCRIPT_BYTES
 from omnistudio.voices.resolve import VoiceRef
 from omnistudio.flags.synthesis import add_num_step
+from omnistudio.engine.settings import EngineConfig
+from omnistudio.flags.engine import add_model_options
+from omnistudio.bench.provenance import provenance
 
 if TYPE_CHECKING:
     from omnistudio.take.stream import Chunk
@@ -58,10 +61,10 @@ def long_script(kb: int) -> str:
 
 def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None = None, device: str = "cpu",
         dtype: str | None = None) -> dict[str, object]:
+    # lazy: start-up (numpy, pyebur128, scipy)
     import numpy as np
 
     from omnistudio.engine.reference import Reference  # noqa: F401 - imported before sampling starts
-    from omnistudio.engine.settings import EngineConfig
     from omnistudio.take.link import LocalEngine
     from omnistudio.take.options import TakeOptions
     from omnistudio.take.pipeline import build_take
@@ -113,7 +116,6 @@ def script_bytes(kb: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.flags.engine import add_model_options
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=int, default=64, help="script size in KB (default 64, the limit)")
@@ -123,10 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = parser.parse_args(argv)
     if args.threads:
+        # lazy: start-up (torch)
         import torch
 
         torch.set_num_threads(args.threads)
-    from omnistudio.bench.provenance import provenance
 
     result = run(args.kb, args.num_step, args.model, device=args.device, dtype=args.dtype)
     print(json.dumps({**result, "provenance": provenance()}))

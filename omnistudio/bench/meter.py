@@ -24,6 +24,7 @@ def meter_benchmark(seconds: float = 60.0, sample_rate: int = 24_000, block_s: f
     """Time the live meter: feed ``seconds`` of noise in ``block_s`` blocks (default: the meter's 100 ms) and read
     M, S and true peak after each block (what the studio does); return the cost per block (`omnistudio bench
     --meter` prints it)."""
+    # lazy: start-up (numpy, pyebur128)
     import numpy as np
 
     from omnistudio.audio.loudness import BLOCK_S, LoudnessMeter, measure

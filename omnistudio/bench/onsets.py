@@ -84,6 +84,7 @@ def require_flite() -> None:
 
 def _flite(text: str, voice: str, folder: Path, flags: tuple[str, ...] = ()) -> tuple[np.ndarray, str]:
     """``text`` said by flite's ``voice``: float32 mono at :data:`RATE`, and what flite printed."""
+    # lazy: start-up (scipy, soundfile)
     import soundfile as sf
     from scipy.signal import resample_poly
 

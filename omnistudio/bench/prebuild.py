@@ -21,6 +21,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from omnistudio.studio import events as ev
+from omnistudio.engine.settings import EngineConfig
+from omnistudio.studio.settings import StudioSettings
+from omnistudio.bench.provenance import provenance
+from omnistudio.flags.engine import add_model_options
 
 if TYPE_CHECKING:
     from omnistudio.studio.controller import Studio
@@ -45,12 +49,11 @@ def _play(studio: Studio, events: list[object], text: str) -> dict[str, object]:
 
 
 def run(model: str = "tiny", device: str | None = None, dtype: str | None = None) -> dict[str, object]:
+    # lazy: start-up (concurrent, numpy, pyebur128, scipy, torch, urllib)
     import torch
 
     from omnistudio.engine.engine import Engine
-    from omnistudio.engine.settings import EngineConfig
     from omnistudio.studio.controller import Studio
-    from omnistudio.studio.settings import StudioSettings
     from omnistudio.studio.welcome import EXAMPLE_SCRIPT
     from omnistudio.voices.session import open_engine
 
@@ -88,8 +91,6 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.bench.provenance import provenance
-    from omnistudio.flags.engine import add_model_options
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.prebuild",
                                      description=(__doc__ or "").splitlines()[0])

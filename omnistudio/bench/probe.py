@@ -24,6 +24,8 @@ from dataclasses import replace
 from typing import Any
 from omnistudio.bench.corpus import reference_prompt
 from omnistudio.bench.modes import graph_failures
+from omnistudio.flags.engine import add_model_options
+from omnistudio.bench.provenance import provenance
 
 WARM = ["Good evening.", "Markets closed higher.", "Traffic is heavy on the ring road."]
 NEW = ("In sport, the home side won their third match in a row after a late goal, and the coach said the "
@@ -31,6 +33,7 @@ NEW = ("In sport, the home side won their third match in a row after a late goal
 
 
 def run(model: str, device: str | None = None, dtype: str | None = None, num_step: int = 10) -> dict[str, Any]:
+    # lazy: start-up (numpy, omnivoice, torch)
     import torch
     from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
@@ -90,6 +93,7 @@ def run(model: str, device: str | None = None, dtype: str | None = None, num_ste
 def ops_per_step(model: str, device: str | None = None, dtype: str | None = None) -> dict[str, Any]:
     """The aten ops of one static step at batch 1 (a TorchDispatchMode counts every op the step
     dispatches, the backbone's included): what issue 47's goal of 1,200 on ``full`` counts."""
+    # lazy: start-up (numpy, torch)
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -129,7 +133,6 @@ def ops_per_step(model: str, device: str | None = None, dtype: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.flags.engine import add_model_options
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.probe", description=__doc__.splitlines()[0])
     parser.add_argument("--num-step", type=int, default=10, help="diffusion steps a sentence (default 10)")
@@ -137,7 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", action="store_true", help="count the aten ops of one step instead")
     parser.set_defaults(model="tiny", device="cpu")
     args = parser.parse_args(argv)
-    from omnistudio.bench.provenance import provenance
 
     if args.ops:
         print(json.dumps({**ops_per_step(args.model, args.device, args.dtype), "provenance": provenance()}))

@@ -15,15 +15,18 @@ import statistics
 import sys
 import time
 import timeit
+from omnistudio.voices.roster import load_roster
+from omnistudio.bench.provenance import provenance
+from omnistudio.flags.engine import add_model_options
 
 
 def run(model: str = "tiny", device: str | None = None, dtype: str | None = None, repeat: int = 5,
         build: bool = False) -> dict[str, object]:
+    # lazy: start-up (numpy, torch)
     import torch
 
     from omnistudio.engine.engine import Engine
     from omnistudio.voices.prompts import LoadReport, PromptCache, cache_for, ensure_prompt
-    from omnistudio.voices.roster import load_roster
     from omnistudio.voices.startup import warm_up
 
     torch.set_num_threads(1)
@@ -64,8 +67,6 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnistudio.bench.provenance import provenance
-    from omnistudio.flags.engine import add_model_options
 
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.prompt_cache",
                                      description=(__doc__ or "").splitlines()[0])

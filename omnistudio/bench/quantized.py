@@ -20,6 +20,7 @@ from omnistudio.errors import UserError
 from omnistudio.bench.sentence_result import EngineLoad, Int8Rule
 import os
 from omnistudio.bench.modes import agreement
+from omnistudio.config import QUANTIZE
 
 if TYPE_CHECKING:
     from omnistudio.bench.sentence_result import SentenceBenchResult
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 def quantize_list(value: str | None) -> list[str]:
     """``"none,int8"`` -> ["none", "int8"] (default ["none"])."""
-    from omnistudio.config import QUANTIZE
 
     names = [v.strip().lower() for v in (value or "none").split(",") if v.strip()]
     if not names or any(n not in QUANTIZE for n in names) or len(set(names)) != len(names):
@@ -111,6 +111,7 @@ def run(args: argparse.Namespace, open_engine: OpenEngine, bench_class: type[Ben
 
 def print_engines(result: SentenceBenchResult) -> None:
     """One line per engine (load and quantize time, the int8 layers' weights), and the default's rule."""
+    # lazy: start-up (rich)
     from rich.console import Console
 
     console = Console()

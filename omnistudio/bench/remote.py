@@ -23,6 +23,7 @@ from omnistudio.bench.corpus import BULLETIN, take
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import UserError
 from omnistudio.bench.stream import bench_options, time_take
+from omnistudio.flags.engine import remote_link
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,6 +75,7 @@ def remote_stream_benchmark(local: EngineLink, remote: EngineLink, n_sentences: 
         if progress is not None:
             progress(done, 2, f"{name}: {n_sentences} sentences")
         rows[name], takes[name] = time_take(link, text, options)
+    # lazy: start-up (numpy)
     import numpy as np
 
     loc, rem = rows["local"], rows["remote"]
@@ -88,7 +90,7 @@ def remote_stream_benchmark(local: EngineLink, remote: EngineLink, n_sentences: 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
     """--stream --server URL: the same take through this machine's engine and the server's, in one run."""
-    from omnistudio.flags.engine import remote_link
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.link import LocalEngine
 
     remote = remote_link(args.server, args.api_key_file)

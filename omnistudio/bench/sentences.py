@@ -32,6 +32,7 @@ def run(args: argparse.Namespace, open_engine: OpenEngine) -> SentenceBenchResul
 
 
 def print_result(result: SentenceBenchResult) -> None:
+    # lazy: start-up (rich)
     from rich.console import Console
     from rich.table import Table
 

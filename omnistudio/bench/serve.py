@@ -24,6 +24,7 @@ from omnistudio.bench.corpus import serve_text
 from omnistudio.errors import UserError
 from omnistudio.protocol import SpeechRequest
 from omnistudio.checks import check_batch
+from omnistudio.server.factory import ServerConfig, build_server
 
 if TYPE_CHECKING:
     from omnistudio.bench.modes import GraphCounts, Modes, OpenEngine
@@ -107,15 +108,16 @@ def bench_requests(count: int, num_step: int, voice: str) -> list[SpeechRequest]
 
 def serve_benchmark(engine: Engine, clients: list[int], requests: int = 8, num_step: int = 10, max_batch: int = 8,
                     voice: str = "ruby", progress: Progress | None = None) -> ServeResult:
+    # lazy: start-up (numpy, pyebur128, scipy, uvicorn)
     import uvicorn
 
-    from omnistudio.server.factory import ServerConfig, build_server
     from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
     from omnistudio.server.scheduler import BatchingLink
 
     say = progress or (lambda _d, _t, _m: None)
     ref, lang = parse_voice(voice)
     resolve_voice(engine, ref, lang or "en")  # the voice's prompt is built before any timing
+    # lazy: start-up (numpy)
     from omnistudio.voices.startup import longest_row
 
     graphs = engine.prepare_graphs(range(1, max_batch + 1), longest_row(engine))  # as `serve` warms up
@@ -165,6 +167,7 @@ def serve_benchmark(engine: Engine, clients: list[int], requests: int = 8, num_s
 
 
 def _measure(url: str, bodies: list[SpeechRequest], clients: int, label: str, link: BatchingLink) -> ServeRow:
+    # lazy: start-up (httpx, urllib, websockets)
     from omnistudio.client.speech import speech
 
     passes_before, items_before = link.stats.passes, link.stats.items
@@ -188,6 +191,7 @@ def run(args: argparse.Namespace, open_engine: OpenEngine) -> ServeResult:
 
 
 def print_result(result: ServeResult) -> None:
+    # lazy: start-up (rich)
     from rich.console import Console
     from rich.table import Table
 

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import SERVE_TEXT
 from omnistudio.errors import UserError
+from omnistudio.cluster.connect import import_serve
+from omnistudio.engine.settings import EngineConfig
+from omnistudio.server.factory import ServerConfig
 
 if TYPE_CHECKING:
     from omnistudio.bench.modes import OpenEngine, Progress
@@ -38,7 +41,6 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 def check(args: argparse.Namespace) -> None:
     if not (args.serve and args.ray):
         raise UserError("the serve benchmark runs on Ray: give --serve --ray together")
-    from omnistudio.cluster.connect import import_serve
 
     import_serve()
     try:
@@ -62,6 +64,7 @@ class ServeBench:
 
 def _speech(url: str, num_step: int, seed: int) -> tuple[float, str]:
     """(audio seconds, the replica that answered) of one request."""
+    # lazy: start-up (httpx, pydantic, urllib, websockets)
     from omnistudio.client.speech import speech
     from omnistudio.protocol import SpeechRequest
 
@@ -93,10 +96,9 @@ class ServeRayResult(TypedDict):
 
 
 def serve_ray_benchmark(bench: ServeBench, progress: Progress | None = None) -> ServeRayResult:
+    # lazy: start-up (pydantic); looked up when called (tests replace it)
     from omnistudio.cluster import serve as cluster_serve
     from omnistudio.cluster.connect import Cluster, Need
-    from omnistudio.engine.settings import EngineConfig
-    from omnistudio.server.factory import ServerConfig
 
     progress = progress or (lambda done, total, label: None)
     cluster = Cluster(bench.address)
@@ -140,6 +142,7 @@ def serve_ray_benchmark(bench: ServeBench, progress: Progress | None = None) -> 
 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> ServeRayResult:
+    # lazy: start-up (pydantic)
     from omnistudio.bench.serve import clients_list
 
     clients = args.clients if isinstance(args.clients, list) else clients_list(args.clients)

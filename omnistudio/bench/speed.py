@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, TypedDict
 from omnistudio.bench.corpus import NEWS, reference_prompt, take
 from omnistudio.errors import UserError
 from omnistudio.engine.compiled_backbone import CompiledBackbone
+from omnistudio.engine.model import DTYPES
+from omnistudio.engine.model import choose_dtype
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,7 +70,6 @@ def dtypes_list(value: str | None) -> list[str] | None:
     """``"fp32,bf16"`` -> ["fp32", "bf16"]."""
     if value is None:
         return None
-    from omnistudio.engine.model import DTYPES
 
     names = [v.strip().lower() for v in value.split(",") if v.strip()]
     bad = [n for n in names if n not in DTYPES]
@@ -113,6 +114,7 @@ class VariantResult:
     loop_ratio: float = 1.0  # stock sampler loop / this loop
 
     def finish(self, stock: VariantResult | None) -> dict[str, object]:
+        # lazy: start-up (numpy)
         import numpy as np
 
         if stock is not None:
@@ -145,6 +147,7 @@ class BenchSettings:
 
 def make_variants(settings: BenchSettings, device: str, dtypes: list[str] | None = None) -> list[Variant]:
     """Stock and the fast variants; with several ``dtypes``, all of them at each dtype ("stock bf16", ...)."""
+    # lazy: start-up (torch)
     from omnistudio.engine.sampler import LOSSLESS, TECHNIQUES, SamplerOptions
 
     out = []
@@ -185,6 +188,7 @@ class PeakMemory:
 
     @contextmanager
     def measure(self) -> Iterator[None]:
+        # lazy: start-up (torch)
         import torch
 
         if self.cuda:
@@ -241,6 +245,7 @@ class Bench:
         self.model: OmniVoice = first.model  # OmniVoice's own object (its text tokenizer is read here)
         self.device = str(first.loaded.device)
         self.progress = progress or (lambda *_: None)
+        # lazy: start-up (torch)
         from omnistudio.engine.sampler import FastSampler
 
         dtypes = [d for d in self.engines if d is not None] or None
@@ -250,6 +255,7 @@ class Bench:
         self.texts = take(NEWS, settings.sentences)
 
     def _sync(self) -> None:
+        # lazy: start-up (torch)
         import torch
 
         if self.device.startswith("cuda"):
@@ -257,6 +263,7 @@ class Bench:
 
     def _once(self, variant: Variant, text: str, prompt: VoicePrompt) -> _Render:
         """One synthesis with timers around the sampler loop and the vocoder."""
+        # lazy: start-up (numpy, torch)
         import numpy as np
         import torch
 
@@ -298,6 +305,7 @@ class Bench:
             rec["vocoder_s"] += time.perf_counter() - t0
             return out
 
+        # lazy: start-up (torch)
         from omnistudio.engine.compile import eager
 
         mem = PeakMemory(self.device)
@@ -324,6 +332,7 @@ class Bench:
     def _capture_graphs(self) -> dict[str, GraphCounts]:
         """Every variant whose static step replays CUDA graphs captures them before any timing (as the
         engine's warm-up does): how many, and the seconds it took."""
+        # lazy: start-up (numpy, omnivoice)
         from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
         from omnistudio.engine.engine import LONGEST_ROW
@@ -340,6 +349,7 @@ class Bench:
         return out
 
     def run(self) -> SentenceBenchResult:
+        # lazy: start-up (numpy, torch)
         import numpy as np
         import torch
 
@@ -394,7 +404,6 @@ class Bench:
         base = self.variants[0]  # stock at the first dtype: every ratio is against it
         stock_r = results[base.name]
         tok = model.text_tokenizer
-        from omnistudio.engine.model import choose_dtype
 
         auto = choose_dtype(self.device)
         default_name = next((v.name for v in self.variants if v.name in ("default", f"default {auto.name}")), None)
@@ -423,6 +432,7 @@ class Bench:
 
 def compile_modes(value: str) -> list[str]:
     """``"off,default"`` -> ["default"]: the compile modes to add rows for (off is the eager rows)."""
+    # lazy: start-up (torch)
     from omnistudio.engine.compile import MODES
 
     names = [v.strip() for v in value.split(",") if v.strip()]

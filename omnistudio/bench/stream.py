@@ -88,6 +88,7 @@ def time_take(link: EngineLink, text: str, options: TakeOptions) -> tuple[TakeTi
     connection, the request and the frames coming back), the part of it that is not the engine rendering
     the first sentence (``ttfa_overhead_s``), whole-script time, audio seconds, the real-time factor of
     the whole take and the engine's mean RTF per sentence; and the take's samples."""
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.pipeline import TakeCache, build_take
 
     take = build_take(link, text, options, cache=TakeCache(0))
@@ -107,6 +108,7 @@ def time_take(link: EngineLink, text: str, options: TakeOptions) -> tuple[TakeTi
 
 
 def bench_options(voice: str, num_step: int, seed: int) -> TakeOptions:
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.options import TakeOptions
 
     ref, lang = parse_voice(voice)
@@ -130,6 +132,7 @@ def one_at_a_time(engine: Engine, texts: list[str], voice: str | None, num_step:
     (``voice``: its prompt, its seeds), or with ``voice`` None the one-sentence bench's synthetic reference.
     RTF by wall time and by process CPU time, frames of reference, to set beside the take's."""
 
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.options import sentence_seed
 
     ref, lang = parse_voice(voice or DEFAULT_VOICE)
@@ -148,6 +151,7 @@ def one_at_a_time(engine: Engine, texts: list[str], voice: str | None, num_step:
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> StreamRun:
 
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.link import LocalEngine
 
     engine = open_engine(args, "fast")
@@ -155,6 +159,7 @@ def run(args: argparse.Namespace, open_engine: OpenEngine) -> StreamRun:
 
     ref, lang = parse_voice(args.voice)
     link.prepare([(ref, lang or "en")])  # the prompt built before the CPU clock starts (the take's prepare is untimed)
+    # lazy: start-up (numpy)
     from omnistudio.voices.startup import longest_row
 
     graphs = engine.prepare_graphs((1,), longest_row(engine))  # as the studio's warm-up does

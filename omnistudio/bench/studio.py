@@ -38,6 +38,8 @@ from omnistudio.studio.events import Failure
 from omnistudio.studio.events import PlaybackStarted
 from omnistudio.voices.resolve import VoiceRef
 from omnistudio.script import Blend
+from omnistudio.studio.autosave import Autosave
+from omnistudio.studio.settings import StudioSettings
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
     from omnistudio.bench.modes import Modes, OpenEngine
     from omnistudio.engine.engine import Engine
     from omnistudio.studio.events import StudioEvent
-    from omnistudio.voices.resolve import VoiceRef
 
     Want = tuple[VoiceRef, str]
 
@@ -157,6 +158,7 @@ class Driver:
         await self.pilot.press("f8")
 
     def script(self, text: str, column: int) -> None:
+        # lazy: start-up (rich, textual)
         from omnistudio.widgets.script_editor import ScriptEditor
 
         editor = self.app.screen.query_one(ScriptEditor)
@@ -165,6 +167,7 @@ class Driver:
         editor.move_cursor((0, column))
 
     def highlight(self, anchor: str) -> None:
+        # lazy: start-up (textual)
         from textual.widgets import OptionList
 
         options = self.app.screen.query_one("#anchor-list", OptionList)
@@ -180,6 +183,7 @@ class Driver:
         await self.press("audition_ab", ("ctrl+r",), set(), VoiceRef(anchor=a))
 
     async def slider(self, i: int) -> None:
+        # lazy: start-up (rich, textual)
         from omnistudio.widgets.morph_slider import MorphSlider
 
         line = _en_line(i, "on line")
@@ -203,10 +207,9 @@ class Driver:
 
 
 async def drive(engine: Engine, args: argparse.Namespace, home: Path) -> dict[str, list[tuple[float, float, bool]]]:
+    # lazy: start-up (concurrent, numpy, pyebur128, rich, scipy, textual, urllib)
     from omnistudio.app import StudioApp
-    from omnistudio.studio.autosave import Autosave
     from omnistudio.studio.controller import Studio
-    from omnistudio.studio.settings import StudioSettings
 
     settings = StudioSettings(num_step=args.num_step, seed=args.seed, guidance_scale=args.guidance, anchor="ruby")
     studio = Studio(engine=engine, settings=settings, audio="virtual", virtual_rate=1.0)
@@ -238,6 +241,7 @@ def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
                 os.environ.pop("OMNISTUDIO_HOME", None)
             else:
                 os.environ["OMNISTUDIO_HOME"] = saved
+    # lazy: start-up (textual)
     from omnistudio.screens.morph import REST_S
 
     rows: dict[str, dict[str, object]] = {}
@@ -263,6 +267,7 @@ def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
 
 
 def print_result(result: Mapping[str, Any]) -> None:
+    # lazy: start-up (rich)
     from rich.console import Console
     from rich.table import Table
 

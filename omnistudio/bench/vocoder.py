@@ -93,6 +93,7 @@ def add_flags(parser: argparse.ArgumentParser, modes: Modes) -> None:
 
 
 def _sync(device: str) -> None:
+    # lazy: start-up (torch)
     import torch
 
     if device.startswith("cuda"):
@@ -100,6 +101,7 @@ def _sync(device: str) -> None:
 
 
 def _allocations(device: str) -> tuple[int, int]:
+    # lazy: start-up (torch)
     import torch
 
     if not device.startswith("cuda"):
@@ -111,6 +113,7 @@ def _allocations(device: str) -> tuple[int, int]:
 def timed_decode(decoder: HiggsAudioV2TokenizerModel, codes: torch.Tensor,
                  device: str) -> tuple[float, NDArray[np.float32], tuple[int, int]]:
     """Seconds, the samples (float32 on the CPU), and the device allocations and frees of one decode."""
+    # lazy: start-up (torch, transformers)
     import torch
     from transformers.models.higgs_audio_v2_tokenizer.modeling_higgs_audio_v2_tokenizer import (
         HiggsAudioV2TokenizerDecoderOutput)
@@ -130,6 +133,7 @@ def timed_decode(decoder: HiggsAudioV2TokenizerModel, codes: torch.Tensor,
 
 
 def snr_db(reference: NDArray[np.float32], other: NDArray[np.float32]) -> float:
+    # lazy: start-up (numpy)
     import numpy as np
 
     error = float(np.sum((reference - other) ** 2))
@@ -139,6 +143,7 @@ def snr_db(reference: NDArray[np.float32], other: NDArray[np.float32]) -> float:
 
 def vocoder_bench(engine: Engine, sentences: int = DEFAULT_SENTENCES, num_step: int = 10, seed: int = 0,
                   progress: Progress | None = None) -> VocoderResult:
+    # lazy: start-up (numpy, torch, transformers)
     import numpy as np
     import torch
     from transformers import HiggsAudioV2TokenizerModel
@@ -200,6 +205,7 @@ def vocoder_bench(engine: Engine, sentences: int = DEFAULT_SENTENCES, num_step: 
 
 def _padded(codes: torch.Tensor, frames: int) -> torch.Tensor:
     """``codes`` ([1, codebooks, n]) to ``frames``: its last frame repeated, or its first ``frames`` kept."""
+    # lazy: start-up (torch)
     import torch
 
     n = int(codes.size(-1))
@@ -226,6 +232,7 @@ def bucket_rows(decoders: dict[str, HiggsAudioV2TokenizerModel], codes: torch.Te
 def padding_cost(decoder: HiggsAudioV2TokenizerModel, codes: torch.Tensor, device: str) -> Padding:
     """The sentence decoded exactly against padded to the next bucket and cut back: how far from its end the
     samples differ (the decoder's look-ahead) and by how much."""
+    # lazy: start-up (numpy)
     import numpy as np
 
     n = int(codes.size(-1))

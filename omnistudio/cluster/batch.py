@@ -165,6 +165,7 @@ class Renderer:
     """A Ray actor's body: one engine, many scripts (``ray.remote`` wraps it in :func:`render_batch`)."""
 
     def __init__(self, spec: RenderSpec) -> None:
+        # lazy: start-up (torch); looked up when called (tests replace it)
         import torch
 
         from omnistudio.voices.session import open_engine
@@ -218,6 +219,7 @@ def render_batch(ray: ModuleType, spec: RenderSpec, jobs: list[ScriptJob], worke
     ``local_threads``: torch's thread count here (default ``spec.threads``): a file rendered with another
     count says so in its sidecar. ``captions``/``hearer``: caption files beside each output, its words
     measured by ``hearer`` here (``render -o OUT --captions``' sink)."""
+    # lazy: start-up (rich)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 

@@ -30,6 +30,7 @@ def import_ray() -> ModuleType:
     not at all: the callers use it as a module, untyped)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
+        # lazy: an optional dependency
         import ray
     except ImportError:
         raise UserError(INSTALL_HINT) from None
@@ -39,6 +40,7 @@ def import_ray() -> ModuleType:
 def import_serve() -> ModuleType:
     import_ray()
     try:
+        # lazy: an optional dependency
         from ray import serve
     except ImportError:
         raise UserError(INSTALL_HINT) from None
@@ -66,6 +68,7 @@ class Need:
 def set_local_env() -> None:
     """Environment for a Ray instance started from this process (its workers and Serve's proxy inherit
     it): no usage reporting, and the proxy's replica-loss middleware. A cluster sets the same at `ray start`."""
+    # lazy: start-up (pydantic)
     from omnistudio.cluster.proxy import CALLBACK_ENV, CALLBACK_PATH
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

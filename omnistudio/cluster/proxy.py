@@ -28,6 +28,7 @@ RETRIES = 1
 
 def middlewares() -> list[Middleware]:
     """What Serve's proxy calls (through the environment variable) for its middlewares."""
+    # lazy: start-up (starlette)
     from starlette.middleware import Middleware
 
     return [Middleware(ReplicaLoss)]

@@ -89,6 +89,7 @@ class SpeechReplica:
 
     def __init__(self, config: ServerConfig) -> None:
 
+        # lazy: start-up (torch); looked up when called (tests replace it)
         import torch
 
         from omnistudio.server.startup import start_engine
@@ -120,6 +121,7 @@ class SpeechReplica:
 
 def _replica_id() -> str:
     try:
+        # lazy: start-up (ray)
         from ray import serve
 
         return str(serve.get_replica_context().replica_id.unique_id)
@@ -258,6 +260,7 @@ def reserved_port(host: str, port: int) -> Iterator[int]:
 def _wait_proxy(url: str, deadline: float) -> None:
     """Until Serve's proxy answers its health route at ``url``."""
 
+    # lazy: start-up (httpx)
     import httpx
 
     while True:

@@ -42,10 +42,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy, pyebur128)
     from omnistudio.take.qc import check_file, write_report
 
     rule = check_profile(args.profile) if args.profile is not None else None
     if args.report is not None:
+        # lazy: start-up (numpy)
         from omnistudio.audio.export import check_not_input, check_writable_path
 
         if args.report.suffix.lower() not in (".html", ".htm"):
@@ -54,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         check_not_input(args.report, {"the file analysed": args.file}, sidecar=False)  # a link to it, too
     check = check_file(args.file, rule, args.mono_as)
     if check.broadcast.warnings:
+        # lazy: start-up (rich)
         from omnistudio.console import err_console
 
         for warning in check.broadcast.warnings:

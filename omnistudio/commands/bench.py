@@ -21,6 +21,9 @@ from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
 from omnistudio.flags.synthesis import add_synthesis_options
 import sys
+from omnistudio.flags.engine import add_model_options, add_server_options
+from omnistudio.bench.provenance import provenance, provenance_line
+from omnistudio.flags.engine import engine_from_args
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -34,7 +37,6 @@ MODES: dict[str, ModuleType] = {
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.flags.engine import add_model_options, add_server_options
 
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
@@ -67,7 +69,7 @@ def _mode(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.bench.provenance import provenance, provenance_line
+    # lazy: looked up when called (tests replace it)
     from omnistudio.checks import check_batch, check_num_step, check_seed
 
     args.dtypes = speed.dtypes_list(args.dtypes)
@@ -94,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     args.variants = {"combined": ["lossless", "default"], "graphs": ["steps"]}.get(
         args.only, ["techniques", "lossless", "default"])
     if args.threads:
+        # lazy: start-up (torch)
         import torch
 
         torch.set_num_threads(args.threads)
@@ -115,7 +118,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Engine:
-    from omnistudio.flags.engine import engine_from_args
 
     args.sampler = sampler
     args.progress(0, 1, "loading model")
@@ -124,6 +126,7 @@ def _open(args: argparse.Namespace, sampler: str = "stock") -> Engine:
 
 def _with_progress(args: argparse.Namespace,
                    runner: Callable[[argparse.Namespace], dict[str, object]]) -> dict[str, object]:
+    # lazy: start-up (rich)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # lazy: start-up (numpy)
     from omnistudio.commands.flags.captions import add_caption_options
 
     p = sub.add_parser("captions", help="SRT/WebVTT captions for a take that exists (an audio file or a project)")
@@ -44,6 +45,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.commands.flags.captions import caption_options
     from omnistudio.projects.paths import project_target
     from omnistudio.take.captions import caption_paths, check_caption_paths, write_captions
@@ -63,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"output folder {args.out_dir} does not exist")
     paths = caption_paths(args.target, options.formats, args.out_dir)
     check_caption_paths(paths, {"the audio": None if is_project else args.target, "the script": args.script})
+    # lazy: start-up (numpy)
     from omnistudio.commands.flags.captions import caption_hearer
 
     hearer = caption_hearer(args, options)
@@ -85,6 +88,7 @@ def _frontend(args: argparse.Namespace, project: Path | None) -> FrontendOptions
 
 
 def _file_sentences(args: argparse.Namespace, text: str | None, hearer: Hearer | None) -> list[SentenceTiming]:
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
     from omnistudio.console import err_console
     from omnistudio.take.file_sentences import file_sentences
     from omnistudio.take.options import TakeOptions
@@ -96,6 +100,7 @@ def _file_sentences(args: argparse.Namespace, text: str | None, hearer: Hearer |
 
 
 def _project_sentences(args: argparse.Namespace, hearer: Hearer | None) -> list[SentenceTiming]:
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
     from omnistudio.console import err_console
     from omnistudio.projects.captions import chosen_sentences
     from omnistudio.projects.project import Project

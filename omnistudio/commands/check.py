@@ -50,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy)
     from omnistudio.projects.paths import project_target
     from omnistudio.projects.project import HOLDS, SUFFIX
     from omnistudio.projects.speech_check import check_threshold
@@ -80,12 +81,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _checker(model_dir: Path | None, threshold: float) -> TakeChecker:
+    # lazy: start-up (numpy)
     from omnistudio.projects.speech_check import open_checker
 
     return open_checker(model_dir, threshold)
 
 
 def _check_file(args: argparse.Namespace, checker: TakeChecker) -> CheckRow:
+    # lazy: start-up (numpy)
     from omnistudio.projects.speech_check import check_file
 
     result = check_file(args.target, args.text, args.lang, checker)
@@ -93,6 +96,7 @@ def _check_file(args: argparse.Namespace, checker: TakeChecker) -> CheckRow:
 
 
 def _open_project(args: argparse.Namespace) -> Project:
+    # lazy: start-up (numpy, rich)
     from omnistudio.console import err_console
     from omnistudio.projects.project import Project
 
@@ -106,6 +110,7 @@ def _open_project(args: argparse.Namespace) -> Project:
 
 
 def _check_project(args: argparse.Namespace, project: Project, checker: TakeChecker) -> list[CheckRow]:
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
     from omnistudio.console import progress_bar
 
@@ -128,6 +133,7 @@ def _check_project(args: argparse.Namespace, project: Project, checker: TakeChec
 
 
 def _print_table(rows: list[CheckRow], threshold: float) -> None:
+    # lazy: start-up (rich)
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

@@ -21,6 +21,11 @@ from omnistudio.commands.flags.lexicon import effective
 from omnistudio.checks import check_text
 from omnistudio.text import normalize
 from omnistudio.commit import destination
+from omnistudio.text.lexicon_files import load_lexicon, project_lexicon_path
+from omnistudio.text.lexicon_files import edit_lexicon
+from omnistudio.text.lexicon_files import global_lexicon_path
+from omnistudio.text.pls import read_pls
+from omnistudio.text.pls import entries_for, write_pls
 
 WHERE = ("this project's lexicon (NAME.omniproj/lexicon.toml, created if missing) instead of the global one")
 USAGE = "give an action: omnistudio lexicon add | remove | list | test | import | export"
@@ -74,7 +79,6 @@ def _lang(value: str | None) -> str | None:
 
 def _project_lexicon(args: argparse.Namespace) -> Lexicon:
     """The --project folder's own lexicon (empty without --project): to say where an entry comes from."""
-    from omnistudio.text.lexicon_files import load_lexicon, project_lexicon_path
 
     folder = project_folder(args, must_exist=True)
     return Lexicon() if folder is None else load_lexicon(project_lexicon_path(folder))
@@ -87,7 +91,6 @@ def _describe(entry: Entry) -> str:
 
 
 def add_entry(args: argparse.Namespace) -> int:
-    from omnistudio.text.lexicon_files import edit_lexicon
 
     entry = Entry(args.word, args.say, _lang(args.lang), args.case_sensitive, args.phones)
     path = lexicon_file(args, must_exist=False)
@@ -103,7 +106,6 @@ def add_entry(args: argparse.Namespace) -> int:
 
 
 def remove_entry(args: argparse.Namespace) -> int:
-    from omnistudio.text.lexicon_files import edit_lexicon
 
     lang = _lang(args.lang)
     path = lexicon_file(args, must_exist=True)
@@ -124,7 +126,6 @@ def remove_entry(args: argparse.Namespace) -> int:
 
 
 def list_entries(args: argparse.Namespace) -> int:
-    from omnistudio.text.lexicon_files import global_lexicon_path, project_lexicon_path
 
     folder = project_folder(args, must_exist=True)
     files = {"global": global_lexicon_path(), "project": None if folder is None else project_lexicon_path(folder)}
@@ -139,6 +140,7 @@ def list_entries(args: argparse.Namespace) -> int:
         where = " or ".join(str(p) for p in files.values() if p is not None)
         print(f"no lexicon entries ({where})")
         return 0
+    # lazy: start-up (rich)
     from rich.console import Console
     from rich.table import Table
 
@@ -166,9 +168,8 @@ def test_text(args: argparse.Namespace) -> int:
 
 
 def import_pls(args: argparse.Namespace) -> int:
+    # lazy: start-up (rich)
     from omnistudio.console import err_console
-    from omnistudio.text.lexicon_files import edit_lexicon
-    from omnistudio.text.pls import read_pls
 
     if not args.file.is_file():
         raise UserError(f"no PLS file at {args.file}")
@@ -188,9 +189,8 @@ def import_pls(args: argparse.Namespace) -> int:
 
 
 def export_pls(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy)
     from omnistudio.audio.export import check_not_input, check_writable_path
-    from omnistudio.text.lexicon_files import load_lexicon
-    from omnistudio.text.pls import entries_for, write_pls
 
     lang = _lang(args.lang)
     assert lang is not None  # --lang is required

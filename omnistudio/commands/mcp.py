@@ -7,10 +7,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from omnistudio.errors import UserError
+from omnistudio.flags.engine import add_model_options
+from omnistudio.mcp.backend import LocalBackend
+from omnistudio.mcp.stdio import folder_from, serve_stdio
+from omnistudio.flags.engine import engine_config
+from omnistudio.engine.model import pick_device
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("mcp", help="MCP server over stdio for a local agent (speak, render_script, check_take...)")
     p.add_argument("--output-dir", type=Path, metavar="DIR", help="the folder every tool writes into and reads "
@@ -21,17 +25,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from omnistudio.mcp.backend import LocalBackend
-    from omnistudio.mcp.stdio import folder_from, serve_stdio
 
     folder = folder_from(args.output_dir)
     if folder.root.exists() and not folder.root.is_dir():
         raise UserError(f"--output-dir {folder.root} is a file, not a folder")
-    from omnistudio.flags.engine import engine_config
 
     config = engine_config(args)
     if config.quantize != "none":  # refused (one line) where int8 would not run, before any load
-        from omnistudio.engine.model import pick_device
+        # lazy: start-up (torch)
         from omnistudio.engine.quantize import check_quantize
 
         check_quantize(config.quantize, pick_device(config.device))

@@ -17,6 +17,11 @@ from omnistudio.commands.flags.frontend import add_frontend_options
 from omnistudio.flags.synthesis import add_synthesis_options
 from omnistudio.commands.flags.take import take_options
 from omnistudio.voices.resolve import parse_voice
+from omnistudio.flags.engine import add_model_options, add_server_options
+import tomllib
+from dataclasses import replace
+from omnistudio.mos.store import Rundowns
+from omnistudio.mos.wire import MosError
 
 if TYPE_CHECKING:
     from omnistudio.mos.gateway import MosConfig
@@ -29,9 +34,9 @@ SETTINGS: Mapping[str, object] = {"mos_id": None, "ncs_id": None, "ncs_host": "1
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.commands.flags.captions import add_caption_options
     from omnistudio.commands.flags.finishing import add_finishing_options
-    from omnistudio.flags.engine import add_model_options, add_server_options
 
     p = sub.add_parser("mos", help="MOS device for a newsroom system: rundowns in, each story's audio out")
     p.add_argument("--config", type=Path, metavar="FILE.toml", help="the options below as TOML (flags win)")
@@ -81,7 +86,6 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _config_file(path: Path) -> dict[str, object]:
-    import tomllib
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -107,6 +111,7 @@ def _ports(value: object, count: int, flag: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (asyncio, numpy, rich); looked up when called (tests replace it)
     from omnistudio.commands.flags.captions import caption_options
     from omnistudio.console import status
     from omnistudio.flags.engine import check_link_args, open_link
@@ -128,15 +133,12 @@ def run(args: argparse.Namespace) -> int:
     args.lang = values["lang"]
     options = take_options(args)
     if values["voice"]:
-        from dataclasses import replace
 
 
         ref, lang = parse_voice(str(values["voice"]))
         options = replace(options, voice=ref, lang=lang or options.lang)
     captions = caption_options(args)
-    from omnistudio.mos.store import Rundowns
 
-    from omnistudio.mos.wire import MosError
 
     try:
         Rundowns(config.store, config.legacy_store).load().close()  # an unreadable store: one line, before the model
@@ -162,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_ports(config: MosConfig) -> None:
+    # lazy: looked up when called (tests replace it)
     from omnistudio.commands.serve import check_port
 
     for port in (config.lower, config.upper, config.query):

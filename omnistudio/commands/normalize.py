@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
                           "warnings": warnings}, ensure_ascii=False))
         return 0
     if spoken.warnings:
+        # lazy: start-up (rich)
         from omnistudio.console import err_console
 
         for w in spoken.warnings:

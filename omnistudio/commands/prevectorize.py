@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Required, TypedDict
 
 from omnistudio.errors import UserError
 from omnistudio.checks import check_language
+from omnistudio.flags.engine import add_model_options
+from omnistudio.voices.roster import load_roster
+from omnistudio.flags.engine import engine_from_args
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,7 +33,6 @@ class PromptRow(TypedDict, total=False):
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("prevectorize", help="build the anchors' voice prompts (skips those already ready)")
     p.add_argument("--anchors", nargs="+", metavar="ID", help="only these anchors (default: all)")
@@ -50,6 +52,7 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy, rich)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
@@ -58,8 +61,6 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.console import err_console, status
     from omnistudio.voices.asr import open_transcriber
     from omnistudio.voices.prompts import ensure_prompt
-    from omnistudio.voices.roster import load_roster
-    from omnistudio.flags.engine import engine_from_args
 
     langs = [check_language(lang) for lang in _split(args.lang) or []] or None
     roster = load_roster()

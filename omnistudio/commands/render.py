@@ -20,6 +20,10 @@ from omnistudio.commands.render_ray import run_batch
 from omnistudio.commands.flags.retakes import wanted
 from omnistudio.commands import render_takes
 from omnistudio.text.language import mismatch_summary, mismatches
+from omnistudio.flags.engine import add_model_options, add_server_options
+from omnistudio.config import SAMPLE_RATE
+from omnistudio.voices.roster import recording_inputs
+from omnistudio.flags.engine import check_link_args
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishingOptions
@@ -33,8 +37,8 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.commands.flags.captions import add_caption_options
-    from omnistudio.flags.engine import add_model_options, add_server_options
     from omnistudio.commands.flags.finishing import add_finishing_options
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
@@ -88,6 +92,7 @@ def _audio_device(value: str | None) -> int | str | None:
 
 def _open_player(args: argparse.Namespace, sample_rate: int) -> Player | None:
     """The player for --play, or None (with one warning) when there is no device but -o still works."""
+    # lazy: start-up (numpy, rich)
     from omnistudio.audio.player import Player
     from omnistudio.console import err_console
 
@@ -105,8 +110,8 @@ def _open_player(args: argparse.Namespace, sample_rate: int) -> Player | None:
 
 # ------------------------------------------------------------------------ run
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy)
     from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output
-    from omnistudio.config import SAMPLE_RATE
 
     from omnistudio.commands.flags.captions import caption_options
 
@@ -125,7 +130,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None and not args.play and args.project is None:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
     if args.output is not None:
-        from omnistudio.voices.roster import recording_inputs
 
         check_output_path(args.output)
         check_stream_output(args.output, prints_json=args.json,
@@ -133,10 +137,12 @@ def run(args: argparse.Namespace) -> int:
         inputs = {"the script": args.script, "the reference recording": args.ref_audio, **recording_inputs()}
         check_not_input(args.output, inputs)
         if captions is not None:
+            # lazy: start-up (numpy, pyebur128, scipy)
             from omnistudio.take.captions import caption_paths, check_caption_paths
 
             check_caption_paths(caption_paths(args.output, captions.formats), inputs)
         if args.report:
+            # lazy: start-up (numpy, pyebur128)
             from omnistudio.take.qc import report_path
 
             check_not_input(report_path(args.output), inputs, sidecar=False)
@@ -147,7 +153,6 @@ def run(args: argparse.Namespace) -> int:
     text = read_script(args.script)
     script, options = plan_script(args, text, take_options(args))  # every check first
     _warn_languages(script)
-    from omnistudio.flags.engine import check_link_args
 
     check_link_args(args)  # --server with --model, a key file without a server
     if wanted(args):
@@ -171,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"output": str(args.output) if args.output else None, **result}))
     missed = result.get("target_missed")
     if isinstance(missed, dict):
+        # lazy: start-up (rich)
         from omnistudio.console import err_console
 
         err_console.print(f"omnistudio: {'error' if args.strict else 'warning'}: {args.output}: {missed['message']}",
@@ -181,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _warn_languages(script: Script) -> None:
     """One warning line when a paragraph reads as the other language than the one it is read in."""
+    # lazy: start-up (rich)
     from omnistudio.console import err_console
 
     found = mismatches(script.sentences)
@@ -191,6 +198,7 @@ def _warn_languages(script: Script) -> None:
 def _render(args: argparse.Namespace, script: Script, options: TakeOptions, player: Player | None,
             captions: CaptionOptions | None = None) -> dict[str, object]:
     """Build the take (the same function the studio and the server use) with this command's sinks."""
+    # lazy: start-up (numpy, pyebur128, rich, scipy); looked up when called (tests replace it)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
@@ -206,6 +214,7 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
         link = open_link(args, progress=update)  # the model here, or the server's (--server)
     take = build_take(link, script, options)
     sinks: list[Sink] = []
+    # lazy: start-up (numpy, scipy)
     from omnistudio.take.delivery import Slate
 
     named = Slate(title=args.script.stem if str(args.script) != "-" else "")
@@ -249,6 +258,7 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
 
 def _report(args: argparse.Namespace, finishing: FinishingOptions, quiet: bool = False) -> dict[str, object]:
     """The compliance report of the written file, beside it (the rule: --profile with the targets used)."""
+    # lazy: start-up (numpy, pyebur128, rich)
     from omnistudio.console import err_console
     from omnistudio.take.qc import check_file, report_path, write_report
 

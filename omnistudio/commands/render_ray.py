@@ -14,6 +14,10 @@ from omnistudio.commands.flags.take import take_options
 import hashlib
 from omnistudio.commands.flags.ray import local_threads
 from omnistudio.commands.flags.take import plan_script
+from omnistudio.config import default_model
+from omnistudio.flags.engine import engine_config
+from omnistudio.engine.model import pick_device
+from omnistudio.cluster.connect import Need, import_ray
 
 if TYPE_CHECKING:
     from omnistudio.captions.formats import CaptionOptions
@@ -25,8 +29,8 @@ if TYPE_CHECKING:
 
 def _batch_spec(args: argparse.Namespace) -> RenderSpec:
     """The batch's spec from the render command's own option checks (default voice still unset)."""
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.cluster.batch import RenderSpec
-    from omnistudio.config import default_model
 
     if args.output is not None:
         raise UserError("--ray writes into --out-dir DIR (one NAME.wav per script), not -o")
@@ -34,12 +38,11 @@ def _batch_spec(args: argparse.Namespace) -> RenderSpec:
         raise UserError("--ray renders files only: --play works without --ray")
     if getattr(args, "shm", None):
         raise UserError("--shm hands one take to one reader: it does not combine with --ray")
-    from omnistudio.flags.engine import engine_config
 
     engine = engine_config(args, model=args.model or default_model(),
                            threads=actor_threads(args.threads_per_worker, "--threads-per-worker"))
     if engine.quantize != "none":  # refused (one line) where int8 would not run, before Ray starts
-        from omnistudio.engine.model import pick_device
+        # lazy: start-up (torch)
         from omnistudio.engine.quantize import check_quantize
 
         check_quantize(engine.quantize, pick_device(engine.device))
@@ -51,6 +54,7 @@ def _batch_spec(args: argparse.Namespace) -> RenderSpec:
 def spoken_digest(script: Script, options: TakeOptions) -> str:
     """sha256 of what the model is asked to say for every sentence of ``script`` (the take's plan)."""
 
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.pipeline import plan
 
     said = "\n".join(sentence.said for sentence in plan(script, options))
@@ -71,8 +75,8 @@ def refuse_takes(args: argparse.Namespace) -> None:
 def run_batch(args: argparse.Namespace, captions: CaptionOptions | None = None) -> int:
     """``render SCRIPT... --out-dir DIR --ray``: every check before Ray starts, then the batch;
     ``captions`` (checked options): NAME.srt / NAME.vtt beside each NAME.wav, as ``render -o --captions``."""
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
     from omnistudio.cluster.batch import plan_jobs, split_done
-    from omnistudio.cluster.connect import Need, import_ray
     from omnistudio.console import err_console
 
     refuse_takes(args)
@@ -95,11 +99,13 @@ def run_batch(args: argparse.Namespace, captions: CaptionOptions | None = None) 
         spec = replace(spec, options=options)  # the default voice (the same for every script)
     if args.out_dir.exists() and not args.out_dir.is_dir():
         raise UserError(f"--out-dir {args.out_dir} is not a folder")
+    # lazy: start-up (numpy)
     from omnistudio.commands.flags.captions import caption_hearer
 
     hearer = caption_hearer(args, captions)  # a bad --asr-model before Ray; the words are heard here, not on workers
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if captions is not None:
+        # lazy: start-up (numpy, pyebur128, scipy)
         from omnistudio.take.captions import caption_paths, check_caption_paths
 
         for job in jobs:
@@ -130,6 +136,7 @@ def run_batch(args: argparse.Namespace, captions: CaptionOptions | None = None) 
 
 def _render_on_ray(args: argparse.Namespace, spec: RenderSpec, todo: list[ScriptJob], report: BatchReport,
                    captions: CaptionOptions | None = None, hearer: Hearer | None = None) -> BatchReport:
+    # lazy: start-up (numpy, pyebur128, rich, scipy); looked up when called (tests replace it)
     from omnistudio.cluster.batch import render_batch
     from omnistudio.cluster.connect import Cluster, Need
     from omnistudio.console import err_console

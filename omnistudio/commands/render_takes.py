@@ -20,6 +20,7 @@ from omnistudio.commands.flags.retakes import open_checker
 import json
 import time
 from omnistudio.commit import write_json
+from omnistudio.flags.engine import engine_from_args
 
 if TYPE_CHECKING:
     from omnistudio.projects.project import Project
@@ -46,6 +47,7 @@ class TakesDone(TypedDict):
 
 def open_project(args: argparse.Namespace, text: str, lang: str, voice: VoiceRef | None) -> Project:
     """The --project folder brought up to the script, or a project that is never saved."""
+    # lazy: start-up (numpy, rich)
     from omnistudio.console import err_console
     from omnistudio.projects.project import Project, open_or_create
 
@@ -61,7 +63,7 @@ def open_project(args: argparse.Namespace, text: str, lang: str, voice: VoiceRef
 
 def engine_link(args: argparse.Namespace, progress: Callable[[str], None]) -> EngineLink:
     """The engine the flags name, behind the take link (tests pass another link)."""
-    from omnistudio.flags.engine import engine_from_args
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.link import LocalEngine
 
     return LocalEngine(engine_from_args(args, progress=progress))
@@ -71,6 +73,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Script, options: T
                  link_factory: LinkFactory | None = None) -> TakesDone:
     """Give every sentence a chosen take: the missing ones rendered through the take pipeline
     (1-ahead, batched, the seed policy), then checked and retaken one by one through the same link."""
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
@@ -123,6 +126,7 @@ def run(args: argparse.Namespace, text: str, script: Script, options: TakeOption
     """``render`` with --project/--verify: takes, then the file from the chosen takes (exit 1 when a
     chosen take still fails its check; the file is written all the same)."""
 
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
     from omnistudio.commands.flags.captions import caption_hearer, caption_options
     from omnistudio.console import err_console
     from omnistudio.projects.chosen import keep_words, write_chosen

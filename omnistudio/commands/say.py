@@ -13,10 +13,11 @@ from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
 from omnistudio.checks import check_guidance
 from omnistudio.commands.flags.frontend import frontend_options
 from omnistudio.audio.bwf import Broadcast, Marker, label
+from omnistudio.flags.engine import add_model_options, add_server_options
+from omnistudio.voices.roster import recording_inputs
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.flags.engine import add_model_options, add_server_options
 
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
     p.add_argument("text", help="what to say")
@@ -36,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy, rich); looked up when called (tests replace it)
     from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output
     from omnistudio.audio.writer import write_audio
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
@@ -50,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
     args.guidance = check_guidance(args.guidance)
     check_output_path(args.output)
     check_stream_output(args.output, prints_json=args.json)
-    from omnistudio.voices.roster import recording_inputs
 
     check_not_input(args.output, {"the reference recording": args.ref_audio, **recording_inputs()}, sidecar=False)
     voice_kind = check_voice_args(args)
@@ -58,11 +59,13 @@ def run(args: argparse.Namespace) -> int:
     if voice_kind is None or ref is None:
         raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
 
+    # lazy: start-up (numpy, pyebur128, scipy); looked up when called (tests replace it)
     from omnistudio.flags.engine import check_link_args, open_link
     from omnistudio.take.link import RenderItem
     from omnistudio.take.options import TakeOptions, sentence_seed, spoken_text
 
     if check_link_args(args) is not None:
+        # lazy: start-up (httpx, numpy, pydantic, pyebur128, scipy, urllib, websockets)
         from omnistudio.client.engine import voice_to_wire
 
         voice_to_wire(ref)  # a recording lives here, not on the server: one line, before connecting

@@ -22,6 +22,7 @@ import dataclasses
 from omnistudio.commands.flags.ray import check_serve_options
 from omnistudio.commands.serve_ray import run_serve
 from omnistudio.server.factory import build_server
+from omnistudio.engine.model import pick_device
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,7 +95,7 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         threads = actor_threads(getattr(args, "threads_per_replica", None), "--threads-per-replica")
     quantize = "none"
     if (args.quantize or "none") != "none":  # refused here (one line) where int8 would not run, before any load
-        from omnistudio.engine.model import pick_device
+        # lazy: start-up (torch)
         from omnistudio.engine.quantize import check_quantize
 
         quantize = check_quantize(args.quantize, pick_device(args.device))
@@ -124,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
                             "--port with --address")
         return run_serve(args, config)
     sock = bind_port(args.host, args.port)  # a port in use or out of range: one line before the server's imports
+    # lazy: start-up (uvicorn); looked up when called (tests replace it)
     import uvicorn
 
     from omnistudio.server.startup import start_engine

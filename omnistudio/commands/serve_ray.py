@@ -12,6 +12,7 @@ import time
 def run_serve(args: argparse.Namespace, config: ServerConfig) -> int:
     """``serve --ray``: deploy, print where, serve until Ctrl+C, then take the deployment down."""
 
+    # lazy: start-up (pydantic, rich); looked up when called (tests replace it)
     from omnistudio.cluster import serve as cluster_serve
     from omnistudio.cluster.connect import Cluster, Need, import_serve
     from omnistudio.console import err_console

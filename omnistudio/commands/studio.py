@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from omnistudio.commands.studio_terminal import library_output_to_log
+from omnistudio.flags.engine import add_model_options, add_server_options
+from omnistudio.engine.model import check_model_dir, resolve_model
+from omnistudio.flags.engine import check_link_args, remote_link
+from omnistudio.engine.settings import EngineConfig
+from omnistudio.studio.settings import load_settings
+from omnistudio.engine.model import pick_device
+from omnistudio.config import locations
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.flags.engine import add_model_options, add_server_options
 
     p = sub.add_parser("studio", help="open the studio (the default when no command is given)")
     p.add_argument("--audio", choices=["auto", "device", "virtual"], default="auto",
@@ -21,12 +27,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (concurrent, numpy, pyebur128, rich, scipy, textual, urllib)
     from omnistudio.app import StudioApp
-    from omnistudio.engine.model import check_model_dir, resolve_model
-    from omnistudio.flags.engine import check_link_args, remote_link
-    from omnistudio.engine.settings import EngineConfig
     from omnistudio.studio.controller import Studio
-    from omnistudio.studio.settings import load_settings
     from omnistudio.studio.welcome import studio_model
 
     settings, warning = load_settings()
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         dtype = getattr(args, "dtype", None) or settings.dtype  # --dtype, else the saved setting (default auto)
         quantize = getattr(args, "quantize", None) or settings.quantize  # --quantize, else the saved setting
         if quantize != "none":  # refused (one line, exit 2) before any screen where int8 would not run
-            from omnistudio.engine.model import pick_device
+            # lazy: start-up (torch)
             from omnistudio.engine.quantize import check_quantize
 
             quantize = check_quantize(quantize, pick_device(getattr(args, "device", None)))
@@ -55,14 +58,15 @@ def run(args: argparse.Namespace) -> int:
                         settings=settings, audio=getattr(args, "audio", "auto"))
         subtitle = f"model {model}" + (" (demo: noise, not speech)" if banner else "")
     if getattr(args, "project", None) is not None:
+        # lazy: start-up (numpy)
         from omnistudio.projects.project import MANIFEST, SCRIPT, check_project_path
 
         path = check_project_path(args.project)
         exists = (path / MANIFEST).exists() or (path / SCRIPT).exists()
+        # lazy: start-up (urllib)
         from omnistudio.studio.welcome import EXAMPLE_SCRIPT
 
         studio.takes.open(path, None if exists else EXAMPLE_SCRIPT)
-    from omnistudio.config import locations
 
     # what a C library prints (ALSA's "underrun occurred") goes to the log, not over the screen
     with library_output_to_log(locations().studio_log):

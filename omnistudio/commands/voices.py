@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
 from omnistudio.commands.flags.parser import OneLineParser
+from omnistudio.flags.engine import add_model_options
+from omnistudio.voices.roster import LANGS, load_roster
+from omnistudio.voices.manage import add_voice as add
 
 if TYPE_CHECKING:
     from omnistudio.voices.roster import Anchor
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from omnistudio.flags.engine import add_model_options
 
     p = sub.add_parser("voices", help="list the anchors and their prompts, or add an anchor")
     actions = p.add_subparsers(dest="voices_command", metavar="ACTION", parser_class=OneLineParser)
@@ -48,12 +50,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def list_voices(args: argparse.Namespace) -> int:
+    # lazy: start-up (numpy, rich)
     from rich.console import Console
     from rich.table import Table
 
     from omnistudio.console import status
     from omnistudio.voices.prompts import offline_fingerprint, prompt_path, prompt_state
-    from omnistudio.voices.roster import LANGS, load_roster
 
     roster = load_roster()
     with status("checking the model") as update:
@@ -97,8 +99,8 @@ def list_voices(args: argparse.Namespace) -> int:
 
 def add_voice(args: argparse.Namespace) -> int:
     """``voices add``: :func:`omnistudio.voices.manage.add_voice` (the server's and MCP's too) with the flags."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.asr import ASR_ENV, open_transcriber
-    from omnistudio.voices.manage import add_voice as add
 
     if args.ref_text is None and not (args.asr_model or os.environ.get(ASR_ENV)):
         raise UserError("give the recording's exact transcript with --ref-text, or --asr-model DIR")

@@ -44,6 +44,7 @@ _blocks: ContextVar[Blocks | None] = ContextVar("omnistudio_attention_blocks", d
 
 def install_block_attention(llm: PreTrainedModel) -> bool:
     """Route the backbone's attention through :func:`block_attention` (only over SDPA); True if installed."""
+    # lazy: start-up (transformers)
     from transformers import AttentionInterface
 
     current = llm.config._attn_implementation
@@ -71,6 +72,7 @@ def block_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Ten
                     attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                     is_causal: bool | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """transformers' attention signature: SDPA per block when blocks are set, else transformers' SDPA."""
+    # lazy: start-up (transformers)
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     # A compiled backbone traces transformers' SDPA as is (no context lookup inside the graph).

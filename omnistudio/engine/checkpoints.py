@@ -185,6 +185,7 @@ def damage(path: Path) -> tuple[Path, str] | None:
 
 def _train_text_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     """A byte-level BPE trained on a small bundled corpus, with OmniVoice's special tokens."""
+    # lazy: start-up (transformers)
     from transformers import PreTrainedTokenizerFast
 
     corpus = resources.files("omnistudio.data").joinpath("bpe_corpus.txt").read_text("utf-8")
@@ -204,6 +205,7 @@ def _train_text_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
 
 
 def _tokenizer_config(geo: Geometry) -> HiggsAudioV2TokenizerConfig:
+    # lazy: start-up (transformers)
     from transformers import DacConfig, HiggsAudioV2TokenizerConfig, HubertConfig
 
     spec = geo.tokenizer
@@ -238,6 +240,7 @@ def import_pydub_quietly() -> None:
 def build_checkpoint(geo: Geometry, out: Path, progress: Callable[[str], None] | None = None) -> None:
     """Build checkpoint ``geo`` into directory ``out`` (deterministic for ``geo.seed``)."""
     import_pydub_quietly()
+    # lazy: start-up (omnivoice, torch, transformers)
     import torch
     from omnivoice.models.omnivoice import OmniVoice, OmniVoiceConfig
     from transformers import DacFeatureExtractor, HiggsAudioV2TokenizerModel, Qwen3Config

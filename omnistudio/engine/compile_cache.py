@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from omnistudio.commit import atomic_write_bytes
+from omnistudio.config import locations
 
 if TYPE_CHECKING:
     from omnistudio.engine.model import LoadedModel
@@ -69,12 +70,14 @@ class CacheKey:
 
 def cpu_isa() -> str:
     """The vector ISA inductor's CPU kernels are built for (``avx2``, ``avx512``...)."""
+    # lazy: start-up (torch)
     from torch._inductor.cpu_vec_isa import pick_vec_isa
 
     return str(pick_vec_isa())
 
 
 def cache_key(loaded: LoadedModel, mode: str = "default") -> CacheKey:
+    # lazy: start-up (torch)
     import torch
 
     cfg = loaded.model.config.llm_config
@@ -85,7 +88,6 @@ def cache_key(loaded: LoadedModel, mode: str = "default") -> CacheKey:
 
 
 def compile_root() -> Path:
-    from omnistudio.config import locations
 
     return locations().cache / "compile"
 
@@ -105,6 +107,7 @@ def _write_key(path: Path, key: dict[str, object]) -> None:
 def use_inductor_folder(root: Path) -> Path:
     """Point inductor's cache at this torch and CPU's folder under ``root`` (unless the user set
     ``TORCHINDUCTOR_CACHE_DIR``). Call before the first compile of the process."""
+    # lazy: start-up (torch)
     import torch
 
     chosen = users_inductor_folder()
@@ -125,6 +128,7 @@ def users_inductor_folder() -> Path | None:
     every ``import omnivoice``) sets the variable to torch's default folder under the temp folder, which
     is no choice: that folder is emptied at reboot, and a slot saved with empty artifacts would then be
     warm with nothing behind it."""
+    # lazy: start-up (torch)
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
     chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
@@ -201,6 +205,7 @@ class CompileSlot:
         """Hand a warm slot's artifacts to torch's caches; False (nothing loaded) unless warm."""
         if self.state() != "warm":
             return False
+        # lazy: start-up (torch)
         import torch
 
         try:
@@ -217,6 +222,7 @@ class CompileSlot:
         """Write what this process compiled, then the key. The artifacts are empty when inductor's folder
         already held every entry (its cache hit: torch then has nothing new to save); the slot is warm
         while that folder stays, so the key then names it."""
+        # lazy: start-up (torch)
         import torch
 
         saved = torch.compiler.save_cache_artifacts()

@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
 
 
 def compile_into(job: dict[str, Any]) -> int:
+    # lazy: start-up (numpy, torch)
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.sampler import FastSampler
 

@@ -46,6 +46,7 @@ import json
 import os
 import sys
 from dataclasses import asdict
+import subprocess
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -159,6 +160,7 @@ class CompiledBackbone:
 
     def _compile(self) -> Callable[..., Any]:
         """The compiled forward, run on every trial shape (every graph built before the switch)."""
+        # lazy: start-up (torch)
         import torch
 
         model = self.engine.model
@@ -175,7 +177,6 @@ def build_in_child(backbone: CompiledBackbone) -> None:
     """Fill ``backbone``'s cache slot from a child process on the same checkpoint, dtype and device: in a
     session of its own (a Ctrl+C on this process's terminal does not reach it), its output in the
     slot's log file."""
-    import subprocess
 
     loaded = backbone.engine.loaded
     job = {"model": str(loaded.path), "device": str(loaded.device), "dtype": loaded.dtype_name,
@@ -197,6 +198,7 @@ def build_in_child(backbone: CompiledBackbone) -> None:
 def trial_inputs(rows: int, length: int, hidden: int, dtype: torch.dtype, device: Any) -> dict[str, object]:
     """Backbone inputs shaped as the fast sampler's packed layout makes them (embeddings, a 4-D bool mask,
     positions): the graph a trial builds is the one the sampler's calls find."""
+    # lazy: start-up (torch)
     import torch
 
     return {"inputs_embeds": torch.zeros((rows, length, hidden), dtype=dtype, device=device),

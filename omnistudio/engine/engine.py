@@ -127,6 +127,7 @@ class Engine:
     @property
     def graph_status(self) -> GraphStatus:
         """The static step's captured CUDA graphs (none on CPU): /health, the telemetry, the bench."""
+        # lazy: start-up (torch)
         from omnistudio.engine.cuda_graphs import GraphStatus
 
         status = getattr(self.sampler, "graph_status", None)
@@ -137,6 +138,7 @@ class Engine:
         """Capture the diffusion step for each batch size in ``batches`` at every row length up to
         ``longest`` tokens (CUDA with the fast sampler's static step; elsewhere nothing), so that no
         sentence of those shapes pays for a capture. Part of the warm-up."""
+        # lazy: start-up (omnivoice)
         from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
         prepare = getattr(self.sampler, "prepare_graphs", None)
@@ -162,6 +164,7 @@ class Engine:
     # ---------------------------------------------------------------- prompts
     def prompt_from_audio(self, wave: np.ndarray, sample_rate: int, text: str) -> VoicePrompt:
         """Encode a reference waveform into a VoiceClonePrompt (8-codebook tokens)."""
+        # lazy: start-up (torch)
         import torch
 
         transcript = check_transcript(text)
@@ -284,6 +287,7 @@ class Engine:
         sampler: Sampler | None | Literal["engine"] = "engine",
     ) -> PendingAudio:
         """The diffusion half of a synthesis (one pass for the batch); :meth:`decode` is the other."""
+        # lazy: start-up (torch)
         import torch
 
 
@@ -322,6 +326,7 @@ class Engine:
     def decode(self, pending: PendingAudio, cuda_stream: torch.cuda.Stream | None = None) -> list[Synthesis]:
         """The vocoder half: audio for ``pending``'s tokens. With ``cuda_stream`` the decode runs on
         that stream after the tokens' event, so it can overlap the next sentence's diffusion."""
+        # lazy: start-up (torch)
         import torch
 
 

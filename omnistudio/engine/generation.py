@@ -35,6 +35,7 @@ class Tokens:
 def generate_tokens(model: OmniVoiceModel, texts: list[str], languages: list[str], prompts: list[VoicePrompt],
                     speed: float | None, **config: Unpack[GenerationKwargs]) -> Tokens:
     """``generate()`` up to the tokens: preprocess, then the unmasking loop (chunked above 30 s)."""
+    # lazy: start-up (omnivoice)
     from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
     gen_config: GenerationConfig = OmniVoiceGenerationConfig.from_dict(config)

@@ -121,6 +121,7 @@ def check_model_dir(path: Path) -> None:
 
 
 def _hub_path(repo: str, progress: Progress) -> Path:
+    # lazy: start-up (huggingface_hub)
     from huggingface_hub import snapshot_download
 
     try:
@@ -155,6 +156,7 @@ def checkpoint_path(spec: ModelSpec, progress: Progress | None = None) -> Path:
 
 def pick_device(requested: str | None = None) -> str:
     """cuda > mps > cpu, unless ``requested`` (or ``OMNISTUDIO_DEVICE``) names one."""
+    # lazy: start-up (torch)
     import torch
 
     choice = requested or os.environ.get("OMNISTUDIO_DEVICE")
@@ -199,6 +201,7 @@ def cpu_bf16_feature() -> str | None:
     forced = os.environ.get("OMNISTUDIO_CPU_BF16", "").strip()
     if forced in ("0", "1"):
         return "forced by OMNISTUDIO_CPU_BF16=1" if forced == "1" else None
+    # lazy: start-up (torch)
     import torch
 
     cpu = getattr(torch, "cpu", None)
@@ -225,6 +228,7 @@ def choose_dtype(device: str, requested: str | None = None) -> DtypeChoice:
     auto: CUDA fp16 (tensor cores; three more mantissa bits than bf16); CPU bf16 where the CPU
     has AMX-BF16 or AVX512-BF16 (see :func:`cpu_bf16_feature`), else fp32; MPS fp32.
     """
+    # lazy: start-up (torch)
     import torch
 
     value = (requested or "auto").strip().lower()
@@ -256,6 +260,7 @@ def pick_dtype(device: str, requested: str | None = None) -> torch.dtype:
 
 def set_backend_flags(device: str) -> None:
     """cudnn.benchmark off (shapes vary per sentence), TF32 on for CUDA matmuls."""
+    # lazy: start-up (torch)
     import torch
 
     torch.backends.cudnn.benchmark = False
@@ -268,6 +273,7 @@ def set_backend_flags(device: str) -> None:
 def quiet_third_party() -> None:
     """Silence transformers' weight-loading bars and pydub's missing-ffmpeg warning."""
     checkpoints.import_pydub_quietly()
+    # lazy: start-up (transformers)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -299,6 +305,7 @@ def _from_pretrained(path: Path, device: str, dtype: torch.dtype) -> OmniVoiceMo
     """OmniVoice's ``from_pretrained`` without ``device_map`` (which needs ``accelerate``): the backbone and
     the audio tokenizer are loaded on the CPU, the way upstream's inference load assembles them, then moved
     with ``.to(device)`` (the audio tokenizer stays on the CPU under MPS, as upstream keeps it)."""
+    # lazy: start-up (omnivoice, transformers)
     from omnivoice.models.omnivoice import OmniVoice
     from omnivoice.utils.duration import RuleDurationEstimator
     from transformers import AutoFeatureExtractor, AutoTokenizer, HiggsAudioV2TokenizerModel
@@ -307,6 +314,7 @@ def _from_pretrained(path: Path, device: str, dtype: torch.dtype) -> OmniVoiceMo
     model.text_tokenizer = AutoTokenizer.from_pretrained(str(path))
     vocoder = path / "audio_tokenizer"
     if not vocoder.is_dir():  # an older checkpoint layout: upstream fetches the tokenizer on its own
+        # lazy: start-up (omnivoice)
         from omnivoice.models.omnivoice import _resolve_model_path
 
         vocoder = Path(_resolve_model_path("eustlb/higgs-audio-v2-tokenizer"))
@@ -350,6 +358,7 @@ def load_model(
     choice = choose_dtype(dev, dtype)
     quant, report = "none", None
     if (quantize or "none").strip().lower() != "none":
+        # lazy: start-up (torch)
         from omnistudio.engine.quantize import check_quantize
 
         quant = check_quantize(quantize, dev)
@@ -375,6 +384,7 @@ def load_model(
     model.audio_tokenizer.float()  # fp16 underflows in the vocoder
     model.eval()
     if quant == "int8":
+        # lazy: start-up (torch)
         from omnistudio.engine.quantize import quantize_backbone
 
         say("quantizing the backbone to int8")

@@ -47,6 +47,7 @@ class BlendedPrompt:
 
 def reference_embeddings(model: OmniVoiceModel, tokens: torch.Tensor) -> torch.Tensor:
     """[8, T] reference tokens -> [T, H]: the sum of the codebook embeddings, as stock embeds them."""
+    # lazy: start-up (torch)
     import torch
 
     with torch.inference_mode():
@@ -57,6 +58,7 @@ def reference_embeddings(model: OmniVoiceModel, tokens: torch.Tensor) -> torch.T
 
 def resample_time(embeds: torch.Tensor, length: int) -> torch.Tensor:
     """[T, H] -> [length, H] by linear interpolation along time (end points kept)."""
+    # lazy: start-up (torch)
     import torch.nn.functional as F
 
     if embeds.size(0) == length:

@@ -32,6 +32,7 @@ def check_transcript(text: str | None, what: str = "reference") -> str:
 def read_reference(path: Path, label: str | None = None) -> tuple[np.ndarray, int]:
     """Read ``path`` as mono float32, or fail with one line saying what is wrong (naming the file as
     ``label`` when given: an upload has no path of the sender's to name)."""
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     what = label or f"reference audio {path}"

@@ -75,13 +75,13 @@ from omnistudio.engine.static_step import StepRunner
 from omnistudio.engine.upstream import GenerationConfig, GenerationTask, OmniVoiceModel
 from omnistudio.errors import Cancelled
 from omnistudio.engine.compile import apply_compile
+from omnistudio.config import cuda_graphs as graphs_wanted
 from omnistudio.engine import cuda_graphs
 from omnistudio.engine.cuda_graphs import GraphStatus
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-    from omnistudio.engine.cuda_graphs import GraphStatus
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +133,8 @@ class SamplerOptions:
     def for_device(cls, device: torch.device | str) -> SamplerOptions:
         """The defaults for a device: bucketing and the static (graph-replayed) step only on CUDA,
         attention per block only on CPU; ``OMNISTUDIO_CUDA_GRAPHS=0`` runs the static step eagerly."""
-        from omnistudio.config import cuda_graphs
-
         cuda = str(device).startswith("cuda")
-        return cls(length_bucketing=cuda, block_attention=not cuda, static_step=cuda, cuda_graphs=cuda_graphs())
+        return cls(length_bucketing=cuda, block_attention=not cuda, static_step=cuda, cuda_graphs=graphs_wanted())
 
     def enabled(self) -> list[str]:
         return [f.name for f in fields(self) if f.name in TECHNIQUES and getattr(self, f.name)]
@@ -332,6 +330,7 @@ class FastSampler:
     def _unmask_per_item(self, hidden: torch.Tensor, layout: Layout, tokens: torch.Tensor, ks: list[int],
                          gen_config: GenerationConfig) -> None:
         """Stock's per-item loop (global RNG), on this sampler's logits."""
+        # lazy: start-up (omnivoice)
         from omnivoice.models.omnivoice import _gumbel_sample
 
         guided = gen_config.guidance_scale != 0

@@ -184,6 +184,7 @@ def build_layout(inputs: Sequence[dict[str, torch.Tensor]], t_lens: Sequence[int
 
 def unmask_schedules(t_lens: Sequence[int], num_cb: int, gen_config: GenerationConfig) -> list[list[int]]:
     """How many tokens each item unmasks at each step (stock's arithmetic)."""
+    # lazy: start-up (omnivoice)
     from omnivoice.models.omnivoice import _get_time_steps
 
     timesteps = _get_time_steps(t_start=0.0, t_end=1.0, num_step=gen_config.num_step,
@@ -276,6 +277,7 @@ def score(c_logits: torch.Tensor, u_logits: torch.Tensor | None, guidance: float
         log_probs = F.log_softmax(c_logits, dim=-1)
     log_probs[..., mask_id] = -float("inf")
     if class_temperature is not None:
+        # lazy: start-up (omnivoice)
         from omnivoice.models.omnivoice import _filter_top_k
 
         assert cls_uniform is not None

@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from omnistudio.engine.block_attention import BLOCK_ATTENTION
+import importlib
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,6 @@ EXACT_FUSED = StepKernels("exact", fused_norm, roll_rope, signed=True)
 
 
 def _liger() -> StepKernels | None:
-    import importlib
 
     try:  # never a dependency: only where it is installed
         functional: Any = importlib.import_module("liger_kernel.transformers.functional")

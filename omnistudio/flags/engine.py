@@ -65,6 +65,7 @@ def engine_config(args: argparse.Namespace, **given: Unpack[EngineSettings]) -> 
 
 def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> Engine:
     """The flags' engine, loaded (through the core's open_engine)."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.session import open_engine
 
     return open_engine(engine_config(args), progress=progress)
@@ -72,6 +73,7 @@ def engine_from_args(args: argparse.Namespace, progress: Callable[[str], None] |
 
 def remote_link(server: str | None, api_key_file: Path | str | None = None) -> RemoteEngine | None:
     """A RemoteEngine for ``server`` (checked, key read), or None when no server is given."""
+    # lazy: start-up (httpx, numpy, pydantic, pyebur128, scipy, urllib, websockets)
     from omnistudio.client.connection import parse_server_url, read_api_key
     from omnistudio.client.engine import RemoteEngine
 
@@ -100,6 +102,7 @@ def open_link(args: argparse.Namespace, progress: Callable[[str], None] | None =
         if progress is not None:
             progress(f"server {link.address}: {info.model} on {info.device}")
         return link
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.link import LocalEngine
 
     return LocalEngine(engine_from_args(args, progress=progress))

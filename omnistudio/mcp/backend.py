@@ -48,6 +48,7 @@ class LocalBackend:
     def link(self, progress: Callable[[str], None] | None = None) -> EngineLink:
         with self._loading:
             if self._link is None:
+                # lazy: start-up (numpy, pyebur128, scipy)
                 from omnistudio.take.link import LocalEngine
                 from omnistudio.voices.session import open_engine
 

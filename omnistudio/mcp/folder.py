@@ -54,6 +54,7 @@ class OutputFolder:
     def _no_link_out(self, path: Path, name: str) -> None:
         """Writers follow a link to its target: none of the files a take writes (the audio, its sidecar, its
         captions) may be a link that leads out of the folder, nor anything but a file."""
+        # lazy: start-up (numpy, pyebur128, scipy)
         from omnistudio.audio.export import sidecar_path
         from omnistudio.take.captions import caption_paths
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from omnistudio.errors import Unavailable, UserError, ran_past
 from omnistudio.mcp.folder import OutputFolder
+from omnistudio.config import locations
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -133,6 +134,7 @@ def mount_mcp(app: FastAPI, state: ServedState, output_dir: str | None, loopback
     """Add ``/mcp`` to the server ``app`` (state: its ServerState). ``loopback``: the server is bound
     to a loopback address, where the SDK's DNS-rebinding protection applies (a browser page must not
     reach a keyless local server); elsewhere the API keys guard it."""
+    # lazy: start-up (anyio, mcp, pydantic, starlette)
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.routing import Route
 
@@ -177,6 +179,7 @@ NO_MCP_ON_RAY = ("serve --ray has no MCP tools at /mcp: an MCP session, its canc
 def refuse_mcp(app: FastAPI) -> None:
     """``/mcp`` on a server built without the tools (every ``serve --ray`` replica): a 404 in the API's
     JSON error shape that says why, for every method the transport uses, rather than a bare Not Found."""
+    # lazy: start-up (pydantic, starlette)
     from starlette.responses import JSONResponse
 
     from omnistudio.protocol import error_body, error_kind
@@ -189,6 +192,5 @@ def refuse_mcp(app: FastAPI) -> None:
 
 def default_folder() -> Path:
     """Where the tools write when no folder is configured: ``mcp`` in the program's data folder."""
-    from omnistudio.config import locations
 
     return locations().data / "mcp"

@@ -11,6 +11,7 @@ from omnistudio.mcp.folder import OutputFolder
 
 def serve_stdio(backend: LocalBackend, folder: OutputFolder) -> None:
     """Answer the agent on stdin/stdout until it closes the stream."""
+    # lazy: start-up (anyio, asyncio, mcp, pydantic)
     from omnistudio.mcp.tools import build_mcp
 
     folder.root.mkdir(parents=True, exist_ok=True)
@@ -18,6 +19,7 @@ def serve_stdio(backend: LocalBackend, folder: OutputFolder) -> None:
 
 
 def folder_from(value: Path | None) -> OutputFolder:
+    # lazy: start-up (asyncio)
     from omnistudio.mcp.http import default_folder
 
     return OutputFolder(value if value is not None else default_folder())

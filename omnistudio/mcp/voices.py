@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from omnistudio.errors import UserError
 from omnistudio.mcp.backend import Backend
 from omnistudio.mcp.folder import OutputFolder
+from omnistudio.voices.manage import add_voice as add
 
 MAX_UPLOAD_BYTES = 20 * 2**20  # a reference recording is 3-10 s; 20 MB is minutes of WAV
 
@@ -35,7 +36,6 @@ class AddedVoiceAnswer(BaseModel):
 def add_voice(backend: Backend, folder: OutputFolder, name: str, language: str, gender: str | None,
               recording: str | None, recording_base64: str | None, transcript: str | None, consent: str | None,
               replace: bool) -> AddedVoiceAnswer:
-    from omnistudio.voices.manage import add_voice as add
 
     if (recording is None) == (recording_base64 is None):
         raise UserError("give the recording: either its name in the output folder (recording) or its bytes "
@@ -53,6 +53,7 @@ def add_voice(backend: Backend, folder: OutputFolder, name: str, language: str, 
         label = "the uploaded recording"
     transcriber = None
     if transcript is None:  # the speech model hears it (one line when there is none)
+        # lazy: start-up (numpy)
         from omnistudio.voices.asr import Transcriber, find_model_dir
 
         transcriber = Transcriber(find_model_dir(backend.asr_model))

@@ -22,6 +22,7 @@ from omnistudio.checks import check_text
 from omnistudio.text.answer import normalize_answer
 import secrets
 import time
+from omnistudio.text.lexicon_files import effective_lexicon
 
 if TYPE_CHECKING:
     from omnistudio.protocol import NormalizeResponse, VoiceListing
@@ -62,11 +63,11 @@ class RenderAsk:
 def render(backend: Backend, folder: OutputFolder, ask: RenderAsk, cancel: threading.Event, report: Report,
            steps: Steps) -> RenderedFile:
     """Render ``ask`` to a finished file in ``folder`` (the take pipeline and the file sink of ``render -o``)."""
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.options import TakeOptions
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.scripts import checked_voice, plan_script
     from omnistudio.take.sinks import FileSink
-    from omnistudio.text.lexicon_files import effective_lexicon
 
     # Every cheap check first: nothing is loaded or written for bad input.
     voice, voice_lang = checked_voice(ask.voice) if ask.voice is not None else (None, None)
@@ -76,6 +77,7 @@ def render(backend: Backend, folder: OutputFolder, ask: RenderAsk, cancel: threa
     script, options = plan_script(ask.script, options, voice, "give a voice (an anchor id, anchor:lang or a+b@0.7)")
     captions = hearer = None
     if ask.captions:
+        # lazy: start-up (numpy)
         from omnistudio.voices.words import caption_hearer
 
         captions = CaptionOptions(tuple(dict.fromkeys(ask.captions))).validated()
@@ -122,6 +124,7 @@ class TakeCheck(BaseModel):
 
 def check_take(backend: Backend, folder: OutputFolder, name: str, text: str, language: str,
                threshold: float) -> TakeCheck:
+    # lazy: start-up (numpy)
     from omnistudio.projects.speech_check import check_file, check_threshold, open_checker
 
     path = folder.existing(name)
@@ -131,13 +134,13 @@ def check_take(backend: Backend, folder: OutputFolder, name: str, text: str, lan
 
 
 def list_voices(backend: Backend) -> VoiceListing:
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.listing import voice_listing
 
     return voice_listing(backend.link().voices())
 
 
 def normalize_text(text: str, language: str) -> NormalizeResponse:
-    from omnistudio.text.lexicon_files import effective_lexicon
 
     return normalize_answer(text, language, effective_lexicon(None))
 

@@ -26,6 +26,7 @@ from omnistudio.mos.rundown import Change, MosObject, RunningOrder, Story
 from omnistudio.mos.store import Rundowns
 from omnistudio.mos.wire import Broken, Frame, Message, MosError, TooBig, element, leaf, leaves, text_of
 import hashlib
+from omnistudio import __version__
 
 log = logging.getLogger("omnistudio.mos")
 PROFILES = {"0": "YES", "1": "YES", "2": "YES", "3": "NO", "4": "YES", "5": "NO", "6": "NO", "7": "NO"}
@@ -269,7 +270,6 @@ class Gateway:
 
     # ------------------------------------------------------------------------------------- messages
     def machine_info(self) -> ET.Element:
-        from omnistudio import __version__
 
         profiles = element("supportedProfiles", *(element("mosProfile", text=yes, number=n) for n, yes in PROFILES.items()),
                            deviceType="MOS")

@@ -67,6 +67,7 @@ class StoryRenderer:
 
     def __init__(self, link: EngineLink, options: TakeOptions, folder: Path, lookup: Callable[[Key], tuple[RunningOrder, Story] | None],
                  report: Callable[[StoryRender], None], captions: CaptionOptions | None = None, suffix: str = ".wav") -> None:
+        # lazy: start-up (numpy, pyebur128, scipy)
         from omnistudio.take.pipeline import TakeCache
 
         self.link, self.options, self.folder = link, options, Path(folder)
@@ -126,6 +127,7 @@ class StoryRenderer:
                     self._current = None
 
     def _render(self, key: Key) -> None:
+        # lazy: start-up (numpy, pyebur128, scipy)
         from omnistudio.take.delivery import Slate
         from omnistudio.take.pipeline import build_take
         from omnistudio.take.sinks import FileSink
@@ -160,6 +162,7 @@ class StoryRenderer:
             return
         log.info("story %s/%s: %.2f s of audio in %.2f s -> %s", *key, result.audio_s,
                  time.perf_counter() - started, path)
+        # lazy: start-up (soundfile)
         import soundfile as sf
 
         info = sf.info(str(path))  # the file's own length and rate (longer than the take; a rule's 48 kHz)

@@ -40,10 +40,6 @@ from omnistudio.locks import exclusive
 from omnistudio.projects.line import ID_CHARS, TAKES, Line, StoredTake, text_hash
 from omnistudio.projects.speech_check import AsrResult
 from omnistudio.text.lexicon import Lexicon
-from omnistudio.projects.presets import read_presets
-from omnistudio.script import parse_script
-from omnistudio.captions.timing import SentenceTiming
-from omnistudio.voices.words import sentence_words
 
 FORMAT = 1
 SUFFIX = PROJECT_SUFFIX
@@ -55,6 +51,7 @@ SAMPLE_RATE = 24_000
 
 
 def encode_flac(pcm: np.ndarray, sample_rate: int) -> bytes:
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     data = np.asarray(pcm, dtype=np.float32).reshape(-1)
@@ -66,6 +63,7 @@ def encode_flac(pcm: np.ndarray, sample_rate: int) -> bytes:
 
 
 def decode_flac(data: bytes) -> tuple[np.ndarray, int]:
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     pcm, rate = sf.read(io.BytesIO(data), dtype="float32")
@@ -92,6 +90,9 @@ class Project:
     def set_script(self, text: str) -> None:
         """Re-parse the script; sentences whose text is unchanged keep their takes, edited ones keep
         theirs as stale, new ones start empty."""
+        # lazy: start-up (pysbd)
+        from omnistudio.projects.presets import read_presets
+        from omnistudio.script import parse_script
 
         script = parse_script(text, self.lang, presets=read_presets(self.path)[0])  # its duo presets are speakers
         new = [Line(s.text, s.speaker or self.voice, s.lang, s.line) for s in script.sentences]
@@ -127,7 +128,10 @@ class Project:
         audio is kept as the FLAC file will give it back, so what plays is what is stored. Its words are
         estimated over it by syllables (``lexicon``: the one its spoken form was made with), until a
         speech model measures them (:func:`omnistudio.projects.chosen.keep_words`)."""
+        # lazy: start-up (pyebur128, pysbd)
         from omnistudio.audio.loudness import measure
+        from omnistudio.captions.timing import SentenceTiming
+        from omnistudio.voices.words import sentence_words
 
         rate = int(sample_rate or self.sample_rate)
         if rate != self.sample_rate:

@@ -95,6 +95,7 @@ def open_checker(model_dir: Path | None = None, threshold: Any = DEFAULT_THRESHO
 def check_file(path: Path, text: str, lang: str, checker: TakeChecker) -> AsrResult:
     """The check of an audio file, transcribed whole (both channels mixed) against ``text``
     (``omnistudio check FILE --text``, the MCP server's ``check_take``)."""
+    # lazy: start-up (pyebur128)
     from omnistudio.audio.loudness import read_audio
 
     pcm, rate = read_audio(path)

@@ -49,6 +49,7 @@ def encode(pcm: np.ndarray, sample_rate: int, fmt: str) -> bytes:
     """A whole file of ``fmt`` (wav, flac, mp3, opus; pcm is raw PCM16)."""
     if fmt == "pcm":
         return pcm16(pcm)
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     container, subtype = _SOUNDFILE[fmt]
@@ -94,6 +95,7 @@ class StreamEncoder:
         if self.fmt == "wav":
             return wav_stream_header(self.sample_rate)
         if self.fmt == "opus":
+            # lazy: start-up (soundfile)
             import soundfile as sf
 
             self._pages = _Pages()
@@ -121,6 +123,7 @@ class StreamEncoder:
 
 def decode_wav(body: bytes) -> tuple[np.ndarray, int]:
     """Samples of a WAV body as float (the figures in /tts/generate's headers are of these)."""
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     data, rate = sf.read(io.BytesIO(body), dtype="float64")

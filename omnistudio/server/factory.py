@@ -16,6 +16,7 @@ from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import UserError
 from omnistudio.server.admission import Busy
 from omnistudio.server.auth import is_loopback
+from omnistudio import __version__
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -43,11 +44,11 @@ class ServerConfig:
 def build_server(config: ServerConfig) -> FastAPI:
     """The app: every route, the error handlers and the guard; its state (no engine yet, status
     ``loading``) is ``app.state.server``, published to by :func:`omnistudio.server.startup.start_engine`."""
+    # lazy: start-up (asyncio, concurrent, fastapi, numpy, pydantic, pyebur128, scipy, starlette)
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
 
-    from omnistudio import __version__
     from omnistudio.server.app import HTTPError, ServerState, error_response, validation_line
     from omnistudio.server.middleware import Guard
     from omnistudio.server.pipeline import TakeCache
@@ -77,10 +78,12 @@ def build_server(config: ServerConfig) -> FastAPI:
     for router in (speech.router, voices.router, text.router, ops.router, compat.router, ws.router):
         app.include_router(router)
     if config.mcp:
+        # lazy: start-up (asyncio)
         from omnistudio.mcp.http import mount_mcp
 
         mount_mcp(app, state, config.mcp_output_dir, loopback=is_loopback(config.host))
     else:
+        # lazy: start-up (asyncio)
         from omnistudio.mcp.http import refuse_mcp
 
         refuse_mcp(app)  # serve --ray: a 404 that says why (docs/decisions.md)

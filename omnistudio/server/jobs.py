@@ -20,6 +20,8 @@ from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, p
 from omnistudio.audio.profiles import check_target_lufs
 from omnistudio.audio.profiles import check_profile
 from omnistudio.script import parse_tag
+from omnistudio.text.lexicon_files import effective_lexicon
+from omnistudio.voices.roster import load_roster
 
 @dataclass(frozen=True)
 class SpeechJob:
@@ -50,7 +52,6 @@ def check_target(value: float | None) -> float | None:
 def _options(req: TakeFields, lang: str, voice: VoiceRef | None) -> TakeOptions:
     """The request's take options; the lexicon is the server's, read now (``PUT /v1/lexicon`` or
     ``omnistudio lexicon add`` on its machine takes effect with the next request)."""
-    from omnistudio.text.lexicon_files import effective_lexicon
 
     return TakeOptions(num_step=check_num_step(req.num_step), guidance_scale=req.guidance_scale,
                        seed=check_seed(req.seed), speed=1.0 if req.speed is None else req.speed, batch=1, lang=lang,
@@ -80,7 +81,6 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
         options = replace(options, lexicon=ssml.over(options.lexicon))
     speakers = None
     if any(line.lstrip().startswith("[") for line in text.splitlines()):  # speaker tags: known anchors only
-        from omnistudio.voices.roster import load_roster
 
         speakers = set(load_roster().anchors)
     sentences = plan(text, options, None, speakers)
@@ -95,7 +95,6 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
 def _known_voice(text: str) -> tuple[VoiceRef, str | None]:
     """``parse_voice``, with every anchor the text names known before the request is queued (one line with
     a close match): a blend's partner too, even at alpha 1, where the voice is its first anchor alone."""
-    from omnistudio.voices.roster import load_roster
 
     ref, lang = parse_voice(text)
     tag = parse_tag(text.strip(), 0)

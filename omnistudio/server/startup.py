@@ -22,6 +22,7 @@ class Stoppable(Protocol):
 
 def start_engine(config: ServerConfig, state: ServerState, server: Stoppable) -> None:
     """Load, warm up, then publish the link (the routes answer 503 until then)."""
+    # lazy: start-up (concurrent, numpy, pydantic, pyebur128, rich, scipy)
     from omnistudio.console import status
     from omnistudio.protocol import DEFAULT_VOICE
     from omnistudio.server.pipeline import LocalEngine, parse_voice
@@ -39,6 +40,7 @@ def start_engine(config: ServerConfig, state: ServerState, server: Stoppable) ->
         state.link = BatchingLink(LocalEngine(engine), config.max_batch,
                                   on_pass=lambda size, _s: state.metrics.batch_size.observe(size))
         state.status = "ready"
+        # lazy: start-up (rich)
         from omnistudio.console import err_console
 
         host = f"[{config.host}]" if ":" in config.host else config.host

@@ -34,6 +34,7 @@ def server_hearer() -> Hearer | None:
     """The process's speech model for word times (``render --captions``'s: the same choice), made once."""
     with _HEARER_LOCK:
         if not _HEARER:
+            # lazy: looked up when called (tests replace it)
             from omnistudio.voices.words import caption_hearer
 
             _HEARER.append(caption_hearer())

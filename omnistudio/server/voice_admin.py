@@ -35,7 +35,6 @@ from omnistudio.voices.design import DESIGN_VOICE, design_prompt
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
     from omnistudio.voices.asr import Transcriber
-    from omnistudio.voices.resolve import VoiceRef
 
 T = TypeVar("T")
 
@@ -122,6 +121,7 @@ def _transcriber() -> Transcriber | None:
     with _ASR_LOCK:
         if not _ASR:
 
+            # lazy: looked up when called (tests replace it)
             from omnistudio.voices.asr import ASR_ENV, Transcriber, packaged_model_dir
 
             chosen = os.environ.get(ASR_ENV) or packaged_model_dir()

@@ -9,7 +9,6 @@ from omnistudio.take.link import AnchorInfo, local_voices
 from omnistudio.audio.finishing import FinishingOptions
 
 if TYPE_CHECKING:
-    from omnistudio.audio.finishing import FinishingOptions
     from omnistudio.audio.profiles import DeliveryFormat
     from omnistudio.studio.settings import StudioSettings
 

@@ -62,6 +62,7 @@ from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build
 from omnistudio.take.sinks import FileSink
 from omnistudio.voices.resolve import VoiceRef
 from omnistudio.voices import words
+from omnistudio.voices.session import warm_engine
 
 if TYPE_CHECKING:
     from omnistudio.audio.profiles import DeliveryFormat
@@ -400,6 +401,7 @@ class Studio:
     def _do_load(self) -> None:
         if self.link is None:
             if self.engine is None:
+                # lazy: looked up when called (tests replace it)
                 from omnistudio.voices.session import open_engine
 
                 self.set_state("loading", str(self.config.model or "default model"))
@@ -407,7 +409,6 @@ class Studio:
             self.link = LocalEngine(self.engine, voice_for=self.voice_resolver)
         self.set_state("warming")
         if self.warm and self.engine is not None:
-            from omnistudio.voices.session import warm_engine
 
             notice = warm_engine(self.engine, progress=lambda text: self.set_state("warming", text))
             if notice:

@@ -45,7 +45,6 @@ from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
     from omnistudio.studio.audition import Heard
-    from omnistudio.studio.commands import CommandQueue
     from omnistudio.studio.core import ScriptReading
     from omnistudio.take.link import EngineLink
     from omnistudio.take.pipeline import TakeCache

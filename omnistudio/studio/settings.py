@@ -15,6 +15,7 @@ from omnistudio.config import locations
 from omnistudio.checks import check_num_step, check_seed
 from omnistudio.errors import UserError, first_line
 from omnistudio.config import QUANTIZE
+from omnistudio.engine.model import DTYPES
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,6 @@ def _float(name: str, value: Any, lo: float, hi: float) -> float:
 
 
 def _dtype(value: Any) -> str:
-    from omnistudio.engine.model import DTYPES
 
     name = str(value or "auto").strip().lower()
     if name not in DTYPES:
@@ -77,6 +77,7 @@ class StudioSettings:
         target = check_profile(profile).target_lufs if profile else _float("target loudness", self.target_lufs, -70.0, 0.0)
         server = str(self.server or "").strip()
         if server:
+            # lazy: start-up (httpx, pydantic, urllib, websockets)
             from omnistudio.client.connection import parse_server_url
 
             server = parse_server_url(server).base

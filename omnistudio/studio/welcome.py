@@ -45,6 +45,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 def hub_cached(repo: str) -> bool:
     try:
+        # lazy: start-up (huggingface_hub)
         from huggingface_hub import snapshot_download
 
         snapshot_download(repo, local_files_only=True)

@@ -89,6 +89,7 @@ def _recorded_words(sidecar: Mapping[str, Any] | None, notes: list[str]) -> list
 
 
 def _audio_info(audio: Path) -> tuple[int, int]:
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
 
@@ -164,6 +165,7 @@ def _spread(rows: Sequence[SentenceText], duration: float) -> list[dict[str, Any
 
 def _samples(audio: Path, span: Mapping[str, Any], rate: int) -> NDArray[np.float32]:
     """The file's samples of one span, mono (for an aligner)."""
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     data, _rate = sf.read(str(audio), start=int(float(span["start_s"]) * rate), stop=int(float(span["end_s"]) * rate),

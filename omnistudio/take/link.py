@@ -22,11 +22,14 @@ from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.voices.resolve import VoiceRef, resolve_voice, voice_action, voice_label
 from omnistudio.voices.blend import forget_voice
 from dataclasses import asdict, is_dataclass
+from omnistudio.engine.engine import Timings
+from omnistudio.voices import prompts
+from omnistudio.voices.roster import LANGS, load_roster
 
 if TYPE_CHECKING:
     import torch
 
-    from omnistudio.engine.engine import PendingAudio, Timings
+    from omnistudio.engine.engine import PendingAudio
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,7 @@ class LocalEngine:
         device = getattr(self.engine, "model", None)
         if device is None or not str(device.device).startswith("cuda"):
             return None
+        # lazy: start-up (torch)
         import torch
 
         return torch.cuda.Stream(device=device.device)
@@ -363,7 +367,6 @@ PART_GAP_S = 0.15  # between the parts of a text cut as a long sentence (a pause
 
 def joined(index: int, pieces: Sequence[Rendered], sample_rate: int) -> Rendered:
     """One item's rendered parts as one: their samples in order with a short pause between, their times summed."""
-    from omnistudio.engine.engine import Timings
 
     gap = np.zeros(int(PART_GAP_S * sample_rate), dtype=np.float32)
     pcm = np.concatenate([x for piece in pieces for x in (gap, piece.pcm)][1:]).astype(np.float32)
@@ -388,6 +391,7 @@ def link_record(link: Any) -> dict[str, object] | None:
 
 def torch_threads() -> int:
     """torch's intra-op thread count as the calling thread sees it."""
+    # lazy: start-up (torch)
     import torch
 
     return int(torch.get_num_threads())
@@ -397,8 +401,6 @@ def local_voices(engine: Any = None) -> VoiceList:
     """The roster with each (anchor, language) prompt's state: ready (on ``engine``'s device), saved
     (a prompt file exists), else missing (built on first use). States are advisory: on an error
     reading them every state is "missing"."""
-    from omnistudio.voices import prompts
-    from omnistudio.voices.roster import LANGS, load_roster
 
     roster = load_roster()
     try:

@@ -10,6 +10,7 @@ from omnistudio.take.link import VoiceList
 
 def voice_listing(voices: VoiceList) -> VoiceListing:
     """``voices``: the link's :class:`~omnistudio.take.link.VoiceList`."""
+    # lazy: looked up when called (tests replace it)
     from omnistudio.voices.roster import load_roster, user_roster_path
 
     roster, custom = load_roster(), user_roster_path()

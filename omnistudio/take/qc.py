@@ -14,6 +14,7 @@ from omnistudio.audio.loudness import MONO_MODES, open_audio
 from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
 from omnistudio.commit import atomic_write_bytes
 from omnistudio.audio.report import html_writer
+from omnistudio.audio.tags import read_user_fields
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ def check_file(path: Path, rule: LoudnessRule | None = None, mono_as: str | None
     whose broadcast chunks are damaged). Without ``rule`` or ``mono_as``, what the file records it was made to
     (:func:`recorded`), else EBU R128 and dual-mono; a one-channel file measured as mono is held to the rule's
     mono target."""
+    # lazy: start-up (scipy)
     from omnistudio.take.file_sentences import file_segments
 
     with open_audio(path) as source:  # read in blocks: a ten-hour file is measured in flat memory
@@ -75,7 +77,6 @@ def recorded(path: Path, broadcast: ReadBack) -> Recorded:
         fields = dict(line.partition("=")[::2] for line in broadcast.ixml.get("USER", "").splitlines())
         return Recorded(fields.get("profile") or None, fields.get("loudness_measurement") or None)
     if path.suffix.lower() in (".flac", ".mp3", ".m4a"):
-        from omnistudio.audio.tags import read_user_fields
 
         fields = read_user_fields(path, "profile", "loudness_measurement")
         return Recorded(fields.get("profile"), fields.get("loudness_measurement"))

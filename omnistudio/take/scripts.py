@@ -12,11 +12,11 @@ from omnistudio.errors import UserError
 from omnistudio.script import Blend, Script, check_script_size, parse_script
 from omnistudio.take.options import TakeOptions
 from omnistudio.voices.resolve import VoiceRef, parse_voice
+from omnistudio.voices.roster import load_roster
 
 
 def known_speakers() -> set[str]:
     """The roster's anchor ids (the speaker tags a script may use)."""
-    from omnistudio.voices.roster import load_roster
 
     return set(load_roster().anchors)
 
@@ -42,7 +42,6 @@ def plan_script(text: str, options: TakeOptions, voice: VoiceRef | None,
 def checked_voice(text: str) -> tuple[VoiceRef, str | None]:
     """A voice written as text (``ruby``, ``ruby:es``, ``ruby+storm@0.7``) and its language (None: not
     given), every anchor it names checked against the roster (an unknown one: one line, a close match)."""
-    from omnistudio.voices.roster import load_roster
 
     ref, lang = parse_voice(text)
     roster = load_roster()

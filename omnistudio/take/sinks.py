@@ -165,6 +165,7 @@ class FileSink(Sink):
         """Write ``result`` finished with ``finishing`` (``end`` does, for the take it began with; a Ray batch
         does, for a take rendered in another process). ``engine``: what rendered it where the result names
         nothing; ``lexicon``: the one its spoken forms were made with (None: the front-end's own)."""
+        # lazy: looked up when called (tests replace it)
         from omnistudio.audio.finishing import Delivery, SidecarRecord, finish_render
 
         record = SidecarRecord({**result.timings(), **self.extra},

@@ -61,6 +61,7 @@ class Mismatch:
 
 @lru_cache(maxsize=1)
 def _detector() -> LanguageDetector:
+    # lazy: start-up (lingua)
     from lingua import Language, LanguageDetectorBuilder
 
     return LanguageDetectorBuilder.from_languages(Language.ENGLISH, Language.SPANISH).build()

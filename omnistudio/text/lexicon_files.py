@@ -30,6 +30,7 @@ from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
 import tomli_w
 from omnistudio.commit import atomic_write_bytes
 from omnistudio.locks import exclusive
+from omnistudio.config import locations
 
 FILE_NAME = "lexicon.toml"
 FIELDS = {"word": str, "say": str, "lang": str, "case_sensitive": bool, "phones": bool}
@@ -43,7 +44,6 @@ HEADER = """\
 
 def global_lexicon_path() -> Path:
     """The global lexicon's file (resolved now: ``OMNISTUDIO_HOME`` may change between calls)."""
-    from omnistudio.config import locations
 
     return locations().config / FILE_NAME
 

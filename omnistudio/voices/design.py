@@ -106,6 +106,7 @@ def design_prompt(engine: Engine, design: Design, seed: int, lang: str, folder: 
     """The prompt of ``design`` with ``seed`` in ``lang``: built once (a voice-design render on ``engine``:
     call it on the engine's thread) and saved as ``<prompts>/design/<hash>.omni_prompt.safetensors``, the
     hash of the recipe and the model, so a request never names a file."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import SUFFIX, design_source, prompt_dir, prompt_from_source, save_prompt
 
     lang = check_language(lang)

@@ -280,12 +280,14 @@ def _stage(recording: Path | bytes, folder: Path) -> Path:
 
 
 def _read(staged: Path, recording: Path | bytes, label: str | None) -> tuple[np.ndarray, int]:
+    # lazy: start-up (numpy)
     from omnistudio.engine.reference import read_reference
 
     return read_reference(staged, label or (None if staged == recording else "the uploaded recording"))
 
 
 def _sha256(path: Path) -> str:
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import sha256_file
 
     return sha256_file(path)
@@ -293,6 +295,7 @@ def _sha256(path: Path) -> str:
 
 def _extension(path: Path) -> str:
     """The file's format as libsndfile read it (never the name it came with): .wav, .flac, .ogg, .mp3..."""
+    # lazy: start-up (soundfile)
     import soundfile as sf
 
     return "." + re.sub(r"[^a-z0-9]", "", str(sf.info(str(path)).format).lower())
@@ -308,6 +311,7 @@ Heard = tuple[str, Literal["given", "asr"], str | None, float | None, str]
 
 def _transcript(wave: np.ndarray, sr: int, lang: str, transcript: str | None, transcriber: Transcriber | None) -> Heard:
     """(transcript to store, where it came from, what the ASR heard, agreement, note)."""
+    # lazy: start-up (numpy)
     from omnistudio.engine.reference import check_transcript
     from omnistudio.voices.asr import calibrate
 
@@ -347,6 +351,7 @@ def remove_voice(anchor_id: str) -> RemovedVoice:
     """Remove a custom voice from the user roster, with its saved prompts and its recordings (those no
     other voice uses). A shipped anchor is refused (:class:`BuiltInVoice`), an unknown id too
     (:class:`UnknownVoice`), and a voice another one is matched to, with the one that names it."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import prompt_path
 
     key = check_voice_id(anchor_id)
@@ -412,6 +417,7 @@ class VoiceDetails:
 def voice_details(anchor_id: str, fingerprint: str | None = None) -> VoiceDetails:
     """A voice as a client reads it (no server path: a recording is named by its content hash); prompt
     states are checked against the model ``fingerprint`` (None: "unchecked")."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import prompt_state, source_for
 
     key = check_voice_id(anchor_id)

@@ -30,10 +30,9 @@ import numpy as np
 from omnistudio.engine.reference import read_reference
 from omnistudio import tempfiles
 from omnistudio.checks import check_language
+from omnistudio.engine.model import checkpoint_path, fingerprint, resolve_model
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from omnistudio.engine.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -111,6 +110,7 @@ def design_source(roster: Roster, owner: Anchor, lang: str) -> Source:
 # ------------------------------------------------------------------------ files
 def save_prompt(path: Path, prompt: AnchorPrompt) -> None:
     """Write ``prompt`` as safetensors (tokens + string metadata), atomically."""
+    # lazy: start-up (safetensors)
     from safetensors.torch import save_file
 
 
@@ -125,6 +125,7 @@ def save_prompt(path: Path, prompt: AnchorPrompt) -> None:
 def load_prompt(path: Path, anchor: str | None = None, lang: str | None = None,
                 device: str | None = None) -> AnchorPrompt:
     """Read and check one prompt file; ``anchor``/``lang`` must match its metadata when given."""
+    # lazy: start-up (torch)
     import torch
 
     tokens, meta = read_prompt(path, anchor, lang)
@@ -135,6 +136,7 @@ def load_prompt(path: Path, anchor: str | None = None, lang: str | None = None,
 def read_prompt(path: Path, anchor: str | None = None, lang: str | None = None) -> tuple[np.ndarray, dict[str, str]]:
     """The checks of :func:`load_prompt` without torch (``voices list`` judges every file with them):
     the reference tokens as a numpy array and the metadata, or a PromptError naming the file."""
+    # lazy: start-up (safetensors)
     from safetensors import safe_open
 
     name = path.name
@@ -201,6 +203,7 @@ def _freshness(meta: dict[str, str], source: Source, fingerprint: str | None) ->
 # ------------------------------------------------------------------------ build
 def reference_audio(engine: Engine, source: Source) -> tuple[np.ndarray, int]:
     """The reference waveform: the recording, or a voice-design render with the anchor's seed."""
+    # lazy: start-up (torch)
     import torch
 
 
@@ -342,10 +345,10 @@ def anchor_prompt(engine: Engine, anchor_id: str, lang: str, progress: Progress 
 
 def offline_fingerprint(model: str | None) -> str | None:
     """The fingerprint of ``--model`` without downloading anything (None for a hub id not cached)."""
-    from omnistudio.engine.model import checkpoint_path, fingerprint, resolve_model
 
     spec = resolve_model(model)
     if spec.kind == "hub":
+        # lazy: start-up (huggingface_hub)
         from huggingface_hub import snapshot_download
 
         try:

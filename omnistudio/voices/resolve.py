@@ -22,6 +22,7 @@ from omnistudio.script import parse_tag
 from omnistudio.voices.state import voice_state
 from omnistudio.voices.blend import blend_cache_for, blend_key
 from omnistudio.voices.blend import anchor_blend
+from omnistudio.voices.roster import load_roster
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -76,6 +77,7 @@ class VoiceRef:
                 raise UserError(f"bad anchor id '{self.anchor}': use letters, digits, '-', '_' or '.'")
             object.__setattr__(self, "anchor", name)
         if self.recording is not None:
+            # lazy: start-up (numpy)
             from omnistudio.engine.reference import check_transcript
 
             object.__setattr__(self, "transcript", check_transcript(self.transcript))
@@ -157,6 +159,7 @@ def parse_voice(text: str) -> tuple[VoiceRef, str | None]:
 def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
     """What :func:`resolve_voice` will do: ``ready`` (on the device), ``load`` (a saved prompt or a
     file), ``build`` (render/encode a missing or stale prompt), ``blend`` (mix two prompts)."""
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import cache_for
 
     if ref.recording is not None:
@@ -172,8 +175,8 @@ def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
         return "build" if "build" in actions else "blend"
     if cache_for(engine).get(ref.anchor or "", lang) is not None:
         return "ready"
+    # lazy: start-up (numpy)
     from omnistudio.voices.prompts import prompt_state
-    from omnistudio.voices.roster import load_roster
 
     try:
         state, _why = prompt_state(load_roster(), ref.anchor or "", lang, engine.loaded.fingerprint)
@@ -183,6 +186,7 @@ def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
 
 
 def _reference_memoized(engine: Engine, ref: VoiceRef) -> bool:
+    # lazy: start-up (numpy)
     from omnistudio.engine.reference import Reference
 
     return engine.holds_prompt_for(Reference(Path(ref.recording or ""), ref.transcript or ""))
@@ -193,6 +197,7 @@ def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress |
     and saved; everything cached per engine, so a second call is a dictionary lookup)."""
     lang = check_language(lang)
     if ref.anchor is not None:
+        # lazy: start-up (numpy)
         from omnistudio.voices.prompts import anchor_prompt
 
         return anchor_prompt(engine, ref.anchor, lang, progress=progress)
@@ -200,12 +205,14 @@ def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress |
 
         return anchor_blend(engine, ref.blend.a, ref.blend.b, lang, ref.blend.alpha, progress=progress)
     if ref.recording is not None:
+        # lazy: start-up (numpy)
         from omnistudio.engine.reference import Reference
 
         return engine.prompt_for(Reference(Path(ref.recording), ref.transcript or ""))
 
     loaded = voice_state(engine).prompt_files
     if ref.digest not in loaded:
+        # lazy: start-up (numpy)
         from omnistudio.voices.prompts import load_prompt
 
         path = Path(ref.prompt or "")

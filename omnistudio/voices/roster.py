@@ -31,6 +31,7 @@ import sys
 import unicodedata
 import tempfile
 from omnistudio.locks import exclusive
+import importlib.util
 
 ROSTER_ENV = "OMNISTUDIO_ROSTER"
 LANGS = ("es", "en")
@@ -45,7 +46,6 @@ VOICE_KEYS = {"recording", "transcript", "matched", "consent"}
 def _voice_design_module() -> ModuleType:
     """``omnivoice.utils.voice_design`` read on its own: importing it through the package would run
     ``omnivoice/__init__``, which loads torch and transformers (seconds) for a table of strings."""
-    import importlib.util
 
     if "omnivoice.utils.voice_design" in sys.modules:
         return sys.modules["omnivoice.utils.voice_design"]
@@ -289,6 +289,7 @@ def _check_matches(anchors: dict[str, Anchor]) -> None:
 
 
 def _check_design(origin: Path, design: Mapping[str, object]) -> dict[str, float]:
+    # lazy: looked up when called (tests replace it)
     from omnistudio.checks import check_num_step
 
     unknown = set(design) - set(DEFAULT_DESIGN)

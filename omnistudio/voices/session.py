@@ -11,6 +11,7 @@ from omnistudio.engine.settings import EngineConfig
 from omnistudio.config import compile_backbone as compile_setting
 from omnistudio.voices.resolve import resolve_voice
 from omnistudio.engine.compiled_backbone import CompiledBackbone
+from omnistudio.voices.prompts import cache_for
 
 if TYPE_CHECKING:
     from omnistudio.voices.resolve import VoiceRef
@@ -22,6 +23,7 @@ def open_engine(config: EngineConfig, progress: Callable[[str], None] | None = N
     (:func:`warm_engine` takes ``config.compile``)."""
     config = config.checked()
     if config.threads is not None:
+        # lazy: start-up (torch)
         import torch
 
         torch.set_num_threads(config.threads)
@@ -29,6 +31,7 @@ def open_engine(config: EngineConfig, progress: Callable[[str], None] | None = N
                          quantize=config.quantize)
     if config.sampler == "fast":
         try:
+            # lazy: an optional dependency
             from omnistudio.engine.sampler import FastSampler
         except ImportError:
             return engine
@@ -47,7 +50,7 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
     batch size in ``batches`` (and the warm-up's) is captured at every row length the saved prompts can
     meet (engine/cuda_graphs.py), so no sentence pays a first-use cost. Returns a notice for the user, or None:
     nothing to warm with yet, or prompt files that could not be loaded."""
-    from omnistudio.voices.prompts import cache_for
+    # lazy: looked up when called (tests replace it)
     from omnistudio.voices.startup import WARM_UP_BATCH, longest_row, start_prompts, warm_up
 
     for ref, lang in voices:

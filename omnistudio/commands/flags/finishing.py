@@ -49,6 +49,7 @@ def finishing_options(args: argparse.Namespace) -> FinishingOptions:
 
     shm = getattr(args, "shm", None)
     if shm is not None:
+        # lazy: looked up when called (tests replace it)
         from omnistudio.audio.shm import check_shm_target
 
         check_shm_target(check_shm_name(shm))  # a directory there, or no /dev/shm: before any work

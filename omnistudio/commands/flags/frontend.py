@@ -5,11 +5,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 from omnistudio.text.lexicon import Lexicon
-
-if TYPE_CHECKING:
-    from omnistudio.text.lexicon import Lexicon
+from omnistudio.text.lexicon_files import effective_lexicon
 
 
 class FrontendOptions(TypedDict):
@@ -27,8 +25,8 @@ def add_frontend_options(parser: argparse.ArgumentParser) -> None:
 
 def frontend_options(args: argparse.Namespace) -> FrontendOptions:
     """``normalize`` and ``lexicon`` for TakeOptions: the global lexicon, with a ``--project``'s over it."""
+    # lazy: start-up (numpy)
     from omnistudio.projects.project import check_project_path
-    from omnistudio.text.lexicon_files import effective_lexicon
 
     if not args.normalize:
         return {"normalize": False, "lexicon": Lexicon()}

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from omnistudio.errors import UserError
 from omnistudio.text.lexicon import Lexicon
+from omnistudio.text.lexicon_files import global_lexicon_path, project_lexicon_path
+from omnistudio.text.lexicon_files import effective_lexicon
 
 
 def add_project_option(p: argparse.ArgumentParser, what: str) -> None:
@@ -18,6 +20,7 @@ def add_project_option(p: argparse.ArgumentParser, what: str) -> None:
 def project_folder(args: argparse.Namespace, *, must_exist: bool) -> Path | None:
     """The --project folder (None without it); ``must_exist``: one line when there is none yet (a
     command that only reads); otherwise it is created on first write, as ``render --project`` does."""
+    # lazy: start-up (numpy)
     from omnistudio.projects.project import check_project_path
 
     if args.project is None:
@@ -30,7 +33,6 @@ def project_folder(args: argparse.Namespace, *, must_exist: bool) -> Path | None
 
 def lexicon_file(args: argparse.Namespace, *, must_exist: bool) -> Path:
     """The lexicon file a command edits: the project's with --project, else the global one."""
-    from omnistudio.text.lexicon_files import global_lexicon_path, project_lexicon_path
 
     folder = project_folder(args, must_exist=must_exist)
     return global_lexicon_path() if folder is None else project_lexicon_path(folder)
@@ -38,6 +40,5 @@ def lexicon_file(args: argparse.Namespace, *, must_exist: bool) -> Path:
 
 def effective(args: argparse.Namespace) -> Lexicon:
     """The lexicon the front-end uses for this command: the global one, the project's over it."""
-    from omnistudio.text.lexicon_files import effective_lexicon
 
     return effective_lexicon(project_folder(args, must_exist=True))

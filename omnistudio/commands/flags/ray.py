@@ -45,6 +45,7 @@ def actor_threads(value: int | None, flag: str) -> int:
 
 def local_threads() -> int:
     """torch's thread count in this process (what a local render uses)."""
+    # lazy: start-up (torch)
     import torch
 
     return int(torch.get_num_threads())

@@ -37,6 +37,7 @@ def wanted(args: argparse.Namespace) -> bool:
 def check_project_args(args: argparse.Namespace) -> None:
     """Before anything is read or rendered: --project is not a file, and no output (-o, --out-dir)
     lies inside a project folder, whose files are a project's inputs (its takes, script, manifest)."""
+    # lazy: start-up (numpy)
     from omnistudio.audio.export import check_outside_projects
     from omnistudio.projects.project import check_project_path
 
@@ -49,6 +50,7 @@ def check_project_args(args: argparse.Namespace) -> None:
 
 def open_checker(args: argparse.Namespace) -> TakeChecker | None:
     """The take checker for --verify (None without it); fails in one line before any model loads."""
+    # lazy: start-up (numpy)
     from omnistudio.projects.speech_check import TakeChecker, check_threshold
 
     threshold = check_threshold(args.threshold)
@@ -58,6 +60,7 @@ def open_checker(args: argparse.Namespace) -> TakeChecker | None:
         raise UserError(f"--retake {args.retake} is out of range 0..{MAX_RETAKES}")
     if not args.verify:
         return None
+    # lazy: start-up (numpy)
     from omnistudio.voices.asr import Transcriber, find_model_dir
 
     return TakeChecker(Transcriber(find_model_dir(args.asr_model)), threshold)

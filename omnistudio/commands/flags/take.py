@@ -24,6 +24,7 @@ def check_voice_options(args: argparse.Namespace) -> VoiceRef | None:
 
 def take_options(args: argparse.Namespace) -> TakeOptions:
     """The take options the flags name (checked), without the default voice."""
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.commands.flags.finishing import finishing_options
     from omnistudio.take.options import TakeOptions
 
@@ -37,6 +38,7 @@ def take_options(args: argparse.Namespace) -> TakeOptions:
 def plan_script(args: argparse.Namespace, text: str, options: TakeOptions) -> tuple[Script, TakeOptions]:
     """The parsed script (speakers checked against the roster) and the options with its default voice
     (the core's :func:`omnistudio.take.scripts.plan_script`, with the flags' voice)."""
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.scripts import plan_script as plan
 
     project = getattr(args, "project", None)  # render --project: the project's duo presets are speakers

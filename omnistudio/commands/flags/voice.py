@@ -7,18 +7,19 @@ import argparse
 
 from omnistudio.errors import UserError
 from omnistudio.voices.resolve import VoiceRef
+from omnistudio.voices.roster import load_roster
 
 
 def check_voice_args(args: argparse.Namespace) -> str | None:
     """The cheap checks of ``--voice`` / ``--ref-audio --ref-text`` (before any model loads).
 
     Returns "anchor", "reference", or None when neither is given."""
+    # lazy: start-up (numpy)
     from omnistudio.engine.reference import check_transcript, read_reference
 
     if args.voice and args.ref_audio:
         raise UserError("give either --voice or --ref-audio, not both")
     if args.voice:
-        from omnistudio.voices.roster import load_roster
 
         roster = load_roster()
         roster.get(args.voice)  # unknown anchor: one line with a close match

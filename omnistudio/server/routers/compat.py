@@ -63,6 +63,7 @@ async def generate(request: Request) -> Response:
 
 @router.post("/tts/generate-shm")
 async def generate_shm(request: Request) -> JSONResponse:
+    # lazy: looked up when called (tests replace it)
     from omnistudio.audio.shm import check_shm_name, check_shm_target, write_shm
 
     req = await read_json(request, wire.GenerateRequest)

@@ -13,13 +13,15 @@ from omnistudio.protocol import LexiconBody, LexiconEntryBody, NormalizeRequest
 from omnistudio.server.app import read_json
 from omnistudio.text.lexicon import Entry, Lexicon
 from omnistudio.text.answer import normalize_answer
+from omnistudio.text.lexicon_files import effective_lexicon
+from omnistudio.text.lexicon_files import global_lexicon_path, load_lexicon
+from omnistudio.text.lexicon_files import edit_lexicon
 
 router = APIRouter()
 
 
 @router.post("/v1/text/normalize")
 async def normalize(request: Request) -> dict[str, object]:
-    from omnistudio.text.lexicon_files import effective_lexicon
 
     body: NormalizeRequest = await read_json(request, NormalizeRequest)  # one JSON reader: OpenAI's error shape
     lexicon = await asyncio.to_thread(effective_lexicon, None)
@@ -32,7 +34,6 @@ def _listing(lexicon: Lexicon) -> dict[str, object]:
 
 @router.get("/v1/lexicon")
 async def get_lexicon() -> dict[str, object]:
-    from omnistudio.text.lexicon_files import global_lexicon_path, load_lexicon
 
     return _listing(await asyncio.to_thread(load_lexicon, global_lexicon_path()))
 
@@ -40,7 +41,6 @@ async def get_lexicon() -> dict[str, object]:
 @router.put("/v1/lexicon")
 async def put_lexicon(request: Request) -> dict[str, object]:
     """Replace the global lexicon (checked whole first: one bad entry changes nothing), atomically."""
-    from omnistudio.text.lexicon_files import edit_lexicon, global_lexicon_path
 
     body: LexiconBody = await read_json(request, LexiconBody)
     lexicon = Lexicon(tuple(Entry(**entry.model_dump()) for entry in body.entries))
