@@ -44,6 +44,7 @@ def length_sweep(engine: Engine, sentences: int = 20, mode: str = "default", num
     import numpy as np
     import torch
 
+    # lazy: start-up (torch)
     from omnistudio.engine.compile import apply_compile, dynamo_graphs, eager
 
     say = progress or (lambda *_: None)

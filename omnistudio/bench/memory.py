@@ -65,6 +65,7 @@ def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None 
     import numpy as np
 
     from omnistudio.engine.reference import Reference  # noqa: F401 - imported before sampling starts
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.link import LocalEngine
     from omnistudio.take.options import TakeOptions
     from omnistudio.take.pipeline import build_take

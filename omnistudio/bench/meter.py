@@ -27,6 +27,7 @@ def meter_benchmark(seconds: float = 60.0, sample_rate: int = 24_000, block_s: f
     # lazy: start-up (numpy, pyebur128)
     import numpy as np
 
+    # lazy: start-up (numpy, pyebur128)
     from omnistudio.audio.loudness import BLOCK_S, LoudnessMeter, measure
 
     block_s = BLOCK_S if block_s is None else block_s

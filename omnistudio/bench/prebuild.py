@@ -52,6 +52,7 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
     # lazy: start-up (concurrent, numpy, pyebur128, scipy, torch, urllib)
     import torch
 
+    # lazy: start-up (concurrent, numpy, pyebur128, scipy, urllib)
     from omnistudio.engine.engine import Engine
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.welcome import EXAMPLE_SCRIPT

@@ -37,6 +37,7 @@ def run(model: str, device: str | None = None, dtype: str | None = None, num_ste
     import torch
     from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
+    # lazy: start-up (numpy, torch)
     from omnistudio.engine.engine import LONGEST_ROW, Engine
     from omnistudio.engine.sampler import FastSampler, SamplerOptions
 
@@ -97,6 +98,7 @@ def ops_per_step(model: str, device: str | None = None, dtype: str | None = None
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    # lazy: start-up (numpy, torch)
     from omnistudio.engine.engine import Engine
     from omnistudio.engine.sampler import FastSampler, SamplerOptions
 

@@ -25,6 +25,7 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
     # lazy: start-up (numpy, torch)
     import torch
 
+    # lazy: start-up (numpy)
     from omnistudio.engine.engine import Engine
     from omnistudio.voices.prompts import LoadReport, PromptCache, cache_for, ensure_prompt
     from omnistudio.voices.startup import warm_up

@@ -111,6 +111,7 @@ def serve_benchmark(engine: Engine, clients: list[int], requests: int = 8, num_s
     # lazy: start-up (numpy, pyebur128, scipy, uvicorn)
     import uvicorn
 
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.server.pipeline import LocalEngine, parse_voice, resolve_voice
     from omnistudio.server.scheduler import BatchingLink
 

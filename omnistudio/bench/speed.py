@@ -335,6 +335,7 @@ class Bench:
         # lazy: start-up (numpy, omnivoice)
         from omnivoice.models.omnivoice import OmniVoiceGenerationConfig
 
+        # lazy: start-up (numpy)
         from omnistudio.engine.engine import LONGEST_ROW
 
         out: dict[str, GraphCounts] = {}
@@ -353,6 +354,7 @@ class Bench:
         import numpy as np
         import torch
 
+        # lazy: start-up (torch)
         from omnistudio.engine.compile import compile_status, dynamo_graphs
 
         engine, model = self.engine, self.model

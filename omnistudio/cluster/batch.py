@@ -168,6 +168,7 @@ class Renderer:
         # lazy: start-up (torch); looked up when called (tests replace it)
         import torch
 
+        # lazy: looked up when called (tests replace it)
         from omnistudio.voices.session import open_engine
 
         torch.set_num_threads(max(1, spec.threads))  # before anything runs: Ray set OMP_NUM_THREADS to its CPUs

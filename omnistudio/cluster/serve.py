@@ -92,6 +92,7 @@ class SpeechReplica:
         # lazy: start-up (torch); looked up when called (tests replace it)
         import torch
 
+        # lazy: looked up when called (tests replace it)
         from omnistudio.server.startup import start_engine
 
         torch.set_num_threads(max(1, config.engine.threads or 1))  # serve --ray passes the caller's count

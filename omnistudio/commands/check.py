@@ -114,6 +114,7 @@ def _check_project(args: argparse.Namespace, project: Project, checker: TakeChec
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
     from omnistudio.console import progress_bar
 
+    # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.projects.retake import check_take
 
     todo = [(i, t) for i, line in enumerate(project.lines)

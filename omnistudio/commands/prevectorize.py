@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.console import progress_bar
     from rich.table import Table
 
+    # lazy: start-up (numpy, rich)
     from omnistudio.console import err_console, status
     from omnistudio.voices.asr import open_transcriber
     from omnistudio.voices.prompts import ensure_prompt

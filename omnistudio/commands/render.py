@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     # lazy: start-up (numpy)
     from omnistudio.audio.export import check_not_input, check_output_path, check_stream_output
 
+    # lazy: start-up (numpy)
     from omnistudio.commands.flags.captions import caption_options
 
     check_project_args(args)  # no output inside a project folder, no --project FILE
@@ -202,6 +203,7 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
+    # lazy: start-up (numpy, pyebur128, rich, scipy); looked up when called (tests replace it)
     from omnistudio.flags.engine import open_link
     from omnistudio.console import status
     from omnistudio.take.pipeline import build_take

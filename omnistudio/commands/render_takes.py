@@ -77,6 +77,7 @@ def render_takes(args: argparse.Namespace, text: str, script: Script, options: T
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from omnistudio.console import progress_bar
 
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
     from omnistudio.console import status
     from omnistudio.projects.chosen import keep_rendered
     from omnistudio.projects.retake import pipeline_synth, take_sentences

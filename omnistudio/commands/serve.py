@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     # lazy: start-up (uvicorn); looked up when called (tests replace it)
     import uvicorn
 
+    # lazy: looked up when called (tests replace it)
     from omnistudio.server.startup import start_engine
 
     config = dataclasses.replace(config, port=sock.getsockname()[1])  # the port bound (the one picked for 0)

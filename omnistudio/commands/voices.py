@@ -54,6 +54,7 @@ def list_voices(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    # lazy: start-up (numpy, rich)
     from omnistudio.console import status
     from omnistudio.voices.prompts import offline_fingerprint, prompt_path, prompt_state
 

@@ -138,6 +138,7 @@ def mount_mcp(app: FastAPI, state: ServedState, output_dir: str | None, loopback
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.routing import Route
 
+    # lazy: start-up (anyio, mcp, pydantic)
     from omnistudio.mcp.tools import build_mcp
 
     security = TransportSecuritySettings(
@@ -182,6 +183,7 @@ def refuse_mcp(app: FastAPI) -> None:
     # lazy: start-up (pydantic, starlette)
     from starlette.responses import JSONResponse
 
+    # lazy: start-up (pydantic)
     from omnistudio.protocol import error_body, error_kind
 
     async def no_mcp() -> Any:  # (FastAPI reads this annotation; the response class is imported here)

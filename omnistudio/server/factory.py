@@ -49,6 +49,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
 
+    # lazy: start-up (asyncio, concurrent, fastapi, numpy, pydantic, pyebur128, scipy, starlette)
     from omnistudio.server.app import HTTPError, ServerState, error_response, validation_line
     from omnistudio.server.middleware import Guard
     from omnistudio.server.pipeline import TakeCache
