@@ -78,7 +78,6 @@ def with_default_command(argv: list[str]) -> list[str]:
     if rest and (rest[0] in COMMANDS or rest[0] in ("-h", "--help", "--version")):
         return argv
     if rest and not rest[0].startswith("-"):  # the studio takes options only: a word first is a command
-
         near = difflib.get_close_matches(rest[0], COMMANDS, n=1)
         hint = f"did you mean '{near[0]}'?" if near else f"the commands are {', '.join(COMMANDS)}"
         raise UserError(f"unknown command '{rest[0]}': {hint}")

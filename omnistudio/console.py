@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import Progress
 from rich.logging import RichHandler
+from rich.progress import Progress
 
 if TYPE_CHECKING:
     from rich.progress import ProgressColumn
@@ -28,7 +27,6 @@ def progress_bar(*columns: str | ProgressColumn, console: Console | None = None,
 
 
 def setup_logging(verbose: bool = False) -> None:
-
     handler = RichHandler(console=err_console, show_time=False, show_path=False, markup=False)
     logging.basicConfig(level=logging.WARNING, handlers=[handler], format="%(message)s", force=True)
     logging.getLogger("omnistudio").setLevel(logging.DEBUG if verbose else logging.INFO)

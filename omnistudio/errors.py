@@ -74,7 +74,7 @@ def os_error_line(exc: BaseException) -> str | None:
     if out_of_memory(exc):
         return ("out of memory: close other programs, or use a shorter script, a smaller --batch "
                 "or fewer --num-step")
-    if isinstance(exc, ImportError) and any(sign in str(exc).lower() for sign in _NO_MEMORY_TO_LOAD):
+    if isinstance(exc, (ImportError, OSError)) and any(sign in str(exc).lower() for sign in _NO_MEMORY_TO_LOAD):
         return (f"out of memory while loading a library ({first_line(exc)}): raise the memory limit "
                 "(ulimit -v) or close other programs")
     if not isinstance(exc, OSError) or exc.errno is None:

@@ -11,8 +11,8 @@ import os
 import re
 import shutil
 import tempfile
-from pathlib import Path
 import time
+from pathlib import Path
 
 _MARK = re.compile(r"^\..*[.-]omni-(\d+)-")
 

@@ -17,22 +17,23 @@ one line naming the chunk, never a traceback.
 
 from __future__ import annotations
 
-import math
-import struct
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, UTC
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from omnistudio.errors import UserError, shown
 import hashlib
+import math
 import os
 import platform
+import struct
 import unicodedata
-from defusedxml import ElementTree
-from omnistudio import __version__
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape as _xml_escape
+
+from defusedxml import ElementTree
+
+from omnistudio import __version__
+from omnistudio.errors import UserError, shown
 
 if TYPE_CHECKING:
     from omnistudio.audio.loudness import LoudnessReport
@@ -197,7 +198,6 @@ def wav_file(samples: bytes, info: Broadcast, sample_rate: int, *, float32: bool
 
 
 def ixml_chunk(info: Broadcast, channels: int = 1) -> bytes:
-
     def escape(text: str) -> str:  # XML's escapes, and the characters XML 1.0 cannot hold as visible escapes
         return _xml_escape("".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 and c not in "\t\n\r" else c for c in text))
 
@@ -324,7 +324,6 @@ def _read_bext(body: bytes, path: Path) -> ReadBack:
 
 
 def _read_ixml(body: bytes, path: Path) -> dict[str, str]:
-
     try:
         root = ElementTree.fromstring(body.rstrip(b"\0"))
     except Exception as exc:  # noqa: BLE001 - any parse failure (not XML, a DTD) is a damaged chunk

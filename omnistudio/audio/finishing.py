@@ -28,7 +28,8 @@ import numpy as np
 from omnistudio.audio.bwf import Broadcast, LoudnessFields, Marker
 from omnistudio.audio.dsp import ROOM_TONE_DB, PinkNoise, SentenceChunk, SentenceSpan, Stitcher, chunk_fields
 from omnistudio.audio.export import check_output_path, finished_sidecar, sidecar_path
-from omnistudio.audio.loudness import BLOCK_S as STEP_S, LoudnessMeter, LoudnessReport, limit_true_peak
+from omnistudio.audio.loudness import BLOCK_S as STEP_S
+from omnistudio.audio.loudness import LoudnessMeter, LoudnessReport, limit_true_peak
 from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES, TARGET_LUFS, TRUE_PEAK_DBTP, DeliveryFormat, LoudnessRule
 from omnistudio.audio.shm import SHM_DIR, check_shm_target, shm_writer
 from omnistudio.audio.spool import PcmSpool

@@ -23,6 +23,9 @@ Use:
 from __future__ import annotations
 
 import math
+import os
+import sys
+import tempfile
 from array import array
 from collections import deque
 from collections.abc import Iterator
@@ -34,12 +37,9 @@ import numpy as np
 import pyebur128 as eb
 from numpy.typing import NDArray
 
-from omnistudio.errors import UserError, first_line, shown
-from omnistudio.checks import check_audio_file
 from omnistudio.audio.decode import decode_av
-import os
-import sys
-import tempfile
+from omnistudio.checks import check_audio_file
+from omnistudio.errors import UserError, first_line, shown
 
 MONO_MODES = ("dual-mono", "mono")
 READ_BLOCK_S = 10.0  # seconds a file is read in
@@ -252,7 +252,6 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
         with _decoder_lines() as said:  # libmpg123 prints a damaged ID3 tag to the process's stderr
             handle = sf.SoundFile(str(path))
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
-
         try:  # M4A/AAC and the rest FFmpeg reads
             data, rate = decode_av(path)
         except ValueError:

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from omnistudio.audio.loudness import LoudnessMeter
-from omnistudio.audio.loudness import limit_true_peak
+from omnistudio.audio.loudness import LoudnessMeter, limit_true_peak
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishingOptions
@@ -53,6 +52,5 @@ class MonitorLevel:
             return pcm
         scaled = np.asarray(pcm, dtype=np.float64) * 10 ** (self.gain_db / 20)
         if float(np.max(np.abs(scaled))) > 10 ** ((self.ceiling_db - 0.5) / 20):  # near the ceiling: its limiter
-
             scaled = limit_true_peak(scaled, self.sample_rate, self.ceiling_db - 0.05)
         return scaled.astype(np.float32)

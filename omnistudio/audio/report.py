@@ -14,11 +14,11 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+import matplotlib
 import numpy as np
+from matplotlib.figure import Figure
 
 from omnistudio.audio.compliance import Compliance
-import matplotlib
-from matplotlib.figure import Figure
 
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Loudness report: {{ name }}</title>

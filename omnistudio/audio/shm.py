@@ -39,9 +39,9 @@ from typing import BinaryIO
 
 import numpy as np
 
+from omnistudio import tempfiles
 from omnistudio.commit import commit, stage
 from omnistudio.errors import UserError
-from omnistudio import tempfiles
 
 SHM_DIR = Path("/dev/shm")
 MAGIC = b"OMNIPCM\0"

@@ -12,13 +12,13 @@ says where), and ends where the next one starts.
 
 from __future__ import annotations
 
+import struct
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from omnistudio.audio.bwf import Broadcast, LoudnessFields
-import struct
 
 MAX_CUE_TRACKS = 254  # FLAC's cue sheet: 255 tracks, the last of them the lead-out
 

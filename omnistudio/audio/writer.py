@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
 from dataclasses import replace
 from fractions import Fraction
 from io import BufferedWriter
@@ -31,14 +32,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from omnistudio.audio.bwf import Broadcast, LoudnessFields, cue_chunks, usid, wav_header
-from omnistudio.audio.export import check_output_path, FORMATS
-from omnistudio.commit import atomic_write_bytes
-from omnistudio.audio.profiles import DeliveryFormat
-from omnistudio.errors import UserError
-import shutil
 from omnistudio.audio import tags
+from omnistudio.audio.bwf import Broadcast, LoudnessFields, cue_chunks, usid, wav_header
+from omnistudio.audio.export import FORMATS, check_output_path
+from omnistudio.audio.profiles import DeliveryFormat
 from omnistudio.audio.tags import chapter_spans
+from omnistudio.commit import atomic_write_bytes
+from omnistudio.errors import UserError
 
 if TYPE_CHECKING:
     from av.audio.frame import AudioFrame
@@ -112,7 +112,6 @@ class AudioWriter:
         self.frames += frames
 
     def close(self) -> None:
-
         try:
             if isinstance(self._fh, BufferedWriter):  # WAV
                 tail = cue_chunks(self.info.markers, self.sample_rate)
@@ -224,7 +223,6 @@ class _Encoder:
 
 
 def _av_chapters(info: Broadcast, duration_s: float) -> list[Chapter]:
-
     base = Fraction(1, 1000)
     return [{"id": n, "start": int(round(start * 1000)), "end": int(round(end * 1000)), "time_base": base,
              "metadata": {"title": title}}

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.onsets import RATE, GroundTruth, ground_truth
-from omnistudio.text import normalize
 from omnistudio.bench.provenance import provenance, provenance_line
 from omnistudio.errors import UserError
+from omnistudio.text import normalize
 from omnistudio.voices.asr import Transcriber, find_model_dir
 
 if TYPE_CHECKING:
@@ -100,7 +100,6 @@ def align_benchmark(transcriber: Hearer, truth: GroundTruth) -> AlignResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.align", description=__doc__)
     parser.add_argument("--words", type=int, default=200, help="at least this many words of ground truth")
     parser.add_argument("--asr-model", type=Path, default=None, help="a faster-whisper model folder "

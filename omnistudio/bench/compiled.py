@@ -84,7 +84,6 @@ def length_sweep(engine: Engine, sentences: int = 20, mode: str = "default", num
 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> dict[str, object]:
-
     mode = (compile_modes(args.compile) or ["default"])[0]
     engine = open_engine(args, "fast")
     return length_sweep(engine, sentences=args.sentences, mode=mode,

@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
+from omnistudio.bench.provenance import provenance, provenance_line
 from omnistudio.bench.text import CORPUS_DIR, corpus
 from omnistudio.text.language import detect
-from omnistudio.bench.provenance import provenance, provenance_line
 
 _FIRST_CALL = ("import time; t0 = time.perf_counter(); from omnistudio.text.language import detect; "
                "detect('The Dow rose to 38,450 points.'); print((time.perf_counter() - t0) * 1000)")
@@ -31,7 +31,6 @@ def first_call_ms() -> float:
 
 
 def per_paragraph(rounds: int, folder: Path) -> dict[str, object]:
-
     detect("The Dow rose to 38,450 points.")  # the models loaded: timed apart, in first_call_ms
     times: list[float] = []
     flagged: dict[str, list[str]] = {"es": [], "en": []}
@@ -53,7 +52,6 @@ def per_paragraph(rounds: int, folder: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.language", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5, help="times each corpus line is identified")
     parser.add_argument("--corpus", type=Path, default=CORPUS_DIR, help="folder of news_es.tsv and news_en.tsv")

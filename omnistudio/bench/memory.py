@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.bench.corpus import BULLETIN, REF_TEXT, write_reference
-from omnistudio.script import MAX_SCRIPT_BYTES
-from omnistudio.voices.resolve import VoiceRef
-from omnistudio.flags.synthesis import add_num_step
+from omnistudio.bench.provenance import provenance
 from omnistudio.engine.settings import EngineConfig
 from omnistudio.flags.engine import add_model_options
-from omnistudio.bench.provenance import provenance
+from omnistudio.flags.synthesis import add_num_step
+from omnistudio.script import MAX_SCRIPT_BYTES
+from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
     from omnistudio.take.stream import Chunk
@@ -65,6 +65,7 @@ def run(kb: int = 64, num_step: int = 4, model: str = "tiny", keep: Path | None 
     import numpy as np
 
     from omnistudio.engine.reference import Reference  # noqa: F401 - imported before sampling starts
+
     # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.take.link import LocalEngine
     from omnistudio.take.options import TakeOptions
@@ -117,7 +118,6 @@ def script_bytes(kb: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=int, default=64, help="script size in KB (default 64, the limit)")
     add_num_step(parser, default=4, convert=int)

@@ -20,11 +20,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
-from omnistudio.studio import events as ev
-from omnistudio.engine.settings import EngineConfig
-from omnistudio.studio.settings import StudioSettings
+
 from omnistudio.bench.provenance import provenance
+from omnistudio.engine.settings import EngineConfig
 from omnistudio.flags.engine import add_model_options
+from omnistudio.studio import events as ev
+from omnistudio.studio.settings import StudioSettings
 
 if TYPE_CHECKING:
     from omnistudio.studio.controller import Studio
@@ -39,7 +40,6 @@ def _until(predicate: Callable[[], bool], what: str, limit_s: float = 900.0) -> 
 
 
 def _play(studio: Studio, events: list[object], text: str) -> dict[str, object]:
-
     del events[:]
     studio.play(text)
     _until(lambda: any(isinstance(e, ev.PlaybackFinished) for e in events), "the take")
@@ -92,7 +92,6 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.prebuild",
                                      description=(__doc__ or "").splitlines()[0])
     add_model_options(parser)

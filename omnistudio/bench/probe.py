@@ -22,10 +22,11 @@ import sys
 import time
 from dataclasses import replace
 from typing import Any
+
 from omnistudio.bench.corpus import reference_prompt
 from omnistudio.bench.modes import graph_failures
-from omnistudio.flags.engine import add_model_options
 from omnistudio.bench.provenance import provenance
+from omnistudio.flags.engine import add_model_options
 
 WARM = ["Good evening.", "Markets closed higher.", "Traffic is heavy on the ring road."]
 NEW = ("In sport, the home side won their third match in a row after a late goal, and the coach said the "
@@ -135,7 +136,6 @@ def ops_per_step(model: str, device: str | None = None, dtype: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.probe", description=__doc__.splitlines()[0])
     parser.add_argument("--num-step", type=int, default=10, help="diffusion steps a sentence (default 10)")
     add_model_options(parser)

@@ -15,9 +15,10 @@ import statistics
 import sys
 import time
 import timeit
-from omnistudio.voices.roster import load_roster
+
 from omnistudio.bench.provenance import provenance
 from omnistudio.flags.engine import add_model_options
+from omnistudio.voices.roster import load_roster
 
 
 def run(model: str = "tiny", device: str | None = None, dtype: str | None = None, repeat: int = 5,
@@ -68,7 +69,6 @@ def run(model: str = "tiny", device: str | None = None, dtype: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.prompt_cache",
                                      description=(__doc__ or "").splitlines()[0])
     add_model_options(parser)

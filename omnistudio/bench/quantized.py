@@ -11,20 +11,19 @@ int8 the CPU default (its agreement with stock fp32 at least stock bf16's, in th
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from omnistudio.bench.modes import agreement
+from omnistudio.bench.sentence_result import EngineLoad, Int8Rule
+from omnistudio.config import QUANTIZE
 from omnistudio.errors import UserError
 
-from omnistudio.bench.sentence_result import EngineLoad, Int8Rule
-import os
-from omnistudio.bench.modes import agreement
-from omnistudio.config import QUANTIZE
-
 if TYPE_CHECKING:
-    from omnistudio.bench.sentence_result import SentenceBenchResult
     from omnistudio.bench.modes import OpenEngine
+    from omnistudio.bench.sentence_result import SentenceBenchResult
     from omnistudio.bench.speed import Bench, BenchSettings
     from omnistudio.engine.engine import Engine
 
@@ -39,7 +38,6 @@ def quantize_list(value: str | None) -> list[str]:
 
 
 def _rss_mb() -> float:
-
     try:
         with open("/proc/self/statm") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 from omnistudio.bench.corpus import BULLETIN, take
+from omnistudio.bench.stream import bench_options, time_take
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import UserError
-from omnistudio.bench.stream import bench_options, time_take
 from omnistudio.flags.engine import remote_link
 
 if TYPE_CHECKING:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from omnistudio.bench import quantized
 from omnistudio.bench.modes import agreement
+from omnistudio.bench.quantized import print_engines
 from omnistudio.bench.speed import DEFAULT_SENTENCES, Bench, BenchSettings, compile_modes
 from omnistudio.checks import check_guidance
-from omnistudio.bench import quantized
-from omnistudio.bench.quantized import print_engines
 
 if TYPE_CHECKING:
     from omnistudio.bench.modes import OpenEngine
@@ -20,7 +20,6 @@ __all__ = ["DEFAULT_SENTENCES", "print_result", "run"]
 
 
 def run(args: argparse.Namespace, open_engine: OpenEngine) -> SentenceBenchResult:
-
     args.guidance = check_guidance(args.guidance)
     compile_modes(args.compile)  # a bad --compile refused before any model loads
     settings = BenchSettings(sentences=args.sentences, num_step=args.num_step, seed=args.seed,

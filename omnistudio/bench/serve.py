@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import serve_text
+from omnistudio.checks import check_batch
 from omnistudio.errors import UserError
 from omnistudio.protocol import SpeechRequest
-from omnistudio.checks import check_batch
 from omnistudio.server.factory import ServerConfig, build_server
 
 if TYPE_CHECKING:
@@ -79,7 +79,6 @@ def clients_list(value: str) -> list[int]:
 
 
 def check(args: argparse.Namespace) -> None:
-
     args.clients = clients_list(args.clients)
     check_batch(args.max_batch, "--max-batch", lo=2)
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from omnistudio.bench.corpus import SERVE_TEXT
-from omnistudio.errors import UserError
 from omnistudio.cluster.connect import import_serve
 from omnistudio.engine.settings import EngineConfig
+from omnistudio.errors import UserError
 from omnistudio.server.factory import ServerConfig
 
 if TYPE_CHECKING:

@@ -33,10 +33,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, TypedDict
 
 from omnistudio.bench.corpus import NEWS, reference_prompt, take
-from omnistudio.errors import UserError
 from omnistudio.engine.compiled_backbone import CompiledBackbone
-from omnistudio.engine.model import DTYPES
-from omnistudio.engine.model import choose_dtype
+from omnistudio.errors import UserError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,6 +66,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def dtypes_list(value: str | None) -> list[str] | None:
     """``"fp32,bf16"`` -> ["fp32", "bf16"]."""
+    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+    from omnistudio.engine.model import DTYPES
+
     if value is None:
         return None
 
@@ -351,6 +352,9 @@ class Bench:
 
     def run(self) -> SentenceBenchResult:
         # lazy: start-up (numpy, torch)
+        # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+        from omnistudio.engine.model import choose_dtype
+
         import numpy as np
         import torch
 
@@ -451,7 +455,6 @@ def compile_engines(engines: dict[str | None, Engine], variants: list[Variant], 
         raise UserError("--compile: one compile mode per run besides off (the backbone holds one graph)")
     out: list[dict[str, object]] = []
     for dtype in dict.fromkeys(v.dtype for v in variants if v.compiled):
-
         backbone = CompiledBackbone(engines[dtype], mode=modes[0]).start(background=False)
         if backbone.state != "compiled":
             raise UserError(f"compiling the backbone failed: {backbone.detail}")

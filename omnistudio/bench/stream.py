@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from typing import TYPE_CHECKING, TypedDict
 
-from omnistudio.bench.corpus import BULLETIN, NEWS, take
+from omnistudio.bench.corpus import BULLETIN, NEWS, reference_prompt, take
 from omnistudio.checks import DEFAULT_NUM_STEP
 from omnistudio.errors import UserError
-from omnistudio.voices.resolve import parse_voice
-import time
-from omnistudio.bench.corpus import reference_prompt
-from omnistudio.voices.resolve import resolve_voice
+from omnistudio.voices.resolve import parse_voice, resolve_voice
 
 if TYPE_CHECKING:
     import numpy as np

@@ -34,12 +34,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from omnistudio.bench.corpus import BULLETIN
 from omnistudio.errors import UserError
-from omnistudio.studio.events import Failure
-from omnistudio.studio.events import PlaybackStarted
-from omnistudio.voices.resolve import VoiceRef
 from omnistudio.script import Blend
 from omnistudio.studio.autosave import Autosave
+from omnistudio.studio.events import Failure, PlaybackStarted
 from omnistudio.studio.settings import StudioSettings
+from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -117,7 +116,6 @@ class Driver:
         app.studio.report = report
 
     async def until(self, probe: Callable[[], T | None], what: str) -> T:
-
         deadline = time.monotonic() + HANG_S
         while not (found := probe()):
             failed = next((e for _, e in self.events if isinstance(e, Failure)), None)
@@ -174,7 +172,6 @@ class Driver:
         options.highlighted = [o.id for o in options._options].index(anchor)
 
     async def audition(self, i: int) -> None:
-
         a, b = (AUDITION_ANCHORS[(2 * i + k) % len(AUDITION_ANCHORS)] for k in (0, 1))
         self.script(f"[ruby] {_en_line(i, 'said the desk on take')}", 10)
         for anchor, row in ((a, "audition_cold"), (b, None)):
@@ -200,7 +197,6 @@ class Driver:
         await self.press("slider_neighbour", ("right",), set(), next_)
 
     async def f5(self, i: int, paragraphs: int) -> None:
-
         self.script(f5_script(i, paragraphs), 0)
         wants = {(VoiceRef(anchor=a), lang) for a, lang in F5_VOICES[:paragraphs]}
         await self.press("f5", ("f5",), wants, VoiceRef(anchor=F5_VOICES[0][0]))

@@ -17,8 +17,9 @@ import sys
 import time
 from pathlib import Path
 from typing import TypedDict
-from omnistudio.text import normalize
+
 from omnistudio.bench.provenance import provenance, provenance_line
+from omnistudio.text import normalize
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "text"
 _START_UP = ("import time; t0 = time.perf_counter(); import omnistudio.text as t; t1 = time.perf_counter(); "
@@ -69,7 +70,6 @@ def start_up() -> StartUp:
 
 
 def per_sentence(sentences: list[str], lang: str, rounds: int) -> SentenceCost:
-
     times = []
     for _ in range(rounds):
         for sentence in sentences:
@@ -88,7 +88,6 @@ def text_benchmark(rounds: int = 5, folder: Path = CORPUS_DIR) -> TextResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m omnistudio.bench.text", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5, help="times each corpus sentence is normalised")
     parser.add_argument("--corpus", type=Path, default=CORPUS_DIR, help="folder of news_es.tsv and news_en.tsv")

@@ -116,7 +116,8 @@ def timed_decode(decoder: HiggsAudioV2TokenizerModel, codes: torch.Tensor,
     # lazy: start-up (torch, transformers)
     import torch
     from transformers.models.higgs_audio_v2_tokenizer.modeling_higgs_audio_v2_tokenizer import (
-        HiggsAudioV2TokenizerDecoderOutput)
+        HiggsAudioV2TokenizerDecoderOutput,
+    )
 
     before = _allocations(device)
     _sync(device)

@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import srt
+import webvtt
+from webvtt.models import Timestamp
+
 from omnistudio.captions.cues import CaptionLimits, Cue, build_cues
 from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import UserError
-import srt
-from webvtt.models import Timestamp
-import webvtt
 
 FORMATS = ("srt", "vtt")
 
@@ -66,13 +67,11 @@ def _ms(seconds: float) -> int:
 
 
 def srt_text(cues: Sequence[Cue]) -> str:
-
     return str(srt.compose([srt.Subtitle(i + 1, timedelta(milliseconds=_ms(c.start)), timedelta(milliseconds=_ms(c.end)),
                                          c.text) for i, c in enumerate(cues)], reindex=False))
 
 
 def _vtt_time(ms: int) -> str:
-
     return str(Timestamp.from_seconds(ms / 1000))
 
 
@@ -127,13 +126,11 @@ class ReadCue:
 
 
 def read_srt(text: str) -> list[ReadCue]:
-
     return [ReadCue(s.start.total_seconds(), s.end.total_seconds(), tuple(s.content.split("\n")))
             for s in srt.parse(text)]
 
 
 def read_vtt(text: str) -> list[ReadCue]:
-
     out = []
     for c in webvtt.from_string(text).captions:
         stamps = tuple(Timestamp.from_string(t).in_milliseconds() / 1000 for t in TIMESTAMP.findall(c.raw_text))

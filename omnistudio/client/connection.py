@@ -33,10 +33,9 @@ import httpx
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from omnistudio.errors import Unavailable, UserError, first_line
-from omnistudio.protocol import PROTOCOL, WS_ROUTE, Health, ProtocolError, error_message
 from omnistudio.checks import key_lines
-from omnistudio.protocol import parse_response
+from omnistudio.errors import Unavailable, UserError, first_line
+from omnistudio.protocol import PROTOCOL, WS_ROUTE, Health, ProtocolError, error_message, parse_response
 
 # websockets logs a lost keepalive with its traceback; the client reports the loss itself, in one line
 QUIET_WS_LOG = logging.getLogger("omnistudio.client.websocket")

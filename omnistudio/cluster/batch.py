@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from omnistudio.audio.export import sidecar_path
 from omnistudio.audio.finishing import FinishingOptions
+from omnistudio.audio.spool import ChunkSpool
 from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import UserError, describe, first_line
-from omnistudio.take.options import TakeOptions
 from omnistudio.script import read_script
 from omnistudio.take.captions import caption_paths, caption_record
-from omnistudio.take.link import LocalEngine
-from omnistudio.audio.spool import ChunkSpool
-from omnistudio.take.pipeline import build_take
 from omnistudio.take.delivery import Slate
+from omnistudio.take.link import LocalEngine
+from omnistudio.take.options import TakeOptions
+from omnistudio.take.pipeline import build_take
 from omnistudio.take.sinks import FileSink
 
 if TYPE_CHECKING:
@@ -222,6 +222,7 @@ def render_batch(ray: ModuleType, spec: RenderSpec, jobs: list[ScriptJob], worke
     measured by ``hearer`` here (``render -o OUT --captions``' sink)."""
     # lazy: start-up (rich)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
     from omnistudio.console import progress_bar
 
 

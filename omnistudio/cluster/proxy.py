@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from omnistudio.protocol import REPLICA_HEADER as REPLICA, error_json  # loaded with the proxy, not on its first error
+from omnistudio.protocol import REPLICA_HEADER as REPLICA  # loaded with the proxy, not on its first error
+from omnistudio.protocol import error_json
 
 if TYPE_CHECKING:
     from starlette.middleware import Middleware

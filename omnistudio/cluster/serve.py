@@ -13,23 +13,21 @@ with it.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
 import re
+import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING
 
 from omnistudio.cluster.connect import Cluster, Need, import_serve
 from omnistudio.cluster.proxy import REPLICA_HEADER
 from omnistudio.errors import UserError
-from omnistudio.server.factory import ServerConfig
-from types import SimpleNamespace
-from omnistudio.server.factory import build_server
-import json
-import logging
-import time
-import socket
+from omnistudio.server.factory import ServerConfig, build_server
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -276,7 +274,6 @@ def _wait_proxy(url: str, deadline: float) -> None:
 
 
 def _wait_running(serve: ModuleType, timeout_s: float) -> None:
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         app = serve.status().applications.get(APP_NAME)

@@ -8,6 +8,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+
 from omnistudio.audio.profiles import check_profile
 from omnistudio.errors import UserError
 
@@ -100,5 +101,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def raise_usage(message: str) -> None:
-
     raise UserError(message)

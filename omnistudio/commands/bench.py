@@ -10,20 +10,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from omnistudio.bench import (compiled, dialogue, meter, remote, sentences, serve, serve_ray, speed, stream, studio,
-                              vocoder)
+from omnistudio.bench import (
+    compiled,
+    dialogue,
+    meter,
+    remote,
+    sentences,
+    serve,
+    serve_ray,
+    speed,
+    stream,
+    studio,
+    vocoder,
+)
 from omnistudio.bench.modes import graph_failures
+from omnistudio.bench.provenance import provenance, provenance_line
 from omnistudio.bench.serve import clients_list
 from omnistudio.errors import UserError
+from omnistudio.flags.engine import add_model_options, add_server_options, engine_from_args
 from omnistudio.flags.synthesis import add_synthesis_options
-import sys
-from omnistudio.flags.engine import add_model_options, add_server_options
-from omnistudio.bench.provenance import provenance, provenance_line
-from omnistudio.flags.engine import engine_from_args
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -37,7 +47,6 @@ MODES: dict[str, ModuleType] = {
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
     for module in (stream, dialogue, meter, serve, compiled, vocoder, studio):
@@ -111,14 +120,12 @@ def run(args: argparse.Namespace) -> int:
         print(provenance_line(measured))
     failed = graph_failures(result)
     if failed:  # the figures above are of the eager step where a graph was meant to replay
-
         print(f"bench: {failed} step graph capture(s) failed (those shapes ran eagerly)", file=sys.stderr)
         return 1
     return 0
 
 
 def _open(args: argparse.Namespace, sampler: str = "stock") -> Engine:
-
     args.sampler = sampler
     args.progress(0, 1, "loading model")
     return engine_from_args(args)
@@ -128,6 +135,7 @@ def _with_progress(args: argparse.Namespace,
                    runner: Callable[[argparse.Namespace], dict[str, object]]) -> dict[str, object]:
     # lazy: start-up (rich)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
     from omnistudio.console import progress_bar
 
 

@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omnistudio.errors import UserError
-from omnistudio.commands.flags.frontend import add_frontend_options
 from omnistudio.checks import check_language
+from omnistudio.commands.flags.frontend import add_frontend_options, frontend_options
+from omnistudio.errors import UserError
 from omnistudio.script import read_script
-from omnistudio.commands.flags.frontend import frontend_options
 
 if TYPE_CHECKING:
     from omnistudio.captions.timing import SentenceTiming
@@ -82,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _frontend(args: argparse.Namespace, project: Path | None) -> FrontendOptions:
-
     args.project = project  # the project's lexicon over the global one, as render --project speaks
     return frontend_options(args)
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omnistudio.errors import UserError
 from omnistudio.checks import check_language
+from omnistudio.errors import UserError
 
 if TYPE_CHECKING:
     from omnistudio.projects.project import Project
@@ -112,6 +112,7 @@ def _open_project(args: argparse.Namespace) -> Project:
 def _check_project(args: argparse.Namespace, project: Project, checker: TakeChecker) -> list[CheckRow]:
     # lazy: start-up (numpy, pyebur128, rich, scipy)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+
     from omnistudio.console import progress_bar
 
     # lazy: start-up (numpy, pyebur128, scipy)

@@ -10,29 +10,21 @@ import json
 import sys
 from pathlib import Path
 
-from omnistudio.errors import UserError
-from omnistudio.text.lexicon import Entry, Lexicon
-from omnistudio.commands.flags.lexicon import add_project_option
+from omnistudio.checks import check_language, check_text
+from omnistudio.commands.flags.lexicon import add_project_option, effective, lexicon_file, project_folder
 from omnistudio.commands.flags.parser import OneLineParser
-from omnistudio.checks import check_language
-from omnistudio.commands.flags.lexicon import project_folder
-from omnistudio.commands.flags.lexicon import lexicon_file
-from omnistudio.commands.flags.lexicon import effective
-from omnistudio.checks import check_text
-from omnistudio.text import normalize
 from omnistudio.commit import destination
-from omnistudio.text.lexicon_files import load_lexicon, project_lexicon_path
-from omnistudio.text.lexicon_files import edit_lexicon
-from omnistudio.text.lexicon_files import global_lexicon_path
-from omnistudio.text.pls import read_pls
-from omnistudio.text.pls import entries_for, write_pls
+from omnistudio.errors import UserError
+from omnistudio.text import normalize
+from omnistudio.text.lexicon import Entry, Lexicon
+from omnistudio.text.lexicon_files import edit_lexicon, global_lexicon_path, load_lexicon, project_lexicon_path
+from omnistudio.text.pls import entries_for, read_pls, write_pls
 
 WHERE = ("this project's lexicon (NAME.omniproj/lexicon.toml, created if missing) instead of the global one")
 USAGE = "give an action: omnistudio lexicon add | remove | list | test | import | export"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("lexicon", help="the pronunciation lexicon: words said the same in every take")
     actions = p.add_subparsers(dest="lexicon_command", metavar="ACTION", parser_class=OneLineParser)
     add = actions.add_parser("add", help="add a word (or phrase) and how to say it; replaces the same entry")
@@ -73,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _lang(value: str | None) -> str | None:
-
     return None if value is None else check_language(value)
 
 
@@ -91,7 +82,6 @@ def _describe(entry: Entry) -> str:
 
 
 def add_entry(args: argparse.Namespace) -> int:
-
     entry = Entry(args.word, args.say, _lang(args.lang), args.case_sensitive, args.phones)
     path = lexicon_file(args, must_exist=False)
     replaced: list[Entry] = []
@@ -106,7 +96,6 @@ def add_entry(args: argparse.Namespace) -> int:
 
 
 def remove_entry(args: argparse.Namespace) -> int:
-
     lang = _lang(args.lang)
     path = lexicon_file(args, must_exist=True)
     if not path.exists():
@@ -126,7 +115,6 @@ def remove_entry(args: argparse.Namespace) -> int:
 
 
 def list_entries(args: argparse.Namespace) -> int:
-
     folder = project_folder(args, must_exist=True)
     files = {"global": global_lexicon_path(), "project": None if folder is None else project_lexicon_path(folder)}
     from_project = set(_project_lexicon(args).entries)
@@ -155,7 +143,6 @@ def list_entries(args: argparse.Namespace) -> int:
 
 
 def test_text(args: argparse.Namespace) -> int:
-
     text, lang = check_text(args.text), check_language(args.lang)
     spoken = normalize(text, lang, effective(args))
     print(spoken.text)

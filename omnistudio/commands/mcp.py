@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
 from omnistudio.errors import UserError
-from omnistudio.flags.engine import add_model_options
+from omnistudio.flags.engine import add_model_options, engine_config
 from omnistudio.mcp.backend import LocalBackend
 from omnistudio.mcp.stdio import folder_from, serve_stdio
-from omnistudio.flags.engine import engine_config
-from omnistudio.engine.model import pick_device
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("mcp", help="MCP server over stdio for a local agent (speak, render_script, check_take...)")
     p.add_argument("--output-dir", type=Path, metavar="DIR", help="the folder every tool writes into and reads "
                    "takes from (default: mcp/ in the data folder, under $OMNISTUDIO_HOME when set)")
@@ -25,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+    from omnistudio.engine.model import pick_device
 
     folder = folder_from(args.output_dir)
     if folder.root.exists() and not folder.root.is_dir():

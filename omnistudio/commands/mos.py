@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import argparse
 import logging
+import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omnistudio.errors import UserError
 from omnistudio.commands.flags.frontend import add_frontend_options
-from omnistudio.flags.synthesis import add_synthesis_options
 from omnistudio.commands.flags.take import take_options
-from omnistudio.voices.resolve import parse_voice
+from omnistudio.errors import UserError
 from omnistudio.flags.engine import add_model_options, add_server_options
-import tomllib
-from dataclasses import replace
+from omnistudio.flags.synthesis import add_synthesis_options
 from omnistudio.mos.store import Rundowns
 from omnistudio.mos.wire import MosError
+from omnistudio.voices.resolve import parse_voice
 
 if TYPE_CHECKING:
     from omnistudio.mos.gateway import MosConfig
@@ -86,7 +86,6 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _config_file(path: Path) -> dict[str, object]:
-
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -133,8 +132,6 @@ def run(args: argparse.Namespace) -> int:
     args.lang = values["lang"]
     options = take_options(args)
     if values["voice"]:
-
-
         ref, lang = parse_voice(str(values["voice"]))
         options = replace(options, voice=ref, lang=lang or options.lang)
     captions = caption_options(args)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from omnistudio.commands.flags.lexicon import add_project_option
+
 from omnistudio.checks import check_language, check_text
-from omnistudio.commands.flags.lexicon import effective
+from omnistudio.commands.flags.lexicon import add_project_option, effective
 from omnistudio.text import normalize
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("normalize", help="print the spoken form of a text (numbers, money, dates, lexicon...)")
     p.add_argument("text", help="the text as written")
     p.add_argument("--lang", required=True, help="es or en")
@@ -25,7 +24,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-
     text, lang = check_text(args.text), check_language(args.lang)
     spoken = normalize(text, lang, effective(args))
     if args.json:

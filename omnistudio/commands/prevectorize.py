@@ -8,11 +8,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Required, TypedDict
 
-from omnistudio.errors import UserError
 from omnistudio.checks import check_language
-from omnistudio.flags.engine import add_model_options
+from omnistudio.errors import UserError
+from omnistudio.flags.engine import add_model_options, engine_from_args
 from omnistudio.voices.roster import load_roster
-from omnistudio.flags.engine import engine_from_args
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,7 +32,6 @@ class PromptRow(TypedDict, total=False):
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("prevectorize", help="build the anchors' voice prompts (skips those already ready)")
     p.add_argument("--anchors", nargs="+", metavar="ID", help="only these anchors (default: all)")
     p.add_argument("--lang", nargs="+", metavar="L", help="only these languages: es, en (default: both)")
@@ -55,11 +53,10 @@ def run(args: argparse.Namespace) -> int:
     # lazy: start-up (numpy, rich)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from omnistudio.console import progress_bar
     from rich.table import Table
 
     # lazy: start-up (numpy, rich)
-    from omnistudio.console import err_console, status
+    from omnistudio.console import err_console, progress_bar, status
     from omnistudio.voices.asr import open_transcriber
     from omnistudio.voices.prompts import ensure_prompt
 

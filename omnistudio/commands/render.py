@@ -8,22 +8,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omnistudio.errors import UserError
+from omnistudio.commands import render_takes
 from omnistudio.commands.flags.frontend import add_frontend_options
 from omnistudio.commands.flags.ray import add_batch_options
-from omnistudio.commands.flags.retakes import add_take_options
-from omnistudio.flags.synthesis import add_synthesis_options
-from omnistudio.commands.flags.retakes import check_project_args
+from omnistudio.commands.flags.retakes import add_take_options, check_project_args, wanted
 from omnistudio.commands.flags.take import plan_script, take_options
-from omnistudio.script import read_script
 from omnistudio.commands.render_ray import run_batch
-from omnistudio.commands.flags.retakes import wanted
-from omnistudio.commands import render_takes
-from omnistudio.text.language import mismatch_summary, mismatches
-from omnistudio.flags.engine import add_model_options, add_server_options
 from omnistudio.config import SAMPLE_RATE
+from omnistudio.errors import UserError
+from omnistudio.flags.engine import add_model_options, add_server_options, check_link_args
+from omnistudio.flags.synthesis import add_synthesis_options
+from omnistudio.script import read_script
+from omnistudio.text.language import mismatch_summary, mismatches
 from omnistudio.voices.roster import recording_inputs
-from omnistudio.flags.engine import check_link_args
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishingOptions
@@ -119,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
     check_project_args(args)  # no output inside a project folder, no --project FILE
     captions = caption_options(args)
     if args.ray or args.out_dir is not None:
-
         if args.report:
             raise UserError("--report writes one script's report: render -o OUT.wav --report, or run "
                             "omnistudio analyze FILE --report OUT.html on each file of the batch")
@@ -131,7 +127,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None and not args.play and args.project is None:
         raise UserError("nothing to do: give -o OUT.wav, --play, or both")
     if args.output is not None:
-
         check_output_path(args.output)
         check_stream_output(args.output, prints_json=args.json,
                             beside="--captions" if captions is not None else ("--report" if args.report else ""))
@@ -157,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
 
     check_link_args(args)  # --server with --model, a key file without a server
     if wanted(args):
-
         code = render_takes.run(args, text, script, options)
         if code == 0 and args.report:
             _report(args, options.finishing)
@@ -201,15 +195,14 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
     """Build the take (the same function the studio and the server use) with this command's sinks."""
     # lazy: start-up (numpy, pyebur128, rich, scipy); looked up when called (tests replace it)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from omnistudio.console import progress_bar
+
+    from omnistudio.commands.flags.captions import caption_hearer
+    from omnistudio.console import progress_bar, status
 
     # lazy: start-up (numpy, pyebur128, rich, scipy); looked up when called (tests replace it)
     from omnistudio.flags.engine import open_link
-    from omnistudio.console import status
     from omnistudio.take.pipeline import build_take
     from omnistudio.take.sinks import FileSink, PlayerSink
-
-    from omnistudio.commands.flags.captions import caption_hearer
 
     hearer = caption_hearer(args, captions)  # the speech model for the caption words (a bad --asr-model: first)
     with status("loading model") as update:

@@ -4,20 +4,17 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from omnistudio.errors import UserError
-from omnistudio.commands.flags.ray import actor_threads
-from omnistudio.commands.flags.take import take_options
-import hashlib
-from omnistudio.commands.flags.ray import local_threads
-from omnistudio.commands.flags.take import plan_script
-from omnistudio.config import default_model
-from omnistudio.flags.engine import engine_config
-from omnistudio.engine.model import pick_device
 from omnistudio.cluster.connect import Need, import_ray
+from omnistudio.commands.flags.ray import actor_threads, local_threads
+from omnistudio.commands.flags.take import plan_script, take_options
+from omnistudio.config import default_model
+from omnistudio.errors import UserError
+from omnistudio.flags.engine import engine_config
 
 if TYPE_CHECKING:
     from omnistudio.captions.formats import CaptionOptions
@@ -29,6 +26,9 @@ if TYPE_CHECKING:
 
 def _batch_spec(args: argparse.Namespace) -> RenderSpec:
     """The batch's spec from the render command's own option checks (default voice still unset)."""
+    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+    from omnistudio.engine.model import pick_device
+
     # lazy: start-up (numpy, pyebur128, scipy)
     from omnistudio.cluster.batch import RenderSpec
 

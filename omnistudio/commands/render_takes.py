@@ -11,15 +11,15 @@ and their checks: :mod:`omnistudio.commands.flags.retakes`.
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from omnistudio.errors import UserError
 from omnistudio.commands.flags.retakes import open_checker
-import json
-import time
 from omnistudio.commit import write_json
+from omnistudio.errors import UserError
 from omnistudio.flags.engine import engine_from_args
 
 if TYPE_CHECKING:
@@ -75,10 +75,9 @@ def render_takes(args: argparse.Namespace, text: str, script: Script, options: T
     (1-ahead, batched, the seed policy), then checked and retaken one by one through the same link."""
     # lazy: start-up (numpy, pyebur128, rich, scipy)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from omnistudio.console import progress_bar
 
     # lazy: start-up (numpy, pyebur128, rich, scipy)
-    from omnistudio.console import status
+    from omnistudio.console import progress_bar, status
     from omnistudio.projects.chosen import keep_rendered
     from omnistudio.projects.retake import pipeline_synth, take_sentences
     from omnistudio.take.pipeline import Take, plan

@@ -6,19 +6,17 @@ import argparse
 import json
 from pathlib import Path
 
-from omnistudio.errors import UserError
-from omnistudio.commands.flags.frontend import add_frontend_options
-from omnistudio.flags.synthesis import add_synthesis_options
-from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
-from omnistudio.checks import check_guidance
-from omnistudio.commands.flags.frontend import frontend_options
 from omnistudio.audio.bwf import Broadcast, Marker, label
+from omnistudio.checks import check_guidance
+from omnistudio.commands.flags.frontend import add_frontend_options, frontend_options
+from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
+from omnistudio.errors import UserError
 from omnistudio.flags.engine import add_model_options, add_server_options
+from omnistudio.flags.synthesis import add_synthesis_options
 from omnistudio.voices.roster import recording_inputs
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
     p.add_argument("text", help="what to say")
     p.add_argument("--ref-audio", type=Path, help="reference recording (3-10 s works best)")

@@ -4,29 +4,23 @@ and the stream-omni WebSocket) over the take pipeline; one engine worker owns th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import socket
 import threading
 from pathlib import Path
 
-from omnistudio.errors import UserError
-from omnistudio.server.factory import ServerConfig
-from omnistudio.flags.engine import add_model_options
-from omnistudio.commands.flags.ray import add_serve_options
-from omnistudio.server.auth import check_bind
-from omnistudio.server.admission import Admission
-from omnistudio.commands.flags.ray import actor_threads
-from omnistudio.config import compile_choice
-from omnistudio.flags.engine import engine_config
-import dataclasses
-from omnistudio.commands.flags.ray import check_serve_options
+from omnistudio.commands.flags.ray import actor_threads, add_serve_options, check_serve_options
 from omnistudio.commands.serve_ray import run_serve
-from omnistudio.server.factory import build_server
-from omnistudio.engine.model import pick_device
+from omnistudio.config import compile_choice
+from omnistudio.errors import UserError
+from omnistudio.flags.engine import add_model_options, engine_config
+from omnistudio.server.admission import Admission
+from omnistudio.server.auth import check_bind
+from omnistudio.server.factory import ServerConfig, build_server
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("serve", help="speech server: OpenAI /v1/audio/speech, /tts/generate, WebSocket stream")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
                    "needs --api-key-file)")
@@ -78,6 +72,9 @@ def check_port(host: str, port: int) -> None:
 def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
     """Every serve option, checked (one line each, before any model loads), as the server's config;
     the API keys are read from ``--api-key-file`` here."""
+    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+    from omnistudio.engine.model import pick_device
+
 
     keys = check_bind(args.host, args.api_key_file)
     Admission(args.max_queue)
@@ -91,7 +88,6 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise UserError(f"--max-voices {args.max_voices} is out of range 0..10000")
     threads = None  # torch's own count in a single process
     if getattr(args, "ray", False):  # a replica's: this machine's count unless told (Ray would start it with 1)
-
         threads = actor_threads(getattr(args, "threads_per_replica", None), "--threads-per-replica")
     quantize = "none"
     if (args.quantize or "none") != "none":  # refused here (one line) where int8 would not run, before any load
@@ -112,12 +108,9 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-
-
     check_serve_options(args)
     config = server_config_from_args(args)  # every check before the model loads
     if args.ray:
-
         if args.address is None:  # a local instance: its proxy binds here
             check_port(args.host, args.port)
         elif args.port == 0:

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from omnistudio.server.factory import ServerConfig
-import time
 
 
 def run_serve(args: argparse.Namespace, config: ServerConfig) -> int:

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
 from omnistudio.commands.studio_terminal import library_output_to_log
-from omnistudio.flags.engine import add_model_options, add_server_options
-from omnistudio.engine.model import check_model_dir, resolve_model
-from omnistudio.flags.engine import check_link_args, remote_link
-from omnistudio.engine.settings import EngineConfig
-from omnistudio.studio.settings import load_settings
-from omnistudio.engine.model import pick_device
 from omnistudio.config import locations
+from omnistudio.engine.settings import EngineConfig
+from omnistudio.flags.engine import add_model_options, add_server_options, check_link_args, remote_link
+from omnistudio.studio.settings import load_settings
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("studio", help="open the studio (the default when no command is given)")
     p.add_argument("--audio", choices=["auto", "device", "virtual"], default="auto",
                    help="auto: the sound card if there is one, else play silently (default); "
@@ -28,6 +25,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     # lazy: start-up (concurrent, numpy, pyebur128, rich, scipy, textual, urllib)
+    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+    from omnistudio.engine.model import check_model_dir, pick_device, resolve_model
+
     from omnistudio.app import StudioApp
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.welcome import studio_model

@@ -8,18 +8,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omnistudio.errors import UserError
 from omnistudio.commands.flags.parser import OneLineParser
+from omnistudio.errors import UserError
 from omnistudio.flags.engine import add_model_options
-from omnistudio.voices.roster import LANGS, load_roster
 from omnistudio.voices.manage import add_voice as add
+from omnistudio.voices.roster import LANGS, load_roster
 
 if TYPE_CHECKING:
     from omnistudio.voices.roster import Anchor
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser("voices", help="list the anchors and their prompts, or add an anchor")
     actions = p.add_subparsers(dest="voices_command", metavar="ACTION", parser_class=OneLineParser)
     ls = actions.add_parser("list", help="anchors, languages and prompt state (missing / ready / stale)")

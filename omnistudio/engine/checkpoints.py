@@ -19,22 +19,23 @@ loaded through the normal ``OmniVoice.from_pretrained``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
 import shutil
-from dataclasses import dataclass, field
+import struct
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omnistudio.config import locations
-from omnistudio import tempfiles
-import struct
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-import importlib
-import warnings
+
+from omnistudio import tempfiles
+from omnistudio.config import locations
 
 if TYPE_CHECKING:
     from transformers import HiggsAudioV2TokenizerConfig, PreTrainedTokenizerFast

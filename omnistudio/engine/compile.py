@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from typing import cast
 
 import torch
+from torch._dynamo.utils import counters
 
 from omnistudio.engine.upstream import OmniVoiceModel
 from omnistudio.errors import describe
-from torch._dynamo.utils import counters
 
 log = logging.getLogger(__name__)
 

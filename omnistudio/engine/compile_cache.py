@@ -88,7 +88,6 @@ def cache_key(loaded: LoadedModel, mode: str = "default") -> CacheKey:
 
 
 def compile_root() -> Path:
-
     return locations().cache / "compile"
 
 

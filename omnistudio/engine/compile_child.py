@@ -16,14 +16,13 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-from omnistudio.engine.compile_cache import CacheKey, CompileSlot
-from omnistudio.locks import exclusive
-from omnistudio.engine.compile_cache import cache_key
+
+from omnistudio.engine.compile_cache import CacheKey, CompileSlot, cache_key
 from omnistudio.engine.compiled_backbone import CompiledBackbone
+from omnistudio.locks import exclusive
 
 
 def main(argv: list[str]) -> int:
-
     job = json.loads(argv[1])
     if hasattr(os, "nice"):
         os.nice(10)  # the parent's requests first

@@ -34,19 +34,19 @@ is a graph of its own), so no request pays for a compilation.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
 from omnistudio.engine.compile_cache import CompileSlot, compile_root, use_inductor_folder
 from omnistudio.errors import describe
-import json
-import os
-import sys
-from dataclasses import asdict
-import subprocess
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from omnistudio.errors import describe
 from omnistudio.engine.step_backbone import call_pre_hooks
+from omnistudio.errors import describe
 
 if TYPE_CHECKING:
     from collections.abc import Hashable

@@ -19,16 +19,14 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, TypeGuard, Unpac
 
 import numpy as np
 
+from omnistudio.checks import DEFAULT_NUM_STEP, LANGUAGES, check_language, check_num_step, check_seed, check_text  # noqa: F401
+from omnistudio.engine.generation import decode_tokens, generate_tokens, token_tensors
 from omnistudio.engine.model import LoadedModel, Progress, load_model
+from omnistudio.engine.morph import embedding_overrides
+from omnistudio.engine.reference import Reference, check_transcript, read_reference
 from omnistudio.engine.upstream import GenerationKwargs, OmniVoiceModel, Sampler, SeededSampler, VoicePrompt
 from omnistudio.engine.voice_state import VoiceState
-from omnistudio.engine.reference import Reference, check_transcript, read_reference
-from omnistudio.checks import (DEFAULT_NUM_STEP, LANGUAGES, check_language, check_num_step, check_seed,  # noqa: F401
-                               check_text)
 from omnistudio.errors import Cancelled, UserError
-from omnistudio.engine.morph import embedding_overrides
-from omnistudio.engine.generation import generate_tokens
-from omnistudio.engine.generation import decode_tokens, token_tensors
 
 if TYPE_CHECKING:
     import torch

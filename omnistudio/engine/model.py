@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from omnistudio import tempfiles
 from omnistudio.config import default_model
 from omnistudio.engine import checkpoints
 from omnistudio.engine.upstream import OmniVoiceModel
 from omnistudio.errors import UserError, describe, first_line, out_of_memory
-from omnistudio import tempfiles
 
 if TYPE_CHECKING:
     import torch

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.ao.nn.quantized.dynamic as nnqd
 
 from omnistudio.config import QUANTIZE
 from omnistudio.errors import UserError
-import torch.ao.nn.quantized.dynamic as nnqd
 
 # /proc/cpuinfo flags that give int8 matrix products an edge over fp32, best first.
 INT8_CPU_FLAGS = (("amx_int8", "AMX-INT8"), ("avx512_vnni", "AVX512-VNNI"), ("avx_vnni", "AVX-VNNI"),

@@ -59,7 +59,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.nn.functional as F
 
+from omnistudio.config import cuda_graphs as graphs_wanted
+from omnistudio.engine import cuda_graphs
 from omnistudio.engine.block_attention import attention_blocks, install_block_attention
+from omnistudio.engine.compile import apply_compile
+from omnistudio.engine.cuda_graphs import GraphStatus
 from omnistudio.engine.sampler_ops import (  # noqa: F401 (SamplerStats: re-exported)
     Layout,
     SamplerStats,
@@ -74,10 +78,6 @@ from omnistudio.engine.sampler_ops import (  # noqa: F401 (SamplerStats: re-expo
 from omnistudio.engine.static_step import StepRunner
 from omnistudio.engine.upstream import GenerationConfig, GenerationTask, OmniVoiceModel
 from omnistudio.errors import Cancelled
-from omnistudio.engine.compile import apply_compile
-from omnistudio.config import cuda_graphs as graphs_wanted
-from omnistudio.engine import cuda_graphs
-from omnistudio.engine.cuda_graphs import GraphStatus
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -160,7 +160,6 @@ class FastSampler:
         self.mask_id = int(cfg.audio_mask_id)
         self.options = self._effective(self.options, model.llm)
         if self.options.compile_backbone or self.options.compile_vocoder != "off":
-
             apply_compile(model, backbone=self.options.compile_backbone, vocoder=self.options.compile_vocoder)
 
     @staticmethod
@@ -178,7 +177,6 @@ class FastSampler:
     def runner(self) -> StepRunner:
         """The static step's runner (replaying captured graphs on CUDA unless ``cuda_graphs`` is off)."""
         if self._runner is None:
-
             graphs = None
             compiled = "forward" in vars(self.model.llm)  # the persistent compiled backbone is installed
             if self.options.cuda_graphs and cuda_graphs.available(self.model.device) and not (

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from omnistudio.engine.upstream import GenerationConfig
 
+
 @dataclass
 class SamplerStats:
     """What the last call did (for the bench and telemetry)."""

@@ -32,6 +32,7 @@ attention, its forward not replaced by a compiled one): anything else is called 
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -42,7 +43,6 @@ import torch
 import torch.nn.functional as F
 
 from omnistudio.engine.block_attention import BLOCK_ATTENTION
-import importlib
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,6 @@ EXACT_FUSED = StepKernels("exact", fused_norm, roll_rope, signed=True)
 
 
 def _liger() -> StepKernels | None:
-
     try:  # never a dependency: only where it is installed
         functional: Any = importlib.import_module("liger_kernel.transformers.functional")
         liger_rms_norm, liger_rope = functional.liger_rms_norm, functional.liger_rope

@@ -17,9 +17,9 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from omnistudio.config import locations
 from omnistudio.errors import Unavailable, UserError, ran_past
 from omnistudio.mcp.folder import OutputFolder
-from omnistudio.config import locations
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -20,8 +20,8 @@ from omnistudio.mcp.backend import Backend
 from omnistudio.mcp.errors import StudioMCP
 from omnistudio.mcp.folder import OutputFolder
 from omnistudio.mcp.running import run_work
-from omnistudio.protocol import DEFAULT_VOICE, NormalizeResponse, VoiceListing
 from omnistudio.mcp.voices import add_voice_tool
+from omnistudio.protocol import DEFAULT_VOICE, NormalizeResponse, VoiceListing
 
 INSTRUCTIONS = (
     "OmniStudio speaks text in news anchors' cloned voices (English and Spanish) and writes loudness-finished "

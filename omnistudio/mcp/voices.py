@@ -36,7 +36,6 @@ class AddedVoiceAnswer(BaseModel):
 def add_voice(backend: Backend, folder: OutputFolder, name: str, language: str, gender: str | None,
               recording: str | None, recording_base64: str | None, transcript: str | None, consent: str | None,
               replace: bool) -> AddedVoiceAnswer:
-
     if (recording is None) == (recording_base64 is None):
         raise UserError("give the recording: either its name in the output folder (recording) or its bytes "
                         "(recording_base64), not both")

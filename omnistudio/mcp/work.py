@@ -6,22 +6,21 @@ atomic commit), as ``omnistudio render -o OUT [--captions]`` does; a take is che
 
 from __future__ import annotations
 
+import secrets
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from omnistudio.captions.formats import CaptionOptions
+from omnistudio.checks import check_language, check_text
 from omnistudio.errors import UserError
 from omnistudio.mcp.backend import Backend
 from omnistudio.mcp.folder import OutputFolder
 from omnistudio.mcp.running import Report, Steps
-from omnistudio.checks import check_language
-from omnistudio.captions.formats import CaptionOptions
-from omnistudio.checks import check_text
 from omnistudio.text.answer import normalize_answer
-import secrets
-import time
 from omnistudio.text.lexicon_files import effective_lexicon
 
 if TYPE_CHECKING:
@@ -141,7 +140,6 @@ def list_voices(backend: Backend) -> VoiceListing:
 
 
 def normalize_text(text: str, language: str) -> NormalizeResponse:
-
     return normalize_answer(text, language, effective_lexicon(None))
 
 

@@ -12,6 +12,7 @@ line; the gateway keeps serving.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -19,14 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from omnistudio import __version__
 from omnistudio.mos import messages, wire
 from omnistudio.mos.network import NcsLink
 from omnistudio.mos.renderer import Key, StoryRender
 from omnistudio.mos.rundown import Change, MosObject, RunningOrder, Story
 from omnistudio.mos.store import Rundowns
 from omnistudio.mos.wire import Broken, Frame, Message, MosError, TooBig, element, leaf, leaves, text_of
-import hashlib
-from omnistudio import __version__
 
 log = logging.getLogger("omnistudio.mos")
 PROFILES = {"0": "YES", "1": "YES", "2": "YES", "3": "NO", "4": "YES", "5": "NO", "6": "NO", "7": "NO"}
@@ -270,7 +270,6 @@ class Gateway:
 
     # ------------------------------------------------------------------------------------- messages
     def machine_info(self) -> ET.Element:
-
         profiles = element("supportedProfiles", *(element("mosProfile", text=yes, number=n) for n, yes in PROFILES.items()),
                            deviceType="MOS")
         return element("listMachInfo", *leaves((("manufacturer", "OmniStudio"), ("model", "omnistudio mos"),

@@ -23,10 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from omnistudio.errors import Cancelled, UserError, describe
 from omnistudio.mos.rundown import RunningOrder, Story
-from omnistudio.errors import Cancelled, UserError
 from omnistudio.voices.resolve import parse_voice
-from omnistudio.errors import describe
 
 if TYPE_CHECKING:
     from omnistudio.captions.formats import CaptionOptions
@@ -171,5 +170,4 @@ class StoryRenderer:
 
 
 def _reason(exc: BaseException) -> str:
-
     return describe(exc)

@@ -22,11 +22,11 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
+from omnistudio.checks import MAX_TEXT_CHARS
 from omnistudio.mos.actions import apply_action
 from omnistudio.mos.messages import ElementAction
 from omnistudio.mos.rundown import Change, Item, MosObject, RunningOrder, Story, check_id, check_story_count
 from omnistudio.mos.wire import MosError
-from omnistudio.checks import MAX_TEXT_CHARS
 from omnistudio.script import MAX_SCRIPT_BYTES
 
 MAX_RUNNING_ORDERS = 100  # running orders kept at once

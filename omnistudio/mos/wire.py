@@ -14,7 +14,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, UTC
+from datetime import UTC, datetime
+
 from defusedxml import ElementTree as SafeET
 
 ENCODING = "utf-16-be"

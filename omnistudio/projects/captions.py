@@ -7,11 +7,11 @@ from omnistudio.audio.finishing import sentence_pauses, sentence_spans
 from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import UserError
 from omnistudio.projects.project import Project
-from omnistudio.take.captions import timed_sentences
-from omnistudio.take.rows import SentenceText
-from omnistudio.take.options import TakeOptions, spoken_text
-from omnistudio.voices.align import Hearer
 from omnistudio.script import parse_script
+from omnistudio.take.captions import timed_sentences
+from omnistudio.take.options import TakeOptions, spoken_text
+from omnistudio.take.rows import SentenceText
+from omnistudio.voices.align import Hearer
 
 
 def chosen_sentences(project: Project, options: TakeOptions, hearer: Hearer | None = None) -> list[SentenceTiming]:

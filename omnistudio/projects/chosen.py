@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import UserError
+from omnistudio.projects.line import StoredTake
+from omnistudio.projects.project import Project
+from omnistudio.take.captions import words_in_sentence
 from omnistudio.take.delivery import Slate
 from omnistudio.take.link import EngineLink, LinkInfo, Rendered, VoiceList, WholeGroupLink
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, cache_key
 from omnistudio.take.result import RenderedChunk
-from omnistudio.projects.line import StoredTake
-from omnistudio.projects.project import Project
 from omnistudio.take.sinks import FileSink
-from omnistudio.take.captions import words_in_sentence
 
 if TYPE_CHECKING:
     from omnistudio.audio.finishing import FinishedRender

@@ -14,9 +14,9 @@ import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from omnistudio.commit import write_json
 from omnistudio.errors import UserError
 from omnistudio.script import Blend
-from omnistudio.commit import write_json
 
 FILE = "presets.json"
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")

@@ -26,14 +26,13 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from omnistudio.audio.export import project_holding, PROJECT_SUFFIX  # noqa: F401 (re-exported)
-
+from omnistudio.audio.export import PROJECT_SUFFIX, project_holding  # noqa: F401 (re-exported)
 from omnistudio.commit import atomic_write_bytes
 from omnistudio.errors import UserError
 from omnistudio.locks import exclusive

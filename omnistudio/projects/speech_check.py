@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from omnistudio.errors import UserError
-from omnistudio.voices.asr import Transcriber, word_error_rate
-from omnistudio.voices.asr import find_model_dir
+from omnistudio.voices.asr import Transcriber, find_model_dir, word_error_rate
 
 DEFAULT_THRESHOLD = 0.15  # WER above which a take fails the check (render --verify)
 

@@ -26,11 +26,15 @@ from textual.widget import Widget
 from textual.widgets import Header, Label, Static
 from textual.widgets.text_area import Document
 
+from omnistudio.commit import atomic_write_bytes
 from omnistudio.errors import UserError
 from omnistudio.screens.export import AskDialog, ExportChoice, export_dialog
+from omnistudio.screens.keys import KeysScreen
 from omnistudio.screens.lexicon import LexiconDialog
 from omnistudio.screens.settings import SettingsScreen
-from omnistudio.screens.studio_screen import StudioHost as StudioHost, StudioScreen
+from omnistudio.screens.studio_screen import StudioHost as StudioHost
+from omnistudio.screens.studio_screen import StudioScreen
+from omnistudio.script import read_script
 from omnistudio.studio.lexicon import unresolved, word_at
 from omnistudio.studio.settings import StudioSettings, save_settings
 from omnistudio.widgets.anchor_picker import AnchorPicker
@@ -43,9 +47,6 @@ from omnistudio.widgets.take_list import TakeList
 from omnistudio.widgets.take_strip import TakeStrip
 from omnistudio.widgets.telemetry import Telemetry
 from omnistudio.widgets.transport import Transport
-from omnistudio.script import read_script
-from omnistudio.commit import atomic_write_bytes
-from omnistudio.screens.keys import KeysScreen
 
 if TYPE_CHECKING:
     from omnistudio.text.lexicon import Entry
@@ -248,7 +249,6 @@ class MainScreen(StudioScreen):
     def action_open(self) -> None:
         def done(value: str | None) -> None:
             if value:
-
                 text = self._try(read_script, Path(value).expanduser())
                 if text is not None:
                     self.editor.load_text(text)
@@ -258,7 +258,6 @@ class MainScreen(StudioScreen):
     def action_save(self) -> None:
         def done(value: str | None) -> None:
             if value:
-
                 path, text = Path(value).expanduser(), self.editor.text
                 self._try(atomic_write_bytes, path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
                 self.notify(f"saved {path}", timeout=3)
@@ -388,5 +387,4 @@ class MainScreen(StudioScreen):
 
     # ------------------------------------------------------------ F1: the studio's keys
     def action_keys(self) -> None:
-
         self.app.push_screen(KeysScreen(self.BINDINGS))

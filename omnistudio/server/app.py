@@ -9,7 +9,7 @@ take (:class:`TakeRun` over the shared :class:`BatchingLink`) and turn the take'
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
@@ -20,13 +20,12 @@ from starlette.requests import ClientDisconnect, HTTPConnection
 
 from omnistudio.protocol import MAX_BODY_BYTES, ProtocolError, error_body, error_kind, loads_object
 from omnistudio.protocol.base import Body
+from omnistudio.server.admission import Admission
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.metrics import Metrics
 from omnistudio.server.pipeline import TakeCache
-from omnistudio.server.admission import Admission
 from omnistudio.server.scheduler import BatchingLink
 from omnistudio.server.serving import Failed, TakeRun
-from dataclasses import asdict
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -158,7 +157,6 @@ async def first_events(state: ServerState, request: Request, run: TakeRun,
 
 
 def link_info(state: ServerState) -> dict[str, object]:
-
     if state.link is None:
         return {}
     return {**asdict(state.link.info), "max_batch": state.link.max_batch}

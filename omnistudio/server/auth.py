@@ -11,8 +11,8 @@ import hmac
 import ipaddress
 from pathlib import Path
 
-from omnistudio.errors import UserError
 from omnistudio.checks import key_lines
+from omnistudio.errors import UserError
 
 OPEN_ROUTES = frozenset({"/health"})  # probes: no key needed, nothing rendered
 
@@ -27,7 +27,6 @@ def is_loopback(host: str) -> bool:
 
 
 def read_keys(path: Path) -> tuple[bytes, ...]:
-
     keys = tuple(line.encode() for line in key_lines(path))
     if not keys:
         raise UserError(f"the API key file {path} has no key in it (one key per line)")

@@ -10,18 +10,27 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from omnistudio.audio.profiles import check_profile, check_target_lufs
 from omnistudio.checks import check_language, check_num_step, check_seed, check_text
 from omnistudio.errors import UserError
-from omnistudio.text.lexicon import Lexicon
-from omnistudio.text.ssml import is_ssml, read_ssml
-from omnistudio.protocol import (FORMATS, MAX_INPUT_CHARS, MAX_SCRIPT_CHARS, GenerateRequest, SpeechRequest, TakeFields,
-                                 Timestamps, WsPrepare, WsRequest)
-from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
-from omnistudio.audio.profiles import check_target_lufs
-from omnistudio.audio.profiles import check_profile
+from omnistudio.protocol import (
+    FORMATS,
+    MAX_INPUT_CHARS,
+    MAX_SCRIPT_CHARS,
+    GenerateRequest,
+    SpeechRequest,
+    TakeFields,
+    Timestamps,
+    WsPrepare,
+    WsRequest,
+)
 from omnistudio.script import parse_tag
+from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
+from omnistudio.text.lexicon import Lexicon
 from omnistudio.text.lexicon_files import effective_lexicon
+from omnistudio.text.ssml import is_ssml, read_ssml
 from omnistudio.voices.roster import load_roster
+
 
 @dataclass(frozen=True)
 class SpeechJob:
@@ -81,11 +90,9 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
         options = replace(options, lexicon=ssml.over(options.lexicon))
     speakers = None
     if any(line.lstrip().startswith("[") for line in text.splitlines()):  # speaker tags: known anchors only
-
         speakers = set(load_roster().anchors)
     sentences = plan(text, options, None, speakers)
     if req.profile is not None:  # the rule's target (target_lufs still overrides it) and its ceiling
-
         rule = check_profile(req.profile)
         target = check_target(req.target_lufs) if req.target_lufs is not None else rule.target_lufs
         return SpeechJob(sentences, options, True, target, req.timestamps, rule.true_peak_dbtp)

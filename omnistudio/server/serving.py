@@ -18,24 +18,24 @@ import asyncio
 import math
 import threading
 import time
-from dataclasses import dataclass, field, replace
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
 
+from omnistudio.audio.finishing import finish_pcm
 from omnistudio.audio.loudness import measure
 from omnistudio.captions.timing import SentenceTiming
 from omnistudio.errors import Cancelled, UserError, describe, ran_past
-from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
-from omnistudio.take.sinks import SinkTake
 from omnistudio.server.jobs import SpeechJob
+from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
 from omnistudio.server.scheduler import CancelEvent
 from omnistudio.server.timestamps import SentenceTimer, server_hearer
 from omnistudio.take.link import EngineLink
 from omnistudio.take.rows import SentenceRow
+from omnistudio.take.sinks import SinkTake
 from omnistudio.take.stream import Chunk
-from omnistudio.audio.finishing import finish_pcm
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from omnistudio.take.link import AnchorInfo, local_voices
 from omnistudio.audio.finishing import FinishingOptions
+from omnistudio.take.link import AnchorInfo, local_voices
 
 if TYPE_CHECKING:
     from omnistudio.audio.profiles import DeliveryFormat

@@ -41,33 +41,32 @@ from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import Cancelled, Unavailable, UserError, describe, first_line
 from omnistudio.script import Blend, Sentence, parse_script
 from omnistudio.studio import adapters
-from omnistudio.studio.audition import Auditions, Heard, fixed_line
 from omnistudio.studio import commands as cmd
+from omnistudio.studio.audition import Auditions, Heard, fixed_line
 from omnistudio.studio.commands import CommandQueue, Retry
 from omnistudio.studio.core import VoiceFor
-from omnistudio.studio.playing import TakePlayer
 from omnistudio.studio.events import (EngineReady, EngineState, Exported, ExportReport, Failure, MeterReading, Notice,
                                       PlaybackStarted, PromptsLoaded, Snapshot, StudioEvent, StudioState, VoicesListed,
                                       WordHeard)
 from omnistudio.studio.lexicon import StudioLexicon
 from omnistudio.studio.playback import Schedule, SentenceWords, VirtualOutput, close_output, open_output
+from omnistudio.studio.playing import TakePlayer
 from omnistudio.studio.prebuild import Prebuild
 from omnistudio.studio.settings import StudioSettings
-from omnistudio.studio.words import HeardWords, MeasuringHearer
-from omnistudio.studio.takes import ProjectTakes
 from omnistudio.studio.take_view import TakeView
+from omnistudio.studio.takes import ProjectTakes
+from omnistudio.studio.words import HeardWords, MeasuringHearer
 from omnistudio.take.link import EngineLink, LocalEngine
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import DEFAULT_CACHE_BYTES, Take, TakeCache, build_take
 from omnistudio.take.sinks import FileSink
-from omnistudio.voices.resolve import VoiceRef
 from omnistudio.voices import words
-from omnistudio.voices.session import warm_engine
+from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:
     from omnistudio.audio.profiles import DeliveryFormat
-    from omnistudio.projects.project import Project
     from omnistudio.engine.engine import Engine
+    from omnistudio.projects.project import Project
     from omnistudio.take.stream import Chunk
     from omnistudio.voices.align import Hearer
 
@@ -262,7 +261,6 @@ class Studio:
         """The speech model for caption words (``$OMNISTUDIO_ASR_MODEL``, else the packaged Whisper), one
         for the session, loaded on the engine thread when first asked to hear; None without one."""
         if self._hearer is None:
-
             self._hearer = words.caption_hearer()
         return self._hearer
 
@@ -399,6 +397,9 @@ class Studio:
         self.report(EngineState(state, detail))
 
     def _do_load(self) -> None:
+        # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+        from omnistudio.voices.session import warm_engine
+
         if self.link is None:
             if self.engine is None:
                 # lazy: looked up when called (tests replace it)
@@ -409,7 +410,6 @@ class Studio:
             self.link = LocalEngine(self.engine, voice_for=self.voice_resolver)
         self.set_state("warming")
         if self.warm and self.engine is not None:
-
             notice = warm_engine(self.engine, progress=lambda text: self.set_state("warming", text))
             if notice:
                 self.report(Notice(notice, "warning"))

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from omnistudio.audio.player import Player
+from omnistudio.captions.timing import SentenceTiming, WordTime
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.errors import UserError
-from omnistudio.captions.timing import SentenceTiming, WordTime
 from omnistudio.voices.words import sentence_words
 
 if TYPE_CHECKING:

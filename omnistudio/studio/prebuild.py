@@ -37,10 +37,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from omnistudio.errors import Cancelled, Unavailable, UserError
+from omnistudio.studio.commands import BuildAhead, CommandQueue
 from omnistudio.take.pipeline import build_take
 from omnistudio.take.stream import sentence_voice
-from omnistudio.studio.commands import CommandQueue
-from omnistudio.studio.commands import BuildAhead
 from omnistudio.voices.resolve import VoiceRef
 
 if TYPE_CHECKING:

@@ -9,13 +9,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from omnistudio.commit import write_json
 from omnistudio.audio.profiles import RULES, LoudnessRule, check_profile
-from omnistudio.config import locations
 from omnistudio.checks import check_num_step, check_seed
+from omnistudio.commit import write_json
+from omnistudio.config import QUANTIZE, locations
 from omnistudio.errors import UserError, first_line
-from omnistudio.config import QUANTIZE
-from omnistudio.engine.model import DTYPES
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +33,8 @@ def _float(name: str, value: Any, lo: float, hi: float) -> float:
 
 
 def _dtype(value: Any) -> str:
+    # lazy: start-up (the model stack: settings are read before the studio's first screen)
+    from omnistudio.engine.model import DTYPES
 
     name = str(value or "auto").strip().lower()
     if name not in DTYPES:
@@ -43,7 +43,6 @@ def _dtype(value: Any) -> str:
 
 
 def _quantize(value: Any) -> str:
-
     name = str(value or "none").strip().lower()
     if name not in QUANTIZE:
         raise UserError(f"quantize '{value}': use {' or '.join(QUANTIZE)}")

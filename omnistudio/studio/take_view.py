@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from omnistudio.audio.profiles import TRUE_PEAK_DBTP
+from omnistudio.audio.finishing import finished_blocks
 from omnistudio.audio.loudness import LoudnessMeter
+from omnistudio.audio.profiles import TRUE_PEAK_DBTP
 from omnistudio.errors import UserError
 from omnistudio.take.result import TakeResult
-from omnistudio.take.sinks import SinkTake as PlayingTake, Sink
+from omnistudio.take.sinks import Sink
+from omnistudio.take.sinks import SinkTake as PlayingTake
 from omnistudio.take.stream import Chunk
-from omnistudio.audio.finishing import finished_blocks
 
 if TYPE_CHECKING:
     from omnistudio.audio.player import Player
@@ -191,7 +192,6 @@ class _ShapeSink(Sink):
         self._add(pcm, None)
 
     def end(self, result: TakeResult) -> None:
-
         if self.take is None:
             return
         try:

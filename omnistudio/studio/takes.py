@@ -15,19 +15,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.errors import UserError
-from omnistudio.studio import commands as cmd
-from omnistudio.studio.events import TakeRow, TakesChanged
-from omnistudio.projects.chosen import keep_rendered, use_chosen, use_take
+from omnistudio.projects.chosen import keep_rendered, project_slate, use_chosen, use_take
 from omnistudio.projects.presets import read_presets, with_preset, write_presets
 from omnistudio.projects.project import MANIFEST, Project, open_or_create
 from omnistudio.projects.retake import pipeline_synth, regenerate
 from omnistudio.script import Blend
+from omnistudio.studio import commands as cmd
+from omnistudio.studio.events import Notice, TakeRow, TakesChanged
 from omnistudio.take.delivery import Slate
 from omnistudio.take.options import TakeOptions
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeResult, build_take
 from omnistudio.voices.resolve import VoiceRef
-from omnistudio.studio.events import Notice
-from omnistudio.projects.chosen import project_slate
 
 if TYPE_CHECKING:
     from omnistudio.studio.commands import CommandQueue

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from omnistudio.audio.dsp import SentenceSpan
+from omnistudio.audio.export import check_not_input, check_writable_path
 from omnistudio.audio.finishing import ExtraOutputs
 from omnistudio.captions.formats import CaptionOptions, caption_texts
 from omnistudio.captions.timing import SentenceTiming, WordTime
@@ -25,8 +26,6 @@ from omnistudio.take.rows import Written, matched
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.align import Hearer
 from omnistudio.voices.words import with_words
-from omnistudio.audio.export import check_not_input, check_writable_path
-
 
 
 def caption_paths(audio: Path, formats: Sequence[str], folder: Path | None = None) -> dict[str, Path]:

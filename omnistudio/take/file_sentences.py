@@ -24,14 +24,14 @@ from omnistudio.audio.bwf import Marker
 from omnistudio.audio.compliance import Segment
 from omnistudio.audio.export import sidecar_path
 from omnistudio.captions.timing import SentenceTiming, WordTime
+from omnistudio.checks import check_audio_file
 from omnistudio.errors import UserError
+from omnistudio.script import parse_script
 from omnistudio.take.captions import recorded_word, timed_sentences
 from omnistudio.take.options import TakeOptions, spoken_text
 from omnistudio.take.rows import SentenceText, sentence_texts
 from omnistudio.voices.align import Hearer
 from omnistudio.voices.words import MAX_HEARD_SPAN_S
-from omnistudio.checks import check_audio_file
-from omnistudio.script import parse_script
 
 
 def file_sentences(audio: Path, text: str | None, lang: str | None, options: TakeOptions = TakeOptions(),
@@ -147,7 +147,6 @@ def _id(span: Mapping[str, Any], otherwise: int | None) -> int | None:
 
 
 def _rows(text: str, lang: str, options: TakeOptions) -> list[SentenceText]:
-
     return [SentenceText(s.id, s.text, spoken_text(s.text, s.lang, options), s.lang)
             for s in parse_script(text, lang).sentences]
 

@@ -10,7 +10,7 @@ diffusion step once ``cancel`` is set.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -20,16 +20,11 @@ from omnistudio.errors import Cancelled
 from omnistudio.script import MAX_SENTENCE_CHARS, cut_long
 from omnistudio.take.options import TakeOptions, sentence_seed
 from omnistudio.voices.resolve import VoiceRef, resolve_voice, voice_action, voice_label
-from omnistudio.voices.blend import forget_voice
-from dataclasses import asdict, is_dataclass
-from omnistudio.engine.engine import Timings
-from omnistudio.voices import prompts
-from omnistudio.voices.roster import LANGS, load_roster
 
 if TYPE_CHECKING:
     import torch
 
-    from omnistudio.engine.engine import PendingAudio
+    from omnistudio.engine.engine import PendingAudio, Timings
 
 
 @dataclass(frozen=True)
@@ -286,6 +281,8 @@ class LocalEngine:
         resolve_voice(self.engine, ref, lang)
 
     def forget_voice(self, anchor: str) -> None:
+        # lazy: start-up (the model stack: a client links without loading it)
+        from omnistudio.voices.blend import forget_voice
 
         forget_voice(self.engine, anchor)
 
@@ -367,6 +364,8 @@ PART_GAP_S = 0.15  # between the parts of a text cut as a long sentence (a pause
 
 def joined(index: int, pieces: Sequence[Rendered], sample_rate: int) -> Rendered:
     """One item's rendered parts as one: their samples in order with a short pause between, their times summed."""
+    # lazy: start-up (the model stack: a client links without loading it)
+    from omnistudio.engine.engine import Timings
 
     gap = np.zeros(int(PART_GAP_S * sample_rate), dtype=np.float32)
     pcm = np.concatenate([x for piece in pieces for x in (gap, piece.pcm)][1:]).astype(np.float32)
@@ -401,6 +400,9 @@ def local_voices(engine: Any = None) -> VoiceList:
     """The roster with each (anchor, language) prompt's state: ready (on ``engine``'s device), saved
     (a prompt file exists), else missing (built on first use). States are advisory: on an error
     reading them every state is "missing"."""
+    # lazy: start-up (the model stack: a client links without loading it)
+    from omnistudio.voices import prompts
+    from omnistudio.voices.roster import LANGS, load_roster
 
     roster = load_roster()
     try:

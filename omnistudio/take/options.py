@@ -16,12 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar, NewType
 
 from omnistudio.audio.finishing import FinishingOptions
-from omnistudio.checks import DEFAULT_NUM_STEP, check_batch, check_language, check_num_step, check_seed
+from omnistudio.checks import DEFAULT_NUM_STEP, check_batch, check_guidance, check_language, check_num_step, check_seed
 from omnistudio.errors import UserError
 from omnistudio.text.frontend import normalize as normalize_text
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.resolve import VoiceRef
-from omnistudio.checks import check_guidance
 
 SEED_LIMIT = 2**31
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from omnistudio.audio.finishing import live_stitcher, sentence_pauses
+from omnistudio.audio.spool import ChunkSpool, PcmSpool
 from omnistudio.errors import Cancelled, UserError
 from omnistudio.script import Script, Sentence, parse_script
 from omnistudio.take.link import CancelFlag, EngineLink, PrepareEvent, Rendered, RenderItem, link_record
@@ -31,7 +32,6 @@ from omnistudio.take.rows import SentenceRow
 from omnistudio.take.sinks import Sink
 from omnistudio.take.stream import Chunk, Stream, sentence_voice
 from omnistudio.voices.resolve import VoiceRef
-from omnistudio.audio.spool import ChunkSpool, PcmSpool
 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # about 45 minutes of float32 audio at 24 kHz
 

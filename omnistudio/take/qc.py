@@ -9,12 +9,11 @@ from pathlib import Path
 
 from omnistudio.audio.bwf import ReadBack, read_broadcast
 from omnistudio.audio.compliance import Compliance, check_blocks
-from omnistudio.audio.profiles import LoudnessRule
 from omnistudio.audio.loudness import MONO_MODES, open_audio
-from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES
-from omnistudio.commit import atomic_write_bytes
+from omnistudio.audio.profiles import DEFAULT_PROFILE, RULES, LoudnessRule
 from omnistudio.audio.report import html_writer
 from omnistudio.audio.tags import read_user_fields
+from omnistudio.commit import atomic_write_bytes
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,6 @@ def recorded(path: Path, broadcast: ReadBack) -> Recorded:
         fields = dict(line.partition("=")[::2] for line in broadcast.ixml.get("USER", "").splitlines())
         return Recorded(fields.get("profile") or None, fields.get("loudness_measurement") or None)
     if path.suffix.lower() in (".flac", ".mp3", ".m4a"):
-
         fields = read_user_fields(path, "profile", "loudness_measurement")
         return Recorded(fields.get("profile"), fields.get("loudness_measurement"))
     return Recorded()

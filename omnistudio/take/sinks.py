@@ -16,23 +16,21 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from omnistudio.audio.export import check_output_path
+from omnistudio.audio.shm import SHM_DIR, check_shm_name, write_shm_blocks
+from omnistudio.take.captions import FileExtras, caption_paths, check_caption_paths
 from omnistudio.take.delivery import Slate
 from omnistudio.take.link import EngineLink, link_record
 from omnistudio.take.result import TakeResult
 from omnistudio.take.stream import Chunk
-from omnistudio.audio.export import check_output_path
-from omnistudio.take.captions import caption_paths, check_caption_paths
-from omnistudio.take.captions import FileExtras
-from omnistudio.audio.shm import check_shm_name
-from omnistudio.audio.shm import SHM_DIR, write_shm_blocks
 
 if TYPE_CHECKING:
-    from omnistudio.audio.monitor import MonitorLevel
-    from omnistudio.take.options import TakeOptions
     from omnistudio.audio.finishing import FinishedRender, FinishingOptions
+    from omnistudio.audio.monitor import MonitorLevel
     from omnistudio.audio.player import Player
     from omnistudio.captions.formats import CaptionOptions
     from omnistudio.captions.timing import SentenceTiming
+    from omnistudio.take.options import TakeOptions
     from omnistudio.text.lexicon import Lexicon
     from omnistudio.voices.align import Hearer
 
@@ -136,7 +134,6 @@ class FileSink(Sink):
     def __init__(self, path: Path, extra: dict[str, object] | None = None, shm_root: Path | None = None,
                  source: dict[str, object] | None = None, captions: CaptionOptions | None = None,
                  hearer: Hearer | None = None, slate: Slate | None = None) -> None:
-
         self.path = Path(path)
         check_output_path(self.path)
         self.captions = captions.validated() if captions is not None else None
@@ -181,13 +178,11 @@ class ShmSink(Sink):
     """Hands the live-stitched take to another process through /dev/shm/NAME (see docs/shm.md)."""
 
     def __init__(self, name: str, root: Path | None = None) -> None:
-
         self.name = check_shm_name(name)
         self.root = root
         self.path: Path | None = None
 
     def end(self, result: TakeResult) -> None:
-
         if result.stitched is None:
             raise ValueError("this take result was detached from its stitched audio")
         self.path = write_shm_blocks(self.name, result.frames, result.sample_rate,

@@ -24,13 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from omnistudio.errors import UserError
-from omnistudio.text.lexicon import Entry, Lexicon
-from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
 import tomli_w
+
+from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
 from omnistudio.commit import atomic_write_bytes
-from omnistudio.locks import exclusive
 from omnistudio.config import locations
+from omnistudio.errors import UserError
+from omnistudio.locks import exclusive
+from omnistudio.text.lexicon import Entry, Lexicon
 
 FILE_NAME = "lexicon.toml"
 FIELDS = {"word": str, "say": str, "lang": str, "case_sensitive": bool, "phones": bool}

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from omnistudio.errors import UserError
-from omnistudio.text.untrusted_xml import local_name, parse_untrusted
-from omnistudio.text.lexicon import PHONES_RE, Entry, Lexicon
 from omnistudio.checks import MAX_LEXICON_FILE_BYTES, read_small_file
 from omnistudio.commit import atomic_write_bytes
+from omnistudio.errors import UserError
+from omnistudio.text.lexicon import PHONES_RE, Entry, Lexicon
+from omnistudio.text.untrusted_xml import local_name, parse_untrusted
 
 NS = "http://www.w3.org/2005/01/pronunciation-lexicon"
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnistudio.errors import UserError
 import defusedxml
 from defusedxml import ElementTree as SafeTree
+
+from omnistudio.errors import UserError
 
 
 def parse_untrusted(data: str | bytes, what: str, needs: str, forbid_dtd: bool = False) -> Any:

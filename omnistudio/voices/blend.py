@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from omnistudio.checks import check_alpha, check_pair
+from omnistudio.checks import check_alpha, check_language, check_pair
 from omnistudio.engine.morph import BlendedPrompt, blend_prompts
 from omnistudio.errors import UserError
 from omnistudio.voices.state import voice_state
-from omnistudio.checks import check_language
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine

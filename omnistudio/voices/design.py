@@ -11,6 +11,7 @@ and once saved as a named voice (:func:`add_design_voice`), which has the very s
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from dataclasses import dataclass
@@ -19,11 +20,19 @@ from typing import TYPE_CHECKING
 
 from omnistudio.checks import check_language, check_seed
 from omnistudio.errors import UserError
-from omnistudio.voices.manage import (ATTRIBUTES, DEFAULTS, AddedVoice, VoiceExists, check_room, check_voice_name,
-                                      prune_recordings, refuse_shipped, voice_id)
 from omnistudio.voices import roster as rosters
+from omnistudio.voices.manage import (
+    ATTRIBUTES,
+    DEFAULTS,
+    AddedVoice,
+    VoiceExists,
+    check_room,
+    check_voice_name,
+    prune_recordings,
+    refuse_shipped,
+    voice_id,
+)
 from omnistudio.voices.roster import Anchor, attribute_choices
-import difflib
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine

@@ -14,6 +14,7 @@ engine thread), and a transcript is heard only by the ``transcriber`` the caller
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
@@ -25,12 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from omnistudio.checks import check_language, check_seed
+from omnistudio.commit import atomic_write_bytes
 from omnistudio.errors import UserError
 from omnistudio.voices import roster as rosters
-from omnistudio.voices.roster import ID_RE, LANGS, attribute_choices, slug
-import difflib
-from omnistudio.commit import atomic_write_bytes
-from omnistudio.voices.roster import read_toml
+from omnistudio.voices.roster import ID_RE, LANGS, attribute_choices, read_toml, slug
 
 if TYPE_CHECKING:
     import numpy as np
@@ -302,7 +301,6 @@ def _extension(path: Path) -> str:
 
 
 def _copy(source: Path, target: Path) -> None:
-
     atomic_write_bytes(target, lambda t: shutil.copyfile(source, t), suffix=target.suffix)
 
 

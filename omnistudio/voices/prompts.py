@@ -20,17 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omnistudio.config import locations
-from omnistudio.voices.asr import Calibration, Transcriber, calibrate
-from omnistudio.voices.roster import Anchor, Roster, load_roster
-from omnistudio.errors import UserError, first_line
-from omnistudio.voices.state import AnchorPrompt, voice_state
-from omnistudio.commit import atomic_write_bytes
 import numpy as np
-from omnistudio.engine.reference import read_reference
+
 from omnistudio import tempfiles
 from omnistudio.checks import check_language
-from omnistudio.engine.model import checkpoint_path, fingerprint, resolve_model
+from omnistudio.commit import atomic_write_bytes
+from omnistudio.config import locations
+from omnistudio.engine.reference import read_reference
+from omnistudio.errors import UserError, first_line
+from omnistudio.voices.asr import Calibration, Transcriber, calibrate
+from omnistudio.voices.roster import Anchor, Roster, load_roster
+from omnistudio.voices.state import AnchorPrompt, voice_state
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -254,7 +254,6 @@ def ensure_prompt(engine: Engine, roster: Roster, anchor_id: str, lang: str,
     if state == "error":
         raise UserError(why)
     if state == "invalid":
-
         moved = tempfiles.quarantine(path, "damaged") if path.exists() else path
         log.warning("%s; moved aside to %s and rebuilding it", why, moved.name)
     if progress:
@@ -345,6 +344,9 @@ def anchor_prompt(engine: Engine, anchor_id: str, lang: str, progress: Progress 
 
 def offline_fingerprint(model: str | None) -> str | None:
     """The fingerprint of ``--model`` without downloading anything (None for a hub id not cached)."""
+    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+    from omnistudio.engine.model import checkpoint_path, fingerprint, resolve_model
+
 
     spec = resolve_model(model)
     if spec.kind == "hub":

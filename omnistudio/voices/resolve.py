@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING
 
 from omnistudio.checks import check_language
 from omnistudio.errors import UserError
-from omnistudio.script import SPEAKER_RE, Blend
-from omnistudio.script import parse_tag
-from omnistudio.voices.state import voice_state
-from omnistudio.voices.blend import blend_cache_for, blend_key
-from omnistudio.voices.blend import anchor_blend
+from omnistudio.script import SPEAKER_RE, Blend, parse_tag
+from omnistudio.voices.blend import anchor_blend, blend_cache_for, blend_key
 from omnistudio.voices.roster import load_roster
+from omnistudio.voices.state import voice_state
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -165,10 +163,8 @@ def voice_action(engine: Engine, ref: VoiceRef, lang: str) -> str:
     if ref.recording is not None:
         return "ready" if _reference_memoized(engine, ref) else "build"
     if ref.prompt is not None:
-
         return "ready" if ref.digest in voice_state(engine).prompt_files else "load"
     if ref.blend is not None:
-
         if blend_key(ref.blend.a, ref.blend.b, lang, ref.blend.alpha) in blend_cache_for(engine):
             return "ready"
         actions = [voice_action(engine, VoiceRef(anchor=a), lang) for a in ref.anchors()]
@@ -202,7 +198,6 @@ def resolve_voice(engine: Engine, ref: VoiceRef, lang: str, progress: Progress |
 
         return anchor_prompt(engine, ref.anchor, lang, progress=progress)
     if ref.blend is not None:
-
         return anchor_blend(engine, ref.blend.a, ref.blend.b, lang, ref.blend.alpha, progress=progress)
     if ref.recording is not None:
         # lazy: start-up (numpy)

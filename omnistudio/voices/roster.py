@@ -14,10 +14,14 @@ instruct with it; reading a roster never imports torch).
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import os
 import re
+import sys
+import tempfile
 import tomllib
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,11 +31,7 @@ from typing import Any, Literal, overload
 
 from omnistudio.config import locations
 from omnistudio.errors import UserError
-import sys
-import unicodedata
-import tempfile
 from omnistudio.locks import exclusive
-import importlib.util
 
 ROSTER_ENV = "OMNISTUDIO_ROSTER"
 LANGS = ("es", "en")

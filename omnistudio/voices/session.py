@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from omnistudio.config import compile_backbone as compile_setting
+from omnistudio.engine.compiled_backbone import CompiledBackbone
 from omnistudio.engine.engine import Engine
 from omnistudio.engine.settings import EngineConfig
-from omnistudio.config import compile_backbone as compile_setting
-from omnistudio.voices.resolve import resolve_voice
-from omnistudio.engine.compiled_backbone import CompiledBackbone
 from omnistudio.voices.prompts import cache_for
+from omnistudio.voices.resolve import resolve_voice
 
 if TYPE_CHECKING:
     from omnistudio.voices.resolve import VoiceRef
@@ -65,7 +65,6 @@ def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
     backbone = None
     if compile_setting(str(engine.loaded.device), engine.loaded.spec.name) if compile_backbone is None \
             else compile_backbone:
-
         backbone = CompiledBackbone(engine)
         if backbone.slot.state() == "warm":
             if progress is not None:

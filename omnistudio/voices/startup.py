@@ -10,7 +10,6 @@ from omnistudio.errors import UserError
 from omnistudio.voices.blend import warm_duos
 from omnistudio.voices.prompts import LoadReport, Progress, cache_for, log
 from omnistudio.voices.roster import Roster, load_roster
-from omnistudio.engine.engine import LONGEST_ROW
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -38,6 +37,9 @@ WARM_UP_BATCH = 3  # the warm-up's batch (one B=3 pass)
 def longest_row(engine: Engine) -> int:
     """The longest backbone row this engine's loaded prompts can meet (the engine's allowance for a
     10 s reference, or more where a loaded prompt's reference is longer)."""
+    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
+    from omnistudio.engine.engine import LONGEST_ROW
+
 
     cache = cache_for(engine)
     refs = [int(p.ref_audio_tokens.size(-1)) for key in cache.keys() if (p := cache.get(*key)) is not None]

@@ -21,12 +21,11 @@ from numpy.typing import NDArray
 from omnistudio.audio.export import as_pcm24
 from omnistudio.captions.estimate import estimate_words
 from omnistudio.captions.timing import SentenceTiming, WordTime
+from omnistudio.errors import UserError
 from omnistudio.text import Spoken, normalize
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.voices.align import Hearer, align_sentence
-from omnistudio.voices.asr import HeardWord
-from omnistudio.errors import UserError
-from omnistudio.voices.asr import Transcriber
+from omnistudio.voices.asr import HeardWord, Transcriber
 
 Audio = Callable[[], NDArray[np.float32]]
 
@@ -97,7 +96,6 @@ class LazyHearer:
 
     def _loaded(self) -> Hearer:
         if self._model is None:
-
             self._model = Transcriber(self.model_dir)
         return self._model
 

@@ -8,8 +8,8 @@ import argparse
 from omnistudio.captions.cues import CaptionLimits
 from omnistudio.captions.formats import CaptionOptions, check_formats
 from omnistudio.errors import UserError
-from omnistudio.voices.align import Hearer
 from omnistudio.voices import words
+from omnistudio.voices.align import Hearer
 
 DEFAULTS = CaptionLimits()
 LIMITS = (  # flag, CaptionLimits field, type, help

@@ -7,9 +7,20 @@ from __future__ import annotations
 import argparse
 
 from omnistudio.audio.dsp import ROOM_TONE_DB
-from omnistudio.audio.profiles import check_target_lufs, check_true_peak, PRESETS, TARGET_LUFS, TRUE_PEAK_DBTP
 from omnistudio.audio.finishing import FinishingOptions
-from omnistudio.audio.profiles import BIT_DEPTHS, CHANNEL_COUNTS, RULES, SAMPLE_RATES, DeliveryFormat, check_profile
+from omnistudio.audio.profiles import (
+    BIT_DEPTHS,
+    CHANNEL_COUNTS,
+    PRESETS,
+    RULES,
+    SAMPLE_RATES,
+    TARGET_LUFS,
+    TRUE_PEAK_DBTP,
+    DeliveryFormat,
+    check_profile,
+    check_target_lufs,
+    check_true_peak,
+)
 from omnistudio.audio.shm import check_shm_name
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from typing import TypedDict
+
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.text.lexicon_files import effective_lexicon
 

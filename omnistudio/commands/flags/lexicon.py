@@ -9,8 +9,7 @@ from pathlib import Path
 
 from omnistudio.errors import UserError
 from omnistudio.text.lexicon import Lexicon
-from omnistudio.text.lexicon_files import global_lexicon_path, project_lexicon_path
-from omnistudio.text.lexicon_files import effective_lexicon
+from omnistudio.text.lexicon_files import effective_lexicon, global_lexicon_path, project_lexicon_path
 
 
 def add_project_option(p: argparse.ArgumentParser, what: str) -> None:

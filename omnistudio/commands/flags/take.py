@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
-from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
+
 from omnistudio.checks import check_batch
 from omnistudio.commands.flags.frontend import frontend_options
+from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
 from omnistudio.projects.presets import read_presets
 
 if TYPE_CHECKING:

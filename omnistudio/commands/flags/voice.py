@@ -20,7 +20,6 @@ def check_voice_args(args: argparse.Namespace) -> str | None:
     if args.voice and args.ref_audio:
         raise UserError("give either --voice or --ref-audio, not both")
     if args.voice:
-
         roster = load_roster()
         roster.get(args.voice)  # unknown anchor: one line with a close match
         if getattr(args, "blend", None):

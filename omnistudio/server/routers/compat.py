@@ -10,17 +10,16 @@ import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from omnistudio import protocol as wire
 from omnistudio.audio import bwf
 from omnistudio.audio.bwf import LoudnessFields
+from omnistudio.audio.dsp import SentenceSpan
+from omnistudio.audio.loudness import measure
 from omnistudio.errors import UserError
-from omnistudio.server import encode
-from omnistudio import protocol as wire
-from omnistudio.server import jobs
+from omnistudio.server import encode, jobs
 from omnistudio.server.app import finish, first_events, link_info, read_json, server_state, start_take
 from omnistudio.server.serving import Done, TakeRun
 from omnistudio.server.timestamps import sentence_time
-from omnistudio.audio.loudness import measure
-from omnistudio.audio.dsp import SentenceSpan
 from omnistudio.take.delivery import broadcast_info
 
 router = APIRouter()
@@ -43,7 +42,6 @@ async def _whole_take(request: Request, req: wire.GenerateRequest, timed: bool =
 
 @router.post("/tts/generate")
 async def generate(request: Request) -> Response:
-
     req = await read_json(request, wire.GenerateRequest)
     if req.timestamps is not None:
         raise UserError("timestamps: /tts/generate answers a WAV alone; ask /tts/generate-shm or /v1/audio/speech "

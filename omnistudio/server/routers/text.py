@@ -11,18 +11,15 @@ from fastapi import APIRouter, Request
 
 from omnistudio.protocol import LexiconBody, LexiconEntryBody, NormalizeRequest
 from omnistudio.server.app import read_json
-from omnistudio.text.lexicon import Entry, Lexicon
 from omnistudio.text.answer import normalize_answer
-from omnistudio.text.lexicon_files import effective_lexicon
-from omnistudio.text.lexicon_files import global_lexicon_path, load_lexicon
-from omnistudio.text.lexicon_files import edit_lexicon
+from omnistudio.text.lexicon import Entry, Lexicon
+from omnistudio.text.lexicon_files import edit_lexicon, effective_lexicon, global_lexicon_path, load_lexicon
 
 router = APIRouter()
 
 
 @router.post("/v1/text/normalize")
 async def normalize(request: Request) -> dict[str, object]:
-
     body: NormalizeRequest = await read_json(request, NormalizeRequest)  # one JSON reader: OpenAI's error shape
     lexicon = await asyncio.to_thread(effective_lexicon, None)
     return normalize_answer(body.text, body.language, lexicon).model_dump()
@@ -34,7 +31,6 @@ def _listing(lexicon: Lexicon) -> dict[str, object]:
 
 @router.get("/v1/lexicon")
 async def get_lexicon() -> dict[str, object]:
-
     return _listing(await asyncio.to_thread(load_lexicon, global_lexicon_path()))
 
 

@@ -18,7 +18,6 @@ router = APIRouter()
 
 @router.get(VOICES_ROUTE)
 async def voices(request: Request) -> dict[str, object]:
-
     return voice_listing(await asyncio.to_thread(current_link(server_state(request)).voices)).model_dump()
 
 

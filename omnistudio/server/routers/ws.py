@@ -13,6 +13,5 @@ router = APIRouter()
 
 @router.websocket(WS_ROUTE)
 async def stream_omni(ws: WebSocket) -> None:
-
     state = server_state(ws)
     await serve_session(ws, state, lambda: current_link(state), lambda run: finish(state, run))
