@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from omnistudio.errors import UserError
 from omnistudio.checks import check_unicode
+from omnistudio.errors import UserError
 
 PROTOCOL = 1
 WS_ROUTE = "/ws/tts/stream-omni"
@@ -17,6 +17,7 @@ MAX_INPUT_CHARS = 4096  # OpenAI's limit for /v1/audio/speech input
 MAX_SCRIPT_CHARS = 20_000  # /tts/* and the WebSocket take whole scripts
 MAX_BODY_BYTES = 1 << 20
 VOICES_ROUTE = "/v1/audio/voices"
+CONSENTS_ROUTE = "/v1/audio/voice_consents"  # consent recordings a voice names by id (OpenAI's shape)
 MAX_UPLOAD_BYTES = 8 << 20  # POST /v1/audio/voices: the whole multipart body (a 30 s reference fits)
 MAX_CUSTOM_VOICES = 64  # custom voices a server keeps (serve --max-voices)
 MAX_ITEMS = 512

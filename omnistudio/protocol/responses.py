@@ -74,10 +74,17 @@ class VoiceListing(BaseModel):
 
 class VoiceUpload(BaseModel):
     """``POST /v1/audio/voices``' form fields (besides ``file``, the recording): a recorded voice (name,
-    language, gender, consent; transcript optional) or, with ``instructions`` and ``seed``, a design voice."""
+    language, gender, consent; transcript optional) or, with ``instructions`` and ``seed``, a design voice.
+    OpenAI's shape too: ``type`` ``audio_sample`` (the recording as ``audio_sample``, ``consent`` a consent
+    recording's id, language from it, gender heard from the pitch) or ``prompt`` (a described voice: the
+    ``prompt`` as instructions, the seed from its text); ``model`` and ``script_hint`` are taken and unused."""
 
     model_config = ConfigDict(extra="forbid")
 
+    type: Literal["audio_sample", "prompt"] | None = None
+    prompt: str | None = None
+    model: str | None = None
+    script_hint: str | None = None
     name: str
     language: str | None = None
     gender: str | None = None
@@ -123,6 +130,9 @@ class VoiceAdded(VoiceDetail):
     """``POST /v1/audio/voices`` (201): the voice, with its prompt built, and how its transcript was had."""
 
     created: bool  # false: a custom voice gained a language or was replaced
+    created_at: int = 0  # Unix seconds (OpenAI's Voice)
+    type: Literal["audio_sample", "prompt"] = "audio_sample"  # OpenAI's names: a recording, or a design voice
+    prompt: str | None = None  # a design voice's instructions
     language: str | None = None  # the recording's (None: a design voice)
     transcript: str | None = None
     transcript_source: Literal["given", "asr"] | None = None  # "asr": none was given, the server heard it
@@ -137,3 +147,27 @@ class VoiceDeleted(BaseModel):
     deleted: bool = True
     prompts_removed: int = 0
     recordings_removed: int = 0
+
+
+class VoiceConsentBody(BaseModel):
+    """``/v1/audio/voice_consents``: a consent recording kept (OpenAI's ``VoiceConsent``)."""
+
+    object: Literal["audio.voice_consent"] = "audio.voice_consent"
+    id: str
+    name: str
+    language: str
+    created_at: int
+
+
+class VoiceConsentList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[VoiceConsentBody]
+    first_id: str | None = None
+    last_id: str | None = None
+    has_more: bool = False
+
+
+class VoiceConsentDeleted(BaseModel):
+    object: Literal["audio.voice_consent"] = "audio.voice_consent"
+    id: str
+    deleted: bool = True

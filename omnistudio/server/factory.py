@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from omnistudio import __version__
 from omnistudio.engine.settings import EngineConfig
 from omnistudio.errors import UserError
 from omnistudio.server.admission import Busy
 from omnistudio.server.auth import is_loopback
-from omnistudio import __version__
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -53,7 +53,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     from omnistudio.server.app import HTTPError, ServerState, error_response, validation_line
     from omnistudio.server.middleware import Guard
     from omnistudio.server.pipeline import TakeCache
-    from omnistudio.server.routers import compat, ops, speech, text, voices, ws
+    from omnistudio.server.routers import compat, consents, ops, speech, text, voices, ws
 
     state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys,
                         cache=TakeCache(config.cache_mb * 2**20), max_voices=config.max_voices)
@@ -76,7 +76,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     async def _invalid(_r: Request, exc: RequestValidationError) -> JSONResponse:
         return error_response(400, validation_line(exc))
 
-    for router in (speech.router, voices.router, text.router, ops.router, compat.router, ws.router):
+    for router in (speech.router, voices.router, consents.router, text.router, ops.router, compat.router, ws.router):
         app.include_router(router)
     if config.mcp:
         # lazy: start-up (asyncio)

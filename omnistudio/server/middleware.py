@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from omnistudio.server.auth import OPEN_ROUTES, authorised
-from omnistudio.protocol import MAX_BODY_BYTES, MAX_UPLOAD_BYTES, VOICES_ROUTE, WS_ROUTE, error_json
+from omnistudio.protocol import CONSENTS_ROUTE, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, VOICES_ROUTE, WS_ROUTE, error_json
 
 log = logging.getLogger("omnistudio.server")
 
@@ -61,7 +61,7 @@ class Guard:
                                   [(b"www-authenticate", b"Bearer")])
                 return
             length = headers.get("content-length", "0")
-            limit = MAX_UPLOAD_BYTES if (path, method) == (VOICES_ROUTE, "POST") else MAX_BODY_BYTES
+            limit = MAX_UPLOAD_BYTES if method == "POST" and path in (VOICES_ROUTE, CONSENTS_ROUTE) else MAX_BODY_BYTES
             if not length.isdigit() or int(length) > limit:
                 await _refuse(watched, 413, f"the request body is over {limit} bytes")
                 return
@@ -71,7 +71,7 @@ class Guard:
             raise
         finally:
             take = scope.get("state", {}).get("take")
-            route = VOICES_ROUTE + "/{id}" if path.startswith(VOICES_ROUTE + "/") else path
+            route = next((r + "/{id}" for r in (VOICES_ROUTE, CONSENTS_ROUTE) if path.startswith(r + "/")), path)
             self.state.metrics.requests.labels(route=route if route in KNOWN_ROUTES else "other",
                                                status=str(status[0])).inc()
             if path not in ("/health", "/metrics"):
@@ -80,4 +80,4 @@ class Guard:
 
 KNOWN_ROUTES = frozenset({"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/health", "/metrics",
                           "/tts/generate", "/tts/generate-shm", "/v1/text/normalize", "/v1/lexicon", "/mcp", WS_ROUTE})
-KNOWN_ROUTES |= {VOICES_ROUTE + "/{id}"}  # GET/DELETE of one voice: one label whatever the id
+KNOWN_ROUTES |= {VOICES_ROUTE + "/{id}", CONSENTS_ROUTE, CONSENTS_ROUTE + "/{id}"}  # one label whatever the id

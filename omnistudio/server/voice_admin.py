@@ -12,25 +12,27 @@ thread makes the new voice usable at once: the engine forgets what it kept of a 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
+import tempfile
 import threading
+import time
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from fastapi import Request
+from pydantic import ValidationError
+from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 from starlette.requests import ClientDisconnect
 
 from omnistudio import protocol as wire
+from omnistudio.checks import check_language, check_seed
 from omnistudio.errors import UserError
 from omnistudio.server.app import CLIENT_CLOSED, HTTPError, ServerState, current_link, validation_line
-from omnistudio.voices import manage
-from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
-from pydantic import ValidationError
-import os
-from omnistudio.voices.design import add_design_voice, parse_instructions
+from omnistudio.voices import consents, manage
+from omnistudio.voices.design import DESIGN_VOICE, add_design_voice, design_prompt, parse_instructions
 from omnistudio.voices.resolve import VoiceRef
-from omnistudio.checks import check_language, check_seed
-from omnistudio.voices.design import DESIGN_VOICE, design_prompt
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -38,7 +40,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-STATUS = {manage.VoiceExists: 409, manage.VoiceLimit: 409, manage.BuiltInVoice: 403, manage.UnknownVoice: 404}
+STATUS = {manage.VoiceExists: 409, manage.VoiceLimit: 409, manage.BuiltInVoice: 403, manage.UnknownVoice: 404,
+          consents.UnknownConsent: 404}
 MAX_FIELD_BYTES = 16 << 10  # a form field other than the recording
 
 _ASR_LOCK = threading.Lock()
@@ -65,13 +68,27 @@ async def on_engine(state: ServerState, fn: Callable[[Engine], T]) -> T:
 
 
 # -------------------------------------------------------------------- reading
-async def read_upload(request: Request) -> tuple[wire.VoiceUpload, bytes | None]:
-    """The form's fields and its recording (``file``), the body counted as it arrives."""
+Form = tuple[dict[str, str], str | None, bytes | None]  # fields, the file field's name, its bytes
 
+
+async def read_upload(request: Request) -> tuple[wire.VoiceUpload, bytes | None, str | None]:
+    """The voice form's fields, its recording (``file``, or OpenAI's ``audio_sample``) and which field
+    held it, the body counted as it arrives."""
+    fields, field, recording = await read_form(request, ("file", "audio_sample"),
+                                               "send the voice as multipart/form-data (fields name, language, gender, "
+                                               "consent, transcript; the recording as file)")
+    try:
+        return wire.VoiceUpload.model_validate(fields), recording, field
+    except ValidationError as exc:  # one line naming the field
+        raise HTTPError(400, validation_line(exc)) from None
+
+
+async def read_form(request: Request, file_fields: tuple[str, ...], how: str) -> Form:
+    """A form's fields and its one file (in one of ``file_fields``), the body counted as it arrives; ``how``:
+    the line that says how to send it when it is no form."""
     kind = request.headers.get("content-type", "").lower()
     if not kind.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
-        raise HTTPError(400, "send the voice as multipart/form-data (fields name, language, gender, consent, "
-                             "transcript; the recording as file)")
+        raise HTTPError(400, how)
     parts, size = [], 0
     try:
         async for part in request.stream():
@@ -95,24 +112,22 @@ async def read_upload(request: Request) -> tuple[wire.VoiceUpload, bytes | None]
     except MultiPartException as exc:
         raise HTTPError(400, f"the multipart body cannot be read: {exc.message}") from None
     fields: dict[str, str] = {}
+    field: str | None = None
     recording: bytes | None = None
     for key, value in form.multi_items():
         if isinstance(value, str):
             if key in fields:
                 raise HTTPError(400, f"the form has two '{key}' fields")
             fields[key] = value
-        elif key != "file":
-            raise HTTPError(400, f"the form's file field is '{key}': send the recording as 'file'")
+        elif key not in file_fields:
+            raise HTTPError(400, f"the form's file field is '{key}': send the recording as "
+                                 f"{' or '.join(repr(f) for f in file_fields)}")
+        elif field is not None:
+            raise HTTPError(400, f"the form has two recordings ('{field}' and '{key}'): send one")
         else:
-            recording = await value.read()
+            field, recording = key, await value.read()
     await form.close()
-    try:
-        return wire.VoiceUpload.model_validate(fields), recording
-    except Exception as exc:  # pydantic's ValidationError: one line naming the field
-
-        if isinstance(exc, ValidationError):
-            raise HTTPError(400, validation_line(exc)) from None
-        raise
+    return fields, field, recording
 
 
 def _transcriber() -> Transcriber | None:
@@ -132,9 +147,10 @@ def _transcriber() -> Transcriber | None:
 # --------------------------------------------------------------------- routes
 async def add(state: ServerState, request: Request) -> wire.VoiceAdded:
     """``POST /v1/audio/voices``: store the voice, build its prompt on the engine, answer 201 with it."""
-    form, recording = await read_upload(request)
+    form, recording, field = await read_upload(request)
     engine_of(state)  # 503 while loading, before anything is stored
     try:
+        form = await asyncio.to_thread(openai_shape, form, recording, field)
         added = await asyncio.to_thread(_store, state, form, recording)
     except UserError as exc:
         raise refusal(exc) from None
@@ -150,12 +166,57 @@ async def add(state: ServerState, request: Request) -> wire.VoiceAdded:
     detail = await detail_of(state, added.id)
     return wire.VoiceAdded(**detail.model_dump(), created=added.created, language=added.lang,
                            transcript=added.transcript, transcript_source=added.transcript_source,
-                           asr_text=added.asr_text)
+                           asr_text=added.asr_text, created_at=int(time.time()),
+                           type="prompt" if form.instructions is not None else "audio_sample",
+                           prompt=form.instructions)
+
+
+def openai_shape(form: wire.VoiceUpload, recording: bytes | None, field: str | None) -> wire.VoiceUpload:
+    """OpenAI's ``voices.create`` as today's form: ``type: prompt`` is a design voice (the prompt as its
+    instructions, its seed from the prompt's text unless given); an ``audio_sample`` (or ``type:
+    audio_sample``) needs a consent recording's id, whose language the voice takes unless one is given, and
+    a gender heard from the recording's pitch unless one is given. A consent id in today's form is checked
+    the same way (the voice stores that consent). Today's form passes through unchanged."""
+    if form.type == "prompt" or (form.type is None and form.prompt is not None):
+        if recording is not None:
+            raise UserError("a voice of type 'prompt' is described in words: send no recording")
+        if form.instructions is not None:
+            raise UserError("give the voice's description as prompt or as instructions, not both")
+        text = (form.prompt or "").strip()
+        if not text:
+            raise UserError("a voice of type 'prompt' needs its description: prompt (e.g. 'female, low pitch')")
+        seed = form.seed if form.seed is not None else int.from_bytes(hashlib.sha256(text.encode()).digest()[:4]) >> 1
+        return form.model_copy(update={"instructions": text, "seed": seed})
+    openai = form.type == "audio_sample" or field == "audio_sample"
+    cons = (form.consent or "").strip()
+    if not (openai or cons.startswith(consents.PREFIX)):
+        return form
+    if not cons:
+        raise UserError("an audio_sample voice needs consent: the id of a consent recording "
+                        "(POST /v1/audio/voice_consents)")
+    consent = consents.get_consent(cons)
+    language = form.language or consent.lang
+    gender = form.gender or (_heard_gender(recording) if recording is not None else None)
+    return form.model_copy(update={"consent": consent.statement(), "language": language, "gender": gender})
+
+
+def _heard_gender(recording: bytes) -> str:
+    # lazy: start-up (librosa, numpy, soundfile)
+    from omnistudio.engine.reference import read_reference
+    from omnistudio.voices.pitch import gender_from_pitch
+
+    with tempfile.NamedTemporaryFile(suffix=".audio") as probe:
+        probe.write(recording)
+        probe.flush()
+        wave, rate = read_reference(Path(probe.name), "the uploaded recording")
+    gender = gender_from_pitch(wave, rate)
+    if gender is None:
+        raise UserError("no voiced speech in the recording to tell the voice's gender by: send gender")
+    return gender
 
 
 def _store(state: ServerState, form: wire.VoiceUpload, recording: bytes | None) -> manage.AddedVoice:
     if form.instructions is not None:
-
         if recording is not None:
             raise UserError("give a recording or instructions, not both")
         if form.seed is None:
