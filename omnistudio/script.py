@@ -40,9 +40,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+import pysbd
+
 from omnistudio.checks import LANGUAGES, check_alpha, check_language, check_pair
 from omnistudio.errors import UserError
-import pysbd
 
 MAX_SCRIPT_BYTES = 64 * 1024  # about an hour of speech; bounds render memory (the whole take is stitched)
 MAX_SENTENCE_CHARS = 400  # longer sentences are cut at a comma or space (the model prefers short inputs)
@@ -275,7 +276,6 @@ class _Segmenter(Protocol):
 
 @lru_cache(maxsize=4)
 def _segmenter(lang: str) -> _Segmenter:
-
     segmenter: _Segmenter = pysbd.Segmenter(language=lang, clean=False, char_span=True)
     return segmenter
 
@@ -383,47 +383,69 @@ def split_pauses(body: str, line: int) -> list[tuple[str, float | None]]:
 def parse_script(text: str, lang: str = "en", speakers: Collection[str] | None = None,
                  presets: Mapping[str, Blend] | None = None) -> Script:
     """``presets``: named duos (a project's), each a speaker tag of its own: ``[morning]`` is its blend."""
-    default_lang = check_language(lang)
+    reader = LineReader(check_language(lang), speakers, presets)
     if not text.strip():
         raise UserError("the script is empty")
-    known = {s.lower() for s in speakers} if speakers is not None else None
-    speaker: str | None = None
-    blend: Blend | None = None
-    story: str | None = None
-    current = default_lang
-    sentences: list[Sentence] = []
-    line_start, cursor = 0, 0  # where the line starts in ``text``; where the last sentence ended
+    at = 0
     for number, raw in enumerate(text.splitlines(keepends=True), start=1):
-        at, line_start = line_start, line_start + len(raw)
-        raw = raw.splitlines()[0] if raw else raw  # without its line ending (any that splitlines knows)
+        reader.line(raw, number, at)
+        at += len(raw)
+    return reader.script()
+
+
+class LineReader:
+    """A script read a line at a time (what a tag, a story or a language sets carries to the next lines):
+    :func:`parse_script` for a whole text, and text as it is written (:mod:`omnistudio.take.feed`).
+    ``copy.copy`` of a reader reads a line tentatively (the sentences it would give) and leaves this one."""
+
+    def __init__(self, lang: str, speakers: Collection[str] | None = None,
+                 presets: Mapping[str, Blend] | None = None) -> None:
+        self.default_lang = self.current = lang
+        self.known = {s.lower() for s in speakers} if speakers is not None else None
+        self.presets = presets
+        self.speaker: str | None = None
+        self.blend: Blend | None = None
+        self.story: str | None = None
+        self.sentences: list[Sentence] = []
+
+    def line(self, raw: str, number: int, at: int) -> list[Sentence]:
+        """Read line ``number`` (its text as written, its line ending included or not), which starts at
+        character ``at`` of the script; returns its sentences (also kept in ``sentences``)."""
+        first = len(self.sentences)
+        raw = raw.splitlines()[0] if raw.strip("\r\n") else ""  # without its line ending (any splitlines knows)
         named, skip = split_story(raw, number)
         if named is not None:
-            story, raw, at = named, raw[skip:], at + skip
+            self.story, raw, at = named, raw[skip:], at + skip
         tag, body = split_tag(raw, number)
-        tag = with_preset(tag, presets) if tag is not None else None
+        tag = with_preset(tag, self.presets) if tag is not None else None
         check_line(raw, tag, PAUSE_RE.sub(" ", body).strip(), number)
         if tag is not None:
-            unknown = [a for a in speaker_anchors(tag.speaker) if a not in known] if (
-                tag.speaker is not None and known is not None) else []
+            unknown = [a for a in speaker_anchors(tag.speaker) if a not in self.known] if (
+                tag.speaker is not None and self.known is not None) else []
             if unknown:
-                hint = f" (known: {', '.join(sorted(known)[:8])}{', ...' if len(known) > 8 else ''})" if known else ""
+                known = sorted(self.known or ())
+                hint = f" (known: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''})" if known else ""
                 raise UserError(f"line {number}: unknown speaker '{unknown[0]}'{hint}")
-            speaker, blend = tag.speaker, tag.blend
-            current = tag.lang or default_lang  # a tag without a language: the script's default
+            self.speaker, self.blend = tag.speaker, tag.blend
+            self.current = tag.lang or self.default_lang  # a tag without a language: the script's default
+        cursor = 0  # where the last sentence ended, in ``raw``
         for piece, pause in split_pauses(body, number):
-            for sentence in split_sentences(piece, current):
-                start, end = _locate(text, sentence, max(cursor, at))
+            for sentence in split_sentences(piece, self.current):
+                start, end = _locate(raw, sentence, cursor)
                 cursor = end
-                sentences.append(Sentence(len(sentences), sentence, speaker, current, number, blend,
-                                          start=start, end=end, story=story))
+                self.sentences.append(Sentence(len(self.sentences), sentence, self.speaker, self.current, number,
+                                               self.blend, start=at + start, end=at + end, story=self.story))
             if pause is not None:
-                if not sentences:
+                if not self.sentences:
                     raise UserError(f"line {number}: a pause before the first sentence: put [pause] after some text")
-                last = sentences[-1]
-                sentences[-1] = replace(last, pause_s=(last.pause_s or 0.0) + pause)
-    if not sentences:
-        raise UserError("the script has only speaker tags and no text to speak")
-    return Script(tuple(sentences), default_lang)
+                last = self.sentences[-1]
+                self.sentences[-1] = replace(last, pause_s=(last.pause_s or 0.0) + pause)
+        return self.sentences[first:]
+
+    def script(self) -> Script:
+        if not self.sentences:
+            raise UserError("the script has only speaker tags and no text to speak")
+        return Script(tuple(self.sentences), self.default_lang)
 
 
 def _locate(text: str, sentence: str, begin: int) -> tuple[int, int]:

@@ -73,6 +73,11 @@ class ChunkSpool:
         data = np.asarray(pcm, dtype=np.float32).ravel()
         self._index.append((self._pcm.append(data), data.size, float(pause_s), sentence_id, bool(breath)))
 
+    def settle_last(self, pause_s: float) -> None:
+        """The pause after the last sentence, once it is known (text that arrives as it is written)."""
+        start, frames, _pause, sentence_id, breath = self._index[-1]
+        self._index[-1] = (start, frames, float(pause_s), sentence_id, breath)
+
     def __len__(self) -> int:
         return len(self._index)
 

@@ -155,22 +155,30 @@ class Stream:
     speed and the batch size (the first sentence alone, for time to first audio, then groups).
     ``prepare(items)``, when given, runs on the worker before each group renders (a take prepares a
     later sentence's voice there, while earlier sentences play); a UserError it raises ends the stream
-    with that error."""
+    with that error. ``sentences`` that are an iterator, not a sequence, arrive as they are written (text
+    in as it comes: :mod:`omnistudio.take.incoming`): each renders alone once the iterator gives it (it may
+    block; it ends the stream when it ends), its item made by ``item_of``."""
 
-    def __init__(self, link: EngineLink, sentences: Sequence[StreamSentence], items: Sequence[RenderItem],
+    def __init__(self, link: EngineLink, sentences: Sequence[StreamSentence] | Iterator[StreamSentence],
+                 items: Sequence[RenderItem],
                  options: TakeOptions, lookahead: int = 1, overlap_decode: bool | None = None,
                  cancel: CancelFlag | None = None,
-                 prepare: Callable[[list[RenderItem]], None] | None = None) -> None:
+                 prepare: Callable[[list[RenderItem]], None] | None = None,
+                 item_of: Callable[[StreamSentence], RenderItem] | None = None) -> None:
         self.created = time.perf_counter()
         if lookahead < 1:
             raise ValueError("lookahead must be at least 1")
-        if len(sentences) != len(items):
+        self._source = sentences if isinstance(sentences, Iterator) else None
+        if self._source is None and len(sentences) != len(items):  # type: ignore[arg-type]
             raise ValueError("one render item per sentence")
+        if self._source is not None and item_of is None:
+            raise ValueError("sentences as they arrive need item_of")
         self.options = options.validated()
         self.batch = self.options.batch
         self.link = link
         self._prepare = prepare
-        self.sentences = list(sentences)
+        self._item_of = item_of
+        self.sentences = [] if self._source is not None else list(sentences)
         self._items = {id(s): item for s, item in zip(self.sentences, items)}
         self._cancel: _AnyOf | threading.Event = (_AnyOf(threading.Event(), cancel) if cancel is not None
                                                   else threading.Event())
@@ -182,8 +190,8 @@ class Stream:
         self._lane: queue.Queue[_Job | _End] | None = queue.Queue() if overlap_decode else None
         self._slots = threading.Semaphore(lookahead + (1 if overlap_decode else 0))
         self._queue: queue.Queue[Chunk | BaseException | _End] = queue.Queue()
-        self._plan = self._groups()
-        self._group_ends = {id(group[-1]) for group in self._plan}  # a slot frees when a group is taken
+        self._group_ends: set[int] = set()  # a slot frees when a group's last sentence is taken
+        self._plan = self._groups() if self._source is None else self._arriving(self._source)
         self.steps = 0  # diffusion steps run by this stream's worker
         self.ttfa_s: float | None = None
         self.finished_s: float | None = None
@@ -257,9 +265,21 @@ class Stream:
         """The first sentence alone (time to first audio), then consecutive lines ``batch`` at a time."""
         sentences = self.sentences
         if self.batch == 1 or len(sentences) < 2:
-            return [[s] for s in sentences]
-        rest = sentences[1:]
-        return [[sentences[0]]] + [rest[i:i + self.batch] for i in range(0, len(rest), self.batch)]
+            groups = [[s] for s in sentences]
+        else:
+            rest = sentences[1:]
+            groups = [[sentences[0]]] + [rest[i:i + self.batch] for i in range(0, len(rest), self.batch)]
+        self._group_ends.update(id(group[-1]) for group in groups)
+        return groups
+
+    def _arriving(self, source: Iterator[StreamSentence]) -> Iterator[list[StreamSentence]]:
+        """Each sentence alone, as the source gives it (on the worker, which waits for it)."""
+        assert self._item_of is not None
+        for sentence in source:
+            self.sentences.append(sentence)
+            self._items[id(sentence)] = self._item_of(sentence)
+            self._group_ends.add(id(sentence))
+            yield [sentence]
 
     def _tokens(self, group: list[StreamSentence]) -> _Job | None:
         """The diffusion half for ``group`` (one pass for the group, per-sentence seeds as when
