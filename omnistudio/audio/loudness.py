@@ -244,7 +244,6 @@ def open_audio(path: Path, block_s: float | None = None) -> Iterator[AudioSource
     # lazy: start-up (soundfile)
     import soundfile as sf
 
-
     path = check_audio_file(Path(path))
     if path.stat().st_size == 0:
         raise UserError(f"{path} is empty")

@@ -225,7 +225,6 @@ def render_batch(ray: ModuleType, spec: RenderSpec, jobs: list[ScriptJob], worke
 
     from omnistudio.console import progress_bar
 
-
     report = report or BatchReport()
     local_threads = spec.threads if local_threads is None else local_threads
     t0 = time.perf_counter()

@@ -138,7 +138,6 @@ def _with_progress(args: argparse.Namespace,
 
     from omnistudio.console import progress_bar
 
-
     with progress_bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task("bench", total=1)

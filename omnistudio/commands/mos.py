@@ -136,7 +136,6 @@ def run(args: argparse.Namespace) -> int:
         options = replace(options, voice=ref, lang=lang or options.lang)
     captions = caption_options(args)
 
-
     try:
         Rundowns(config.store, config.legacy_store).load().close()  # an unreadable store: one line, before the model
     except MosError as exc:

@@ -75,7 +75,6 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
     # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
     from omnistudio.engine.model import pick_device
 
-
     keys = check_bind(args.host, args.api_key_file)
     Admission(args.max_queue)
     if not 1 <= args.max_batch <= 16:
@@ -95,7 +94,6 @@ def server_config_from_args(args: argparse.Namespace) -> ServerConfig:
         from omnistudio.engine.quantize import check_quantize
 
         quantize = check_quantize(args.quantize, pick_device(args.device))
-
 
     engine = engine_config(args, quantize=quantize, compile=compile_choice(),  # this command's environment,
                            threads=threads)  # carried to every replica

@@ -288,7 +288,6 @@ class Engine:
         # lazy: start-up (torch)
         import torch
 
-
         if not (len(texts) == len(voices) == len(languages)) or not texts:
             raise UserError("a batch needs one voice and one language per text")
         texts = [check_text(t) for t in texts]
@@ -326,7 +325,6 @@ class Engine:
         that stream after the tokens' event, so it can overlap the next sentence's diffusion."""
         # lazy: start-up (torch)
         import torch
-
 
         t0 = time.perf_counter()
         with torch.inference_mode():

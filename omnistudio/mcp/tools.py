@@ -100,6 +100,5 @@ def build_mcp(backend: Backend, folder: OutputFolder, **settings: Any) -> Studio
         answer: NormalizeResponse = await anyio.to_thread.run_sync(work.normalize_text, text, language)
         return answer
 
-
     add_voice_tool(server, backend, folder)
     return server

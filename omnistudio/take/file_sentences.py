@@ -92,7 +92,6 @@ def _audio_info(audio: Path) -> tuple[int, int]:
     # lazy: start-up (soundfile)
     import soundfile as sf
 
-
     check_audio_file(audio)
     try:
         info = sf.info(str(audio))

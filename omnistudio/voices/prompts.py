@@ -113,7 +113,6 @@ def save_prompt(path: Path, prompt: AnchorPrompt) -> None:
     # lazy: start-up (safetensors)
     from safetensors.torch import save_file
 
-
     meta = {**prompt.meta, "format": FORMAT, "format_version": FORMAT_VERSION, "anchor": prompt.anchor,
             "lang": prompt.lang, "ref_text": prompt.ref_text, "ref_rms": repr(float(prompt.ref_rms))}
     tokens = prompt.ref_audio_tokens.detach().to("cpu").contiguous()
@@ -205,7 +204,6 @@ def reference_audio(engine: Engine, source: Source) -> tuple[np.ndarray, int]:
     """The reference waveform: the recording, or a voice-design render with the anchor's seed."""
     # lazy: start-up (torch)
     import torch
-
 
     if source.recording is not None:
         return read_reference(source.recording)
@@ -346,7 +344,6 @@ def offline_fingerprint(model: str | None) -> str | None:
     """The fingerprint of ``--model`` without downloading anything (None for a hub id not cached)."""
     # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
     from omnistudio.engine.model import checkpoint_path, fingerprint, resolve_model
-
 
     spec = resolve_model(model)
     if spec.kind == "hub":

@@ -401,7 +401,6 @@ def update_user_roster(change: Callable[[list[dict[str, object]]], None],
     then the new file replaces the old one atomically, then ``after_commit`` runs, still under the
     lock (e.g. removes files nothing refers to any more). Returns the user roster path."""
 
-
     user_file = user_roster_path()
     user_file.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(user_file.with_name(user_file.name + ".lock")):

@@ -40,7 +40,6 @@ def longest_row(engine: Engine) -> int:
     # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
     from omnistudio.engine.engine import LONGEST_ROW
 
-
     cache = cache_for(engine)
     refs = [int(p.ref_audio_tokens.size(-1)) for key in cache.keys() if (p := cache.get(*key)) is not None]
     return LONGEST_ROW + max(0, max(refs, default=0) - 250)

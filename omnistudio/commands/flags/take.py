@@ -29,7 +29,6 @@ def take_options(args: argparse.Namespace) -> TakeOptions:
     from omnistudio.commands.flags.finishing import finishing_options
     from omnistudio.take.options import TakeOptions
 
-
     finishing = finishing_options(args)
     check_batch(args.batch, "--batch")
     return TakeOptions(num_step=args.num_step, guidance_scale=args.guidance, seed=args.seed, batch=args.batch,
