@@ -77,6 +77,32 @@ def test_the_file_equals_the_whole_text_rendered_at_once(tiny_engine: Any, tmp_p
     assert rate_a == rate_b and a.shape == b.shape and (a == b).all()
 
 
+def test_the_first_sentence_renders_while_the_rest_is_still_being_written(tiny_engine: Any) -> None:
+    from support.wait import HANG_S
+
+    script = IncomingScript(OPTIONS, 5)
+    first = threading.Event()
+    script.append("Good evening. Mar")  # the first sentence is complete: text follows it
+
+    def on_chunk(chunk: Any) -> None:
+        if chunk.sentence_id == 0:
+            first.set()
+
+    early: list[bool] = []
+
+    def write_the_rest() -> None:
+        early.append(first.wait(HANG_S))  # rendered before the rest of the text was written?
+        script.append("kets rose today.")
+        script.close()
+
+    writer = threading.Thread(target=write_the_rest)
+    writer.start()
+    result = IncomingTake(LocalEngine(tiny_engine), script).run([], on_chunk=on_chunk)
+    writer.join()
+    assert early == [True], "the first sentence waited for the end of the text"
+    assert [row.text for row in result.sentences] == ["Good evening.", "Markets rose today."]
+
+
 def test_text_over_the_limit_is_one_line_and_the_take_ends_with_what_was_complete(tiny_engine: Any) -> None:
     script = IncomingScript(OPTIONS, 3, max_bytes=40)
     script.append("Good evening. Here is ")

@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnistudio.commands import render_takes
 from omnistudio.commands.flags.frontend import add_frontend_options
+from omnistudio.commands.flags.playback import add_playback_options
 from omnistudio.commands.flags.ray import add_batch_options
 from omnistudio.commands.flags.retakes import add_take_options, check_project_args, wanted
-from omnistudio.commands.flags.take import plan_script, take_options
+from omnistudio.commands.flags.take import check_voice_options, plan_script, take_options
+from omnistudio.commands.stdin_text import check_stdin, feed_stdin, is_stdin
 from omnistudio.commands.render_ray import run_batch
 from omnistudio.config import SAMPLE_RATE
 from omnistudio.errors import UserError
@@ -40,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     p = sub.add_parser("render", help="speak a script (speaker tags, en/es) to a file and/or the speakers")
     p.add_argument("scripts", type=Path, nargs="+", metavar="SCRIPT", help="UTF-8 script: one paragraph per "
-                   "line, optional [anchor] or [anchor:lang] tags at line starts (several with --ray)")
+                   "line, optional [anchor] or [anchor:lang] tags at line starts (several with --ray); - reads "
+                   "standard input as it arrives, each sentence spoken once text follows it")
     p.add_argument("-o", "--output", type=Path, help="output .wav (Broadcast Wave), .flac, .mp3 or .m4a (written "
                    "only if every sentence renders)")
     p.add_argument("--report", action="store_true", help="also write NAME.report.html beside the output: the "
@@ -58,10 +62,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    "diffusion pass (dialogue; fast sampler; default 1)")
     p.add_argument("--skip-failed", action="store_true", help="leave out a sentence that fails to render "
                    "(one line each, listed in the sidecar) instead of stopping at it with nothing written")
-    p.add_argument("--audio-device", help="output device name or index for --play (default: system default)")
-    p.add_argument("--blocksize", type=int, default=0, help="audio callback block in frames (0: device's choice)")
-    p.add_argument("--latency", default="0.2", help="output latency: low, high or seconds (default 0.2: "
-                   "PortAudio's 'high' is 35 ms on PulseAudio, too short for a busy engine thread)")
+    add_playback_options(p)
     add_model_options(p)
     add_server_options(p)
     add_finishing_options(p)
@@ -146,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--captions writes beside the audio: give -o OUT.wav")
     elif args.report:
         raise UserError("--report writes beside the audio: give -o OUT.wav")
+    if is_stdin(args.script):
+        if wanted(args):
+            raise UserError("--project, --verify and --retake read a script file: give its path, not -")
+        check_stdin()
+        return render_stdin(args, replace(take_options(args), voice=check_voice_options(args)), captions)
     text = read_script(args.script)
     script, options = plan_script(args, text, take_options(args))  # every check first
     _warn_languages(script)
@@ -157,16 +163,33 @@ def run(args: argparse.Namespace) -> int:
             _report(args, options.finishing)
         return code
 
+    return _finish(args, _played(args, script, options, captions))
+
+
+def render_stdin(args: argparse.Namespace, options: TakeOptions, captions: CaptionOptions | None = None) -> int:
+    """Standard input rendered as it arrives (``render -``, ``say -``), played and/or written."""
+    check_link_args(args)
+    return _finish(args, _played(args, None, options, captions))
+
+
+def _played(args: argparse.Namespace, script: Script | None, options: TakeOptions,
+            captions: CaptionOptions | None) -> dict[str, object]:
+    """Render (and play, with --play) ``script``, or standard input as it arrives when it is None."""
     player = _open_player(args, SAMPLE_RATE) if args.play else None
     if player is not None:
         sys.setswitchinterval(0.001)  # the audio callback needs the GIL promptly
     try:
-        result = _render(args, script, options, player, captions)
+        return _render(args, script, options, player, captions)
     finally:
         if player is not None:
             player.close()
-    if args.report:
-        result["report"] = _report(args, options.finishing, quiet=args.json)
+
+
+def _finish(args: argparse.Namespace, result: dict[str, object]) -> int:
+    """The report, the JSON line and the exit status of a written take."""
+    options_finishing, refused = result.pop("_finishing"), result.pop("refused", None)
+    if getattr(args, "report", False):
+        result["report"] = _report(args, options_finishing, quiet=args.json)  # type: ignore[arg-type]
     if args.json:
         print(json.dumps({"output": str(args.output) if args.output else None, **result}))
     missed = result.get("target_missed")
@@ -174,9 +197,12 @@ def run(args: argparse.Namespace) -> int:
         # lazy: start-up (rich)
         from omnistudio.console import err_console
 
-        err_console.print(f"omnistudio: {'error' if args.strict else 'warning'}: {args.output}: {missed['message']}",
+        strict = getattr(args, "strict", False)  # say - has no --strict
+        err_console.print(f"omnistudio: {'error' if strict else 'warning'}: {args.output}: {missed['message']}",
                           markup=False, highlight=False, soft_wrap=True)
-        return 3 if args.strict else 0
+        return 3 if strict else 0
+    if refused:
+        raise UserError(str(refused))  # after the file of what was complete is written
     return 0
 
 
@@ -190,9 +216,10 @@ def _warn_languages(script: Script) -> None:
         err_console.print(f"omnistudio: warning: {mismatch_summary(found)}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _render(args: argparse.Namespace, script: Script, options: TakeOptions, player: Player | None,
+def _render(args: argparse.Namespace, script: Script | None, options: TakeOptions, player: Player | None,
             captions: CaptionOptions | None = None) -> dict[str, object]:
-    """Build the take (the same function the studio and the server use) with this command's sinks."""
+    """Build the take (the same function the studio and the server use) with this command's sinks; no
+    ``script``: standard input, read as it arrives (:mod:`omnistudio.commands.stdin_text`)."""
     # lazy: start-up (numpy, pyebur128, rich, scipy); looked up when called (tests replace it)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
@@ -201,18 +228,23 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
 
     # lazy: start-up (numpy, pyebur128, rich, scipy); looked up when called (tests replace it)
     from omnistudio.flags.engine import open_link
-    from omnistudio.take.pipeline import build_take
+    from omnistudio.take.incoming import IncomingScript, IncomingTake
+    from omnistudio.take.pipeline import base_seed_for, build_take
     from omnistudio.take.sinks import FileSink, PlayerSink
 
     hearer = caption_hearer(args, captions)  # the speech model for the caption words (a bad --asr-model: first)
+    incoming = IncomingScript(options, base_seed_for(options)) if script is None else None
+    if incoming is not None:
+        feed_stdin(incoming)  # the text gathers while the model loads
     with status("loading model") as update:
         link = open_link(args, progress=update)  # the model here, or the server's (--server)
-    take = build_take(link, script, options)
+    take = IncomingTake(link, incoming) if incoming is not None else build_take(link, script or (), options)
     sinks: list[Sink] = []
     # lazy: start-up (numpy, scipy)
     from omnistudio.take.delivery import Slate
 
-    named = Slate(title=args.script.stem if str(args.script) != "-" else "")
+    script_path = getattr(args, "script", "-")  # say - has none
+    named = Slate(title=Path(script_path).stem if str(script_path) != "-" else "")
     files = FileSink(args.output, captions=captions, hearer=hearer, slate=named) if args.output is not None else None
     if player is not None:
         sinks.append(PlayerSink(player, drain=True))
@@ -223,7 +255,8 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
     with progress_bar(*columns, transient=True) as bar:
         voices = take.voices()
         prep = bar.add_task("", total=len(voices), phase="preparing voices")
-        task = bar.add_task("", total=len(take.sentences), phase="rendering", visible=False)
+        task = bar.add_task("", total=len(take.sentences) if incoming is None else None, phase="rendering",
+                            visible=False)
 
         def on_prepare(event: PrepareEvent) -> None:
             bar.update(prep, completed=event.done - (event.action != "done"),
@@ -233,16 +266,17 @@ def _render(args: argparse.Namespace, script: Script, options: TakeOptions, play
             bar.update(prep, visible=False)
             bar.update(task, visible=True, advance=1, description=f"sentence {chunk.sentence_id + 1}")
             # a failed chunk stops the take (its UserError is the one line that names it) unless skipped
-            if not chunk.ok and args.skip_failed:
+            if not chunk.ok and getattr(args, "skip_failed", False):
                 bar.console.print(f"omnistudio: skipped sentence {chunk.sentence_id + 1} "
                                   f"(line {chunk.sentence.line}): {chunk.error}", markup=False, highlight=False)
 
-        result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk, skip_failed=args.skip_failed)
+        result = take.run(sinks, progress=on_prepare, on_chunk=on_chunk, skip_failed=getattr(args, "skip_failed", False))
     stats = player.stats if player is not None else None
     # what the samples depend on: the engine (model, device, dtype, sampler, threads, quantisation), the options
     out = {"sample_rate": result.sample_rate, **(result.engine or {}), **result.options, **result.timings(),
            "played": player is not None, "underruns": stats.underruns if stats else None,
-           "xruns": stats.xruns if stats else None}
+           "xruns": stats.xruns if stats else None, "_finishing": take.finishing,
+           "refused": incoming.refused if incoming is not None else None}
     if files is not None and files.finished is not None:
         finished = files.finished
         out.update(loudness=finished.sidecar.get("loudness"), sidecar=str(finished.sidecar_path),

@@ -9,7 +9,9 @@ from pathlib import Path
 from omnistudio.audio.bwf import Broadcast, Marker, label
 from omnistudio.checks import check_guidance
 from omnistudio.commands.flags.frontend import add_frontend_options, frontend_options
+from omnistudio.commands.flags.playback import add_playback_options
 from omnistudio.commands.flags.voice import check_voice_args, voice_from_args
+from omnistudio.commands.stdin_text import check_stdin, is_stdin
 from omnistudio.errors import UserError
 from omnistudio.flags.engine import add_model_options, add_server_options
 from omnistudio.flags.synthesis import add_synthesis_options
@@ -18,7 +20,8 @@ from omnistudio.voices.roster import recording_inputs
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("say", help="speak TEXT in a voice and write an audio file")
-    p.add_argument("text", help="what to say")
+    p.add_argument("text", help="what to say; - reads standard input as it arrives (a language model's output, "
+                   "a desk's lines): each sentence is spoken once text follows it")
     p.add_argument("--ref-audio", type=Path, help="reference recording (3-10 s works best)")
     p.add_argument("--ref-text", help="exact transcript of the reference recording")
     p.add_argument("--voice", help="anchor id from the roster (uses its saved prompt)")
@@ -27,7 +30,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    "stretched to --voice's reference length (default 0.5)")
     p.add_argument("--lang", default="en", help="language: en or es (default en)")
     add_synthesis_options(p, "random seed (same seed, same audio)")
-    p.add_argument("-o", "--output", type=Path, required=True, help="output .wav or .flac")
+    p.add_argument("-o", "--output", type=Path, help="output .wav, .flac, .mp3 or .m4a (with -: finished like a "
+                   "render's, with its sidecar, when the input ends)")
+    p.add_argument("--play", action="store_true", help="with -: play each sentence as it is rendered")
+    add_playback_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object with timings and path")
     add_model_options(p)
     add_server_options(p)
@@ -41,6 +47,12 @@ def run(args: argparse.Namespace) -> int:
     from omnistudio.checks import check_language, check_num_step, check_seed, check_text
     from omnistudio.console import status
 
+    if is_stdin(args.text):
+        return _say_stdin(args)
+    if args.play:
+        raise UserError("--play plays text read from standard input (say - --play); say TEXT writes -o OUT.wav")
+    if args.output is None:
+        raise UserError("say TEXT needs -o OUT.wav (or read standard input: say - --play)")
     # Every cheap check first: nothing is loaded or written for bad input.
     text = check_text(args.text)
     lang = check_language(args.lang)
@@ -97,3 +109,22 @@ def run(args: argparse.Namespace) -> int:
                    **(result.timings.as_dict() if result.timings is not None else {})}
         print(json.dumps(payload))
     return 0
+
+
+def _say_stdin(args: argparse.Namespace) -> int:
+    """``say -``: standard input through a take as it arrives, played (--play) and/or finished into -o, as
+    ``render -`` does (its voice from --voice/--blend/--ref-audio; no speaker tags needed)."""
+    # lazy: start-up (numpy, pyebur128, rich, scipy)
+    from omnistudio.commands.render import render_stdin
+    from omnistudio.take.options import TakeOptions
+
+    check_stdin()
+    if args.output is None and not args.play:
+        raise UserError("nothing to do: give -o OUT.wav, --play, or both")
+    ref = voice_from_args(args) if check_voice_args(args) is not None else None
+    if ref is None:
+        raise UserError("give a voice: --voice ANCHOR or --ref-audio FILE --ref-text TEXT")
+    options = TakeOptions(num_step=args.num_step, guidance_scale=check_guidance(args.guidance), seed=args.seed,
+                          lang=args.lang, voice=ref, **frontend_options(args)).validated()
+    return render_stdin(args, options)
+

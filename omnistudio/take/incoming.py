@@ -57,6 +57,7 @@ class IncomingScript:
         self._queue: queue.Queue[PlannedSentence | BaseException | None] = queue.Queue()
         self._lock = threading.Lock()
         self.closed = False
+        self.refused: str | None = None  # why text was refused (the take ended with what was complete)
         self.last: PlannedSentence | None = None  # the last sentence handed on
 
     # ------------------------------------------------------------ the writer
@@ -69,8 +70,9 @@ class IncomingScript:
             size = len(text.encode("utf-8"))
             if self._bytes + size > self.max_bytes:
                 self._finish(final=True)
-                raise UserError(f"the text is over the script limit of {self.max_bytes} bytes: the take ends with "
+                self.refused = (f"the text is over the script limit of {self.max_bytes} bytes: the take ends with "
                                 "what was complete")
+                raise UserError(self.refused)
             self._text += text
             self._bytes += size
             return self._complete(final=False) if ENDS_RE.search(text) else 0
@@ -211,6 +213,8 @@ class IncomingTake(Take):
                 on_chunk: Any, started: float, skip_failed: bool = False,
                 prepare: Callable[[list[RenderItem]], None] | None = None) -> TakeResult:
         result = super()._stream(todo, dict(hits), sinks, cancel, on_chunk, started, skip_failed, prepare)
+        if not self.sentences:
+            raise UserError("no text came in: nothing to speak")
         if len(result.chunks):
             result.chunks.settle_last(self.script.final_pause)  # type: ignore[union-attr]
         return result

@@ -312,8 +312,12 @@ def build_take(link: EngineLink, script: Script | str | Sequence[Any], options: 
     With ``options.seed_locked`` off, the take draws a fresh base seed (so nothing is reused)
     unless ``base_seed`` names one (e.g. the studio exporting the take that was heard)."""
     options = options.validated()
-    if base_seed is not None:
-        base = int(base_seed)
-    else:
-        base = options.seed if options.seed_locked else secrets.randbelow(SEED_LIMIT)
+    base = base_seed_for(options, base_seed)
     return Take(link, plan(script, options, base, speakers), options, cache, base, lookahead)
+
+
+def base_seed_for(options: TakeOptions, base_seed: int | None = None) -> int:
+    """A take's base seed: ``base_seed`` when named, else the options' seed when locked, else a fresh one."""
+    if base_seed is not None:
+        return int(base_seed)
+    return options.seed if options.seed_locked else secrets.randbelow(SEED_LIMIT)

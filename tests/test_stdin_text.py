@@ -1,0 +1,65 @@
+"""``say -`` and ``render -`` (issue 51): standard input read as it arrives, in pieces, as a pipe gives it;
+the file is the one ``render FILE`` writes for the same text and seed; bad input is one line, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import soundfile as sf
+
+CLI = [sys.executable, "-m", "omnistudio.cli"]
+TEXT = "Good evening. The price rose to 3.5 dollars.\n[:es] Buenas noches.\nBack to the desk."
+FLAGS = ["--voice", "ruby", "--model", "tiny", "--device", "cpu", "--num-step", "2", "--seed", "9"]
+
+
+def _piped(args: list[str], pieces: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with ``pieces`` written to its standard input one at a time, as a model writes."""
+    proc = subprocess.Popen([*CLI, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdin is not None
+    for piece in pieces:
+        proc.stdin.write(piece)
+        proc.stdin.flush()
+        time.sleep(0.05)  # pieces, not one read: the pipe gives them as they come
+    proc.stdin.close()
+    proc.stdin = None  # closed: communicate only reads
+    out, err = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_say_and_render_from_a_pipe_write_the_file_of_the_whole_text(omnistudio_home: Path, tmp_path: Path) -> None:
+    script = tmp_path / "news.txt"
+    script.write_text(TEXT, encoding="utf-8")
+    whole = tmp_path / "whole.wav"
+    done = subprocess.run([*CLI, "render", str(script), "-o", str(whole), *FLAGS], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    expected = sf.read(whole, dtype="float32")[0]
+    pieces = [TEXT[i:i + 5] for i in range(0, len(TEXT), 5)]
+    for command in ("say", "render"):
+        out = tmp_path / f"{command}.wav"
+        done = _piped([command, "-", "-o", str(out), *FLAGS], pieces)
+        assert done.returncode == 0, done.stderr
+        assert (sf.read(out, dtype="float32")[0] == expected).all()
+        assert (tmp_path / f"{command}.wav.json").is_file()  # finished like every render: its sidecar too
+
+
+def test_bad_input_from_a_pipe_is_one_line_and_writes_nothing(omnistudio_home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "x.wav"
+    cases = [
+        (["say", "-", "-o", str(out), *FLAGS], "   \n", "no text came in: nothing to speak"),
+        (["say", "-", *FLAGS], "Hello.", "nothing to do: give -o OUT.wav, --play, or both"),
+        (["say", "Hello.", "--play", *FLAGS], "", "--play plays text read from standard input"),
+        (["render", "-", "-o", str(out), *FLAGS], "Hello.\n[ruby", "line 2: unclosed tag"),
+    ]
+    for args, text, line in cases:
+        done = _piped(args, [text] if text else [])
+        assert done.returncode == 2 and line in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert not out.exists()
+    bad = subprocess.run([*CLI, "say", "-", "-o", str(out), *FLAGS], input=b"Hola \xff.", capture_output=True,
+                         timeout=600)
+    assert bad.returncode == 2 and b"standard input is not UTF-8 text" in bad.stderr and not out.exists()
