@@ -243,3 +243,16 @@ def test_studio_mode_reports_each_key_to_first_sound(capsys: pytest.CaptureFixtu
     for row in rows.values():
         assert row["label"][:20] in table
     assert "rest" in table and "first sound" in table
+
+
+def test_stream_input_mode_types_the_script_and_compares_it_with_the_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--stream-input`` (issue 51): the script typed in at a rate through an incoming take; the first audio is
+    timed from the first sentence's last character, every sentence is heard, and the whole script is timed too."""
+    code = main(["bench", "--model", "tiny", "--device", "cpu", "--sentences", "3", "--stream-input", "--rate", "200",
+                 "--num-step", "2", "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mode"] == "stream-input" and result["sentences"] == 3 and result["rate_tokens_s"] == 200
+    assert 0 < result["first_audio_after_sentence_p50_ms"] <= result["first_audio_after_sentence_p95_ms"]
+    assert result["engine_gaps"] >= 0 and result["writer_waits"] >= 0
+    assert 0 < result["whole_ttfa_s"] <= result["whole_total_s"] and result["streamed_total_s"] >= result["typing_s"]

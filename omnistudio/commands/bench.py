@@ -25,6 +25,7 @@ from omnistudio.bench import (
     serve_ray,
     speed,
     stream,
+    stream_input,
     studio,
     vocoder,
 )
@@ -43,13 +44,14 @@ __all__ = ["MODES", "add_parser", "clients_list", "run"]
 MAX_SENTENCES = 50
 MODES: dict[str, ModuleType] = {
     "sentences": sentences, "stream": stream, "stream-server": remote, "dialogue": dialogue, "meter": meter,
-    "serve": serve, "lengths": compiled, "serve_ray": serve_ray, "vocoder": vocoder, "studio": studio}
+    "serve": serve, "lengths": compiled, "serve_ray": serve_ray, "vocoder": vocoder, "studio": studio,
+    "stream-input": stream_input}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="measure the fast sampler against stock OmniVoice")
     modes = p.add_mutually_exclusive_group()
-    for module in (stream, dialogue, meter, serve, compiled, vocoder, studio):
+    for module in (stream, dialogue, meter, serve, compiled, vocoder, studio, stream_input):
         module.add_flags(p, modes)
     serve_ray.add_flags(p)
     p.add_argument("--sentences", default=None, help="sentences per variant (default 3; 40 with --stream, "
@@ -66,10 +68,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _mode(args: argparse.Namespace) -> str:
     mode = ("stream" if args.stream else "dialogue" if args.dialogue else "meter" if args.meter else
             "serve" if args.serve else "lengths" if args.lengths else "vocoder" if args.vocoder else
-            "studio" if args.studio else "sentences")
+            "studio" if args.studio else "stream-input" if args.stream_input else "sentences")
     if args.dtypes and mode != "sentences":
         raise UserError("--dtypes compares sentence synthesis; it does not combine with --stream, --dialogue, "
-                        "--meter, --serve, --lengths, --vocoder or --studio")
+                        "--meter, --serve, --lengths, --vocoder, --studio or --stream-input")
     if args.server and (mode != "stream" or args.ray):
         raise UserError("--server goes with --stream (this machine's engine against the server's)")
     if args.ray:

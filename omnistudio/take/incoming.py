@@ -21,6 +21,7 @@ import copy
 import queue
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -59,6 +60,7 @@ class IncomingScript:
         self.closed = False
         self.refused: str | None = None  # why text was refused (the take ended with what was complete)
         self.last: PlannedSentence | None = None  # the last sentence handed on
+        self.handed_at: list[float] = []  # when each sentence was handed on (perf_counter; the bench reads it)
 
     # ------------------------------------------------------------ the writer
     def append(self, text: str) -> int:
@@ -153,6 +155,7 @@ class IncomingScript:
                                   sentence.line, sentence.speaker, sentence.start, sentence.end, not explicit, spoken,
                                   sentence.story)
         self.last = planned
+        self.handed_at.append(time.perf_counter())
         self._queue.put(planned)
 
     # ------------------------------------------------------------ the reader
