@@ -3,11 +3,13 @@ the file is the one ``render FILE`` writes for the same text and seed; bad input
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 import soundfile as sf
 
 CLI = [sys.executable, "-m", "omnistudio.cli"]
@@ -47,19 +49,47 @@ def test_say_and_render_from_a_pipe_write_the_file_of_the_whole_text(omnistudio_
         assert (tmp_path / f"{command}.wav.json").is_file()  # finished like every render: its sidecar too
 
 
-def test_bad_input_from_a_pipe_is_one_line_and_writes_nothing(omnistudio_home: Path, tmp_path: Path) -> None:
+class _Pipe:
+    """Standard input that is a pipe holding ``data`` (what ``feed_stdin`` reads with os.read)."""
+
+    def __init__(self, data: bytes) -> None:
+        read, write = os.pipe()
+        os.write(write, data)
+        os.close(write)
+        self.fd = read
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_bad_input_from_a_pipe_is_one_line_and_writes_nothing(omnistudio_home: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from omnistudio.cli import main
+
     out = tmp_path / "x.wav"
     cases = [
-        (["say", "-", "-o", str(out), *FLAGS], "   \n", "no text came in: nothing to speak"),
-        (["say", "-", *FLAGS], "Hello.", "nothing to do: give -o OUT.wav, --play, or both"),
-        (["say", "Hello.", "--play", *FLAGS], "", "--play plays text read from standard input"),
-        (["render", "-", "-o", str(out), *FLAGS], "Hello.\n[ruby", "line 2: unclosed tag"),
+        (["say", "-", "-o", str(out), *FLAGS], b"   \n", "no text came in: nothing to speak"),
+        (["say", "-", *FLAGS], b"Hello.", "nothing to do: give -o OUT.wav, --play, or both"),
+        (["say", "Hello.", "--play", *FLAGS], b"", "--play plays text read from standard input"),
+        (["render", "-", "-o", str(out), *FLAGS], b"Hello.\n[ruby", "line 2: unclosed tag"),
+        (["say", "-", "-o", str(out), *FLAGS], b"Hola \xff.", "standard input is not UTF-8 text"),
+        (["render", "-", "-o", str(out), "--project", str(tmp_path / "p.omniproj"), *FLAGS], b"Hi.",
+         "--project, --verify and --retake read a script file"),
     ]
-    for args, text, line in cases:
-        done = _piped(args, [text] if text else [])
-        assert done.returncode == 2 and line in done.stderr, (args, done.stderr)
-        assert "Traceback" not in done.stderr
+    for args, data, line in cases:
+        pipe = _Pipe(data)
+        monkeypatch.setattr(sys, "stdin", pipe)
+        try:
+            assert main(args) == 2, args
+        finally:
+            os.close(pipe.fd)
+        err = capsys.readouterr().err
+        assert line in err and "Traceback" not in err, (args, err)
         assert not out.exists()
-    bad = subprocess.run([*CLI, "say", "-", "-o", str(out), *FLAGS], input=b"Hola \xff.", capture_output=True,
-                         timeout=600)
-    assert bad.returncode == 2 and b"standard input is not UTF-8 text" in bad.stderr and not out.exists()
+    monkeypatch.setattr(sys, "stdin", type("Tty", (), {"isatty": lambda self: True})())
+    assert main(["say", "-", "--play", *FLAGS]) == 2
+    assert "pipe it in" in capsys.readouterr().err

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, open_engine: OpenEngine) -> StreamInputResult:
     lines = take(BULLETIN, args.sentences)
     script_text = "\n".join(lines)
     args.progress(0, REPEATS + 2, "warming up")
-    build_take(link, lines[:1], options).run([])  # the voice prepared, the model warm: neither is timed
+    build_take(link, lines[0], options).run([])  # the voice prepared, the model warm: neither is timed
     firsts, gaps, waits, totals = [], 0, 0, []
     for k in range(REPEATS):
         args.progress(k + 1, REPEATS + 2, f"typed take {k + 1} of {REPEATS}")
