@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from omnistudio.protocol.base import PROTOCOL, ProtocolError, loads_object
-from omnistudio.protocol.requests import ClientMessage, WsCancel, WsPrepare, WsRequest
+from omnistudio.protocol.requests import ClientMessage
 from omnistudio.protocol.timestamps import SentenceTime
 
 # ------------------------------------------------------------------ events
@@ -88,7 +88,7 @@ ServerEvent = Annotated[WsStart | WsSentenceStart | WsSentenceEnd | WsDone | WsE
 
 _CLIENT = TypeAdapter(ClientMessage)
 _SERVER = TypeAdapter(ServerEvent)
-_CLIENT_TYPES = ("speak", "prepare", "cancel")
+_CLIENT_TYPES = ("speak", "prepare", "cancel", "text", "flush", "end")
 _SERVER_TYPES = ("start", "sentence_start", "sentence_end", "done", "error", "cancelled", "prepare", "prepared")
 
 
@@ -109,9 +109,9 @@ def _parse(raw: str | bytes | dict[str, Any], adapter: TypeAdapter[Any], types: 
         raise ProtocolError(f"{kind} message: {where}: {first['msg']}") from None
 
 
-def parse_client_message(raw: str | bytes | dict[str, Any]) -> WsRequest | WsPrepare | WsCancel:
+def parse_client_message(raw: str | bytes | dict[str, Any]) -> ClientMessage:
     """A client's WebSocket message (a message without ``type`` is a ``speak``)."""
-    message: WsRequest | WsPrepare | WsCancel = _parse(raw, _CLIENT, _CLIENT_TYPES, "client", default="speak")
+    message: ClientMessage = _parse(raw, _CLIENT, _CLIENT_TYPES, "client", default="speak")
     return message
 
 

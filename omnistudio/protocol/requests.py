@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from omnistudio.checks import DEFAULT_NUM_STEP, MAX_LEXICON_ENTRIES
 from omnistudio.protocol.base import DEFAULT_VOICE, MAX_ITEMS, MODEL_ID
 
+MAX_TEXT_FRAME = 16 << 10  # characters of one streamed ``text`` message
+
 # ---------------------------------------------------------------- requests
 Timestamps = Literal["word", "sentence"]
 
@@ -127,6 +129,27 @@ class WsRequest(TakeFields):
     voice: str = DEFAULT_VOICE
     pcm: Literal["s16", "f32"] = "s16"
     items: list[WsItem] | None = Field(default=None, max_length=MAX_ITEMS)
+    input: Literal["whole", "stream"] = "whole"  # stream: the text comes after, in ``text`` messages
+
+
+class WsText(BaseModel):
+    """``text``: more of a streamed input's text (``speak`` with ``input: "stream"``), any size from a
+    character; a sentence is spoken once text follows it."""
+
+    type: Literal["text"]
+    text: str = Field(max_length=MAX_TEXT_FRAME)
+
+
+class WsFlush(BaseModel):
+    """``flush``: what a streamed input has written so far is complete (its last sentence is spoken now)."""
+
+    type: Literal["flush"]
+
+
+class WsEnd(BaseModel):
+    """``end``: a streamed input's text has ended; the take finishes after its last sentence."""
+
+    type: Literal["end"]
 
 
 class WsPrepareVoice(BaseModel):
@@ -154,4 +177,4 @@ class WsCancel(BaseModel):
     type: Literal["cancel"]
 
 
-ClientMessage = Annotated[WsRequest | WsPrepare | WsCancel, Field(discriminator="type")]
+ClientMessage = Annotated[WsRequest | WsPrepare | WsCancel | WsText | WsFlush | WsEnd, Field(discriminator="type")]

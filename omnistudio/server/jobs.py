@@ -26,6 +26,7 @@ from omnistudio.protocol import (
 )
 from omnistudio.script import parse_tag
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
+from omnistudio.take.incoming import IncomingScript
 from omnistudio.text.lexicon import Lexicon
 from omnistudio.text.lexicon_files import effective_lexicon
 from omnistudio.text.ssml import is_ssml, read_ssml
@@ -141,6 +142,21 @@ def ws_job(req: WsRequest) -> SpeechJob:
     text = req.script if req.script is not None else req.text
     return plan_job(_text(text, MAX_SCRIPT_CHARS, "script" if req.script is not None else "text"),
                     req.voice, req.language, req)
+
+
+def stream_job(req: WsRequest) -> tuple[SpeechJob, IncomingScript]:
+    """A ``speak`` with ``input: "stream"``: its options checked now, its sentences planned as the text
+    arrives (the same voice, language, seed policy and script rules as a whole text's)."""
+    if req.text is not None or req.script is not None or req.items:
+        raise UserError("input 'stream' takes its text in text messages: leave text, script and items out")
+    ref, voice_lang = _known_voice(req.voice)
+    options = _options(req, check_language(req.language or voice_lang or "en"), ref)
+    job = SpeechJob([], options, True, check_target(req.target_lufs), req.timestamps)
+    if req.profile is not None:
+        rule = check_profile(req.profile)
+        target = check_target(req.target_lufs) if req.target_lufs is not None else rule.target_lufs
+        job = SpeechJob([], options, True, target, req.timestamps, rule.true_peak_dbtp)
+    return job, IncomingScript(options, options.seed, set(load_roster().anchors))
 
 
 def prepare_voices(message: WsPrepare) -> list[tuple[VoiceRef, str]]:

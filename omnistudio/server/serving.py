@@ -32,6 +32,7 @@ from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.pipeline import PlannedSentence, Sink, Take, TakeCache
 from omnistudio.server.scheduler import CancelEvent
 from omnistudio.server.timestamps import SentenceTimer, server_hearer
+from omnistudio.take.incoming import IncomingScript, IncomingTake
 from omnistudio.take.link import EngineLink
 from omnistudio.take.rows import SentenceRow
 from omnistudio.take.sinks import SinkTake
@@ -137,6 +138,9 @@ class TakeRun:
     pieces: list[np.ndarray] = field(default_factory=list)
     timed: list[SentenceTiming] = field(default_factory=list)  # the sentences timed so far (timestamps)
     cache: TakeCache = field(default_factory=lambda: TakeCache(0))  # the server's shared one (0 bytes: off)
+    incoming: IncomingScript | None = None  # a streamed input: its sentences arrive as the client writes them
+    notices: list[tuple[str, int]] = field(default_factory=list)  # a streamed input's refusals and their status
+    violation: str | None = None  # a message that broke the protocol: ``error`` and close 1008
 
     def start(self, loop: asyncio.AbstractEventLoop) -> TakeRun:
         self._loop = loop
@@ -178,7 +182,8 @@ class TakeRun:
 
     def _render(self) -> Done:
         job = self.job
-        take = Take(self.link, job.sentences, job.options, self.cache, job.options.seed)
+        take = (IncomingTake(self.link, self.incoming, self.cache) if self.incoming is not None
+                else Take(self.link, job.sentences, job.options, self.cache, job.options.seed))
         result = take.run([NetworkSink(self)], cancel=self.cancel)
         if self.cancel.is_set():
             raise Cancelled("request cancelled")
@@ -193,7 +198,7 @@ class TakeRun:
             self.put(Audio(-1, pcm))
         wall = time.perf_counter() - self.started
         self.audio_s = len(pcm) / self.link.sample_rate
-        summary = {"sentences": len(job.sentences), "frames": int(len(pcm)), "audio_s": round(self.audio_s, 4),
+        summary = {"sentences": len(take.sentences), "frames": int(len(pcm)), "audio_s": round(self.audio_s, 4),
                    "wall_s": round(wall, 4), "ttfa_s": round(self.ttfa_s or wall, 4),
                    "rtf": round(wall / self.audio_s, 4) if self.audio_s else None,
                    "steps": int(getattr(result, "steps", 0)), **loudness_figures(pcm, self.link.sample_rate)}

@@ -10,6 +10,9 @@ binary frames of PCM (``pcm: "s16"`` little-endian int16, or ``"f32"`` little-en
 the samples rendered), ``sentence_end`` (frames, timings, loudness; with ``timestamps`` in the request,
 ``timing``: the sentence's span in the take and, for ``"word"``, its words); then ``done`` (integrated
 loudness, true peak, TTFA, RTF) -- or ``error`` / ``cancelled``. The server closes after that.
+
+A ``speak`` with ``input: "stream"`` takes its text afterwards, as it is written: ``text`` messages,
+``flush``, ``end`` (:func:`_take_input`, :class:`~omnistudio.take.incoming.IncomingTake`); docs/server.md.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from omnistudio.server import encode, jobs
 from omnistudio.server.admission import Busy
 from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd, SentenceStart, TakeRun
 from omnistudio.server.timestamps import sentence_time
+from omnistudio.take.incoming import IncomingScript
 from omnistudio.take.link import PrepareEvent
 from omnistudio.voices.resolve import VoiceRef
 
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from omnistudio.server.scheduler import BatchingLink
 
 REQUEST_TIMEOUT_S = 30.0  # for the first message
+INPUT_IDLE_S = 60.0  # a streamed input with no message for this long is ended with what was complete
 POLICY_VIOLATION = 1008
 TRY_AGAIN_LATER = 1013
 
@@ -54,8 +59,8 @@ async def _request(ws: WebSocket) -> wire.WsRequest | wire.WsPrepare:
     if len(raw) > wire.MAX_BODY_BYTES:
         raise UserError(f"the request is over {wire.MAX_BODY_BYTES} bytes")
     message = wire.parse_client_message(raw)
-    if isinstance(message, wire.WsCancel):
-        raise UserError("cancel before any request: send a speak or prepare message first")
+    if not isinstance(message, (wire.WsRequest, wire.WsPrepare)):
+        raise UserError(f"{message.type} before any request: send a speak or prepare message first")
     return message
 
 
@@ -75,6 +80,49 @@ async def _listen(ws: WebSocket, run: TakeRun) -> None:
     except (WebSocketDisconnect, RuntimeError):
         pass
     run.cancel.set()
+
+
+async def _take_input(ws: WebSocket, run: TakeRun, incoming: IncomingScript) -> None:
+    """A streamed input's messages: ``text`` (appended; one over the script limit ends the input, said by
+    an ``error`` frame before ``done``), ``flush``, ``end``, ``cancel``. A message that is not one of these,
+    or none for ``INPUT_IDLE_S``, ends it too: the first is a policy violation (the take stops, ``error``,
+    close 1008), the second ends the input with what was complete. A client that goes away cancels."""
+    try:
+        while True:
+            try:
+                received = await asyncio.wait_for(ws.receive(), INPUT_IDLE_S if not incoming.closed else None)
+            except TimeoutError:
+                run.notices.append((f"no text for {INPUT_IDLE_S:g} s: the input was ended with what was complete", 408))
+                incoming.close()
+                continue
+            if received.get("type") == "websocket.disconnect":
+                break
+            try:
+                message = wire.parse_client_message(received.get("text") or b"")
+                if received.get("text") is None:
+                    raise UserError("a streamed input's messages are JSON text frames, not binary ones")
+                if isinstance(message, (wire.WsRequest, wire.WsPrepare)):
+                    raise UserError(f"{message.type}: the session's request was made already")
+            except UserError as exc:
+                run.violation = str(exc)
+                run.cancel.set()
+                break
+            try:
+                if isinstance(message, wire.WsText):
+                    incoming.append(message.text)
+                elif isinstance(message, wire.WsFlush):
+                    incoming.flush()
+                elif isinstance(message, wire.WsEnd):
+                    incoming.close()
+                elif isinstance(message, wire.WsCancel):
+                    run.cancel.set()
+            except UserError as exc:  # over the limit (the input is closed), or text after the end
+                run.notices.append((str(exc), 413 if incoming.refused else 400))
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+    if not incoming.closed:  # the client went away (or broke the protocol) before ending its input
+        incoming.fail(UserError("the client went away"))
+        run.cancel.set()
 
 
 async def _prepare(ws: WebSocket, shared: BatchingLink, voices: list[tuple[VoiceRef, str]]) -> None:
@@ -128,7 +176,11 @@ async def serve_session(ws: WebSocket, state: ServerState, link: Callable[[], Ba
             voices = jobs.prepare_voices(req)
             await _prepare(ws, link(), voices)
             return
-        job = jobs.ws_job(req)
+        incoming = None
+        if req.input == "stream":
+            job, incoming = jobs.stream_job(req)
+        else:
+            job = jobs.ws_job(req)
         shared = link()
         state.admission.enter()
     except WebSocketDisconnect:
@@ -137,9 +189,10 @@ async def serve_session(ws: WebSocket, state: ServerState, link: Callable[[], Ba
         await ws.send_text(wire.frame(_error(exc)))
         await ws.close(code=POLICY_VIOLATION if isinstance(exc, UserError) else TRY_AGAIN_LATER)
         return
-    run = TakeRun(shared, job, state.time_limit_s, cache=state.cache).start(asyncio.get_running_loop())
+    run = TakeRun(shared, job, state.time_limit_s, cache=state.cache, incoming=incoming).start(
+        asyncio.get_running_loop())
     ws.scope.setdefault("state", {})["take"] = run
-    listener = asyncio.create_task(_listen(ws, run))
+    listener = asyncio.create_task(_listen(ws, run) if incoming is None else _take_input(ws, run, incoming))
     pack = encode.f32 if req.pcm == "f32" else encode.pcm16
     ended = False
     try:
@@ -160,9 +213,15 @@ async def serve_session(ws: WebSocket, state: ServerState, link: Callable[[], Ba
                                                                  loudness=dict(event.loudness), timing=timing)))
             elif isinstance(event, Done):
                 ended = True
+                for notice, status in run.notices:  # said, and the take finished with what was complete
+                    await ws.send_text(wire.frame(wire.WsError(message=notice, status=status)))
                 await ws.send_text(wire.frame(wire.WsDone(**event.summary)))
             elif isinstance(event, Failed):
                 ended = True
+                if run.violation is not None:
+                    await ws.send_text(wire.frame(wire.WsError(message=run.violation, status=400)))
+                    await ws.close(code=POLICY_VIOLATION)
+                    return
                 if event.status == 499:
                     state.count_cancel()
                     await ws.send_text(wire.frame(wire.WsCancelled()))

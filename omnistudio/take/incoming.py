@@ -138,10 +138,10 @@ class IncomingScript:
             following = ready[k + 1] if k + 1 < len(ready) else None
             # the line goes on after it (a sentence of the line being written is never its last), or not
             in_line = following.line == sentence.line if following is not None else sentence.line > self._lines
-            self._hand_on(sentence, in_line)
+            self._hand_on(sentence, in_line, last=final and following is None)
         return len(ready)
 
-    def _hand_on(self, sentence: Sentence, in_line: bool) -> None:
+    def _hand_on(self, sentence: Sentence, in_line: bool, last: bool = False) -> None:
         sentence = replace(sentence, id=self._given)
         self._given += 1
         voice = sentence_voice(sentence, self.options.voice)
@@ -149,7 +149,7 @@ class IncomingScript:
             raise UserError(f"line {sentence.line} has no speaker tag and no voice is selected")
         spoken = spoken_text(sentence.text, sentence.lang, self.options)
         explicit = sentence.pause_s is not None
-        pause = sentence.pause_s if explicit else (PAUSE_IN_LINE_S if in_line else PAUSE_NEW_LINE_S)
+        pause = sentence.pause_s if explicit else 0.0 if last else PAUSE_IN_LINE_S if in_line else PAUSE_NEW_LINE_S
         planned = PlannedSentence(sentence.id, sentence.text, voice, sentence.lang,
                                   sentence_seed(self.base_seed, spoken, voice.key(), sentence.lang), float(pause or 0.0),
                                   sentence.line, sentence.speaker, sentence.start, sentence.end, not explicit, spoken,
