@@ -92,3 +92,22 @@ def test_a_flood_of_one_character_frames_and_the_limits(shared_server: Server) -
         {"type": "speak", "input": "stream", "text": "Hello.", "voice": "ruby"}]))
     assert code == 1008 and "leave text, script and items out" in events[-1]["message"]
     assert httpx.get(f"{shared_server.url}/health", timeout=HANG_S).status_code == 200
+
+
+def test_the_client_library_streams_a_models_tokens(shared_server: Server) -> None:
+    """``omnistudio.client.text_stream.speak_stream``: tokens from a generator (as a model yields them) in,
+    each sentence's audio out, the same samples as the whole script over the WebSocket."""
+    from omnistudio.client.text_stream import speak_stream
+
+    def tokens() -> Any:
+        yield from (w if i == 0 else " " + w for i, w in enumerate(TEXT.replace("\n", " \n").split(" ")))
+
+    sentences = list(speak_stream(shared_server.url, tokens(), voice="ruby", seed=4, num_step=STEPS))
+    assert [s.text for s in sentences] == ["Good evening.", "The price rose to 3.5 dollars, said Dr. Smith.",
+                                           "Here is the weather.", ""]
+    assert all(s.pcm.size > 0 and s.end is not None and s.voice == "ruby" for s in sentences[:-1])
+    assert sentences[-1].index == -1 and sentences[-1].end is None  # the take's last fade
+    _events, whole_audio, _ = asyncio.run(_session(shared_server, [
+        {"type": "speak", "script": TEXT, "voice": "ruby", "num_step": STEPS, "seed": 4, "pcm": "f32"}]))
+    assert np.array_equal(np.concatenate([s.pcm for s in sentences]), np.frombuffer(whole_audio, "<f4"))
+
