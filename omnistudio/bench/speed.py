@@ -351,12 +351,11 @@ class Bench:
         return out
 
     def run(self) -> SentenceBenchResult:
-        # lazy: start-up (numpy, torch)
-        # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
-        from omnistudio.engine.model import choose_dtype
-
+        # lazy: start-up (numpy, torch, the model stack)
         import numpy as np
         import torch
+
+        from omnistudio.engine.model import choose_dtype
 
         # lazy: start-up (torch)
         from omnistudio.engine.compile import compile_status, dynamo_graphs

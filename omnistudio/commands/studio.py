@@ -24,11 +24,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    # lazy: start-up (concurrent, numpy, pyebur128, rich, scipy, textual, urllib)
-    # lazy: start-up (the model stack: omnistudio.engine.model and what it loads)
-    from omnistudio.engine.model import check_model_dir, pick_device, resolve_model
-
+    # lazy: start-up (the model stack, textual, numpy, scipy: the studio's command alone needs them)
     from omnistudio.app import StudioApp
+    from omnistudio.engine.model import check_model_dir, pick_device, resolve_model
     from omnistudio.studio.controller import Studio
     from omnistudio.studio.welcome import studio_model
 
