@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import tempfile
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -175,7 +174,7 @@ def openai_shape(form: wire.VoiceUpload, recording: bytes | None, field: str | N
     """OpenAI's ``voices.create`` as today's form: ``type: prompt`` is a design voice (the prompt as its
     instructions, its seed from the prompt's text unless given); an ``audio_sample`` (or ``type:
     audio_sample``) needs a consent recording's id, whose language the voice takes unless one is given, and
-    a gender heard from the recording's pitch unless one is given. A consent id in today's form is checked
+    a gender heard from the recording's pitch unless one is given (by the voice store, which reads it). A consent id in today's form is checked
     the same way (the voice stores that consent). Today's form passes through unchanged."""
     if form.type == "prompt" or (form.type is None and form.prompt is not None):
         if recording is not None:
@@ -196,23 +195,8 @@ def openai_shape(form: wire.VoiceUpload, recording: bytes | None, field: str | N
                         "(POST /v1/audio/voice_consents)")
     consent = consents.get_consent(cons)
     language = form.language or consent.lang
-    gender = form.gender or (_heard_gender(recording) if recording is not None else None)
-    return form.model_copy(update={"consent": consent.statement(), "language": language, "gender": gender})
-
-
-def _heard_gender(recording: bytes) -> str:
-    # lazy: start-up (librosa, numpy, soundfile)
-    from omnistudio.engine.reference import read_reference
-    from omnistudio.voices.pitch import gender_from_pitch
-
-    with tempfile.NamedTemporaryFile(suffix=".audio") as probe:
-        probe.write(recording)
-        probe.flush()
-        wave, rate = read_reference(Path(probe.name), "the uploaded recording")
-    gender = gender_from_pitch(wave, rate)
-    if gender is None:
-        raise UserError("no voiced speech in the recording to tell the voice's gender by: send gender")
-    return gender
+    return form.model_copy(update={"consent": consent.statement(), "language": language,
+                                   "type": "audio_sample" if openai else form.type})
 
 
 def _store(state: ServerState, form: wire.VoiceUpload, recording: bytes | None) -> manage.AddedVoice:
@@ -235,7 +219,8 @@ def _store(state: ServerState, form: wire.VoiceUpload, recording: bytes | None) 
         return manage.add_voice(form.name, form.language, recording, transcript=form.transcript,
                                 transcriber=transcriber, gender=form.gender, age=form.age, pitch=form.pitch,
                                 style=form.style, accent=form.accent, seed=form.seed, consent=form.consent,
-                                replace=form.replace, max_custom=state.max_voices)
+                                replace=form.replace, max_custom=state.max_voices,
+                                hear_gender=form.type == "audio_sample")
 
 
 class _NoLock:

@@ -151,14 +151,17 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
               transcriber: Transcriber | None = None, gender: str | None = None, age: str | None = None,
               pitch: str | None = None, style: str | None = None, accent: str | None = None,
               seed: int | None = None, consent: str | None = None, replace: bool = False,
-              max_custom: int | None = None, label: str | None = None, require_consent: bool = True) -> AddedVoice:
+              max_custom: int | None = None, label: str | None = None, require_consent: bool = True,
+              hear_gender: bool = False) -> AddedVoice:
     """Add a voice (or a language of a custom voice) to the user roster from a reference recording.
 
     ``recording``: a file, or the bytes of one (an upload: ``label`` names it in errors, e.g. "the
     uploaded recording"). ``transcript``: its exact words; without it ``transcriber`` hears them (and the
     answer says so: ``transcript_source == "asr"``); with both, the transcriber's words are stored when it
     hears any (the CLI's ``--ref-text`` with ``--asr-model``). A new voice needs ``gender`` (its voice in
-    the other language is designed from the attributes and ``seed``, by default one derived from the id).
+    the other language is designed from the attributes and ``seed``, by default one derived from the id);
+    with ``hear_gender`` a new voice given none has it heard from the recording's pitch (OpenAI's
+    ``voices.create`` sends none).
     ``consent`` is stored with the recording, and required (a statement from the speaker) unless
     ``require_consent`` is off: only the CLI's ``voices add`` turns it off, for a user's own voice on
     their own machine; the API and MCP never do. ``replace``: change a custom voice this would otherwise
@@ -180,6 +183,7 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
     staged = _stage(recording, folder)
     try:
         wave, sr = _read(staged, recording, label)
+        heard_gender = _pitch_gender(wave, sr) if hear_gender and attrs["gender"] is None else None
         sha, ext = _sha256(staged), _extension(staged)
         heard = _transcript(wave, sr, lang, transcript, transcriber)
         stored = Path(RECORDINGS) / f"{sha[:32]}{ext}"
@@ -197,6 +201,10 @@ def add_voice(name: str, lang: str, recording: Path | bytes, *, transcript: str 
                                       f"{', '.join(clash)}: ask to replace it (--replace, replace=true), or "
                                       "choose another name")
             if entry is None:
+                if hear_gender and attrs["gender"] is None:
+                    if heard_gender is None:
+                        raise UserError("no voiced speech in the recording to tell the voice's gender by: send gender")
+                    attrs["gender"] = heard_gender
                 entry = _new_entry(raws, anchor_id, name, attrs, max_custom)
             _set_attributes(entry, attrs, seed)
             table = {"recording": stored.as_posix(), "transcript": heard[0]}
@@ -283,6 +291,13 @@ def _read(staged: Path, recording: Path | bytes, label: str | None) -> tuple[np.
     from omnistudio.engine.reference import read_reference
 
     return read_reference(staged, label or (None if staged == recording else "the uploaded recording"))
+
+
+def _pitch_gender(wave: np.ndarray, sample_rate: int) -> str | None:
+    # lazy: start-up (librosa)
+    from omnistudio.voices.pitch import gender_from_pitch
+
+    return gender_from_pitch(wave, sample_rate)
 
 
 def _sha256(path: Path) -> str:
