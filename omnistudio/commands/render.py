@@ -163,13 +163,13 @@ def run(args: argparse.Namespace) -> int:
             _report(args, options.finishing)
         return code
 
-    return _finish(args, _played(args, script, options, captions))
+    return _finish(args, _played(args, script, options, captions), options.finishing)
 
 
 def render_stdin(args: argparse.Namespace, options: TakeOptions, captions: CaptionOptions | None = None) -> int:
     """Standard input rendered as it arrives (``render -``, ``say -``), played and/or written."""
     check_link_args(args)
-    return _finish(args, _played(args, None, options, captions))
+    return _finish(args, _played(args, None, options, captions), options.finishing)
 
 
 def _played(args: argparse.Namespace, script: Script | None, options: TakeOptions,
@@ -185,11 +185,11 @@ def _played(args: argparse.Namespace, script: Script | None, options: TakeOption
             player.close()
 
 
-def _finish(args: argparse.Namespace, result: dict[str, object]) -> int:
+def _finish(args: argparse.Namespace, result: dict[str, object], finishing: FinishingOptions) -> int:
     """The report, the JSON line and the exit status of a written take."""
-    options_finishing, refused = result.pop("_finishing"), result.pop("refused", None)
+    refused = result.pop("refused", None)
     if getattr(args, "report", False):
-        result["report"] = _report(args, options_finishing, quiet=args.json)  # type: ignore[arg-type]
+        result["report"] = _report(args, finishing, quiet=args.json)
     if args.json:
         print(json.dumps({"output": str(args.output) if args.output else None, **result}))
     missed = result.get("target_missed")
@@ -275,8 +275,7 @@ def _render(args: argparse.Namespace, script: Script | None, options: TakeOption
     # what the samples depend on: the engine (model, device, dtype, sampler, threads, quantisation), the options
     out = {"sample_rate": result.sample_rate, **(result.engine or {}), **result.options, **result.timings(),
            "played": player is not None, "underruns": stats.underruns if stats else None,
-           "xruns": stats.xruns if stats else None, "_finishing": take.finishing,
-           "refused": incoming.refused if incoming is not None else None}
+           "xruns": stats.xruns if stats else None, "refused": incoming.refused if incoming is not None else None}
     if files is not None and files.finished is not None:
         finished = files.finished
         out.update(loudness=finished.sidecar.get("loudness"), sidecar=str(finished.sidecar_path),

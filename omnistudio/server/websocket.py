@@ -98,9 +98,9 @@ async def _take_input(ws: WebSocket, run: TakeRun, incoming: IncomingScript) -> 
             if received.get("type") == "websocket.disconnect":
                 break
             try:
-                message = wire.parse_client_message(received.get("text") or b"")
                 if received.get("text") is None:
                     raise UserError("a streamed input's messages are JSON text frames, not binary ones")
+                message = wire.parse_client_message(received["text"])
                 if isinstance(message, (wire.WsRequest, wire.WsPrepare)):
                     raise UserError(f"{message.type}: the session's request was made already")
             except UserError as exc:

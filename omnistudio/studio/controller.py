@@ -294,6 +294,11 @@ class Studio:
         if settings.output_device != old.output_device:
             self.reopen_audio()
 
+    @property
+    def language(self) -> str:
+        """The script's default language (the settings')."""
+        return self.settings.language
+
     def parse(self, text: str) -> list[Sentence]:
         return list(parse_script(text, self.settings.language, presets=self.takes.presets).sentences)
 

@@ -147,7 +147,7 @@ class Prebuild:
         with self._lock:
             text, highlight = self._text, self._highlight
         default = self._reading.voice()
-        key = (text, highlight, default, self._reading.take_options(default).lang)
+        key = (text, highlight, default, self._reading.language)
         if self._parsed[0] != key:
             wants: list[Want] = []
             try:

@@ -59,7 +59,7 @@ class ProjectTakes:
         goes into the editor). Problems opening it are reported as notices."""
 
         voice = self._reading.voice()
-        project = open_or_create(Path(path), text or "", self._reading.take_options(voice).lang,
+        project = open_or_create(Path(path), text or "", self._reading.language,
                                  voice.key() if voice else "") if text else Project.open(Path(path))
         presets, damaged = read_presets(project.path)
         for problem in [*project.problems, *([damaged] if damaged else [])]:
@@ -191,7 +191,7 @@ class ProjectTakes:
         assert self.project is not None
         if voice is not None:
             self.project.voice = voice.key()
-        self.project.lang = self._reading.take_options(voice).lang
+        self.project.lang = self._reading.language
         self.project.set_script(text)
 
     def _planned(self, index: int, options: TakeOptions) -> PlannedSentence:

@@ -71,7 +71,7 @@ class IncomingScript:
                 raise UserError("the text has ended: nothing more can be added")
             size = len(text.encode("utf-8"))
             if self._bytes + size > self.max_bytes:
-                self._finish(final=True)
+                self._finish()
                 self.refused = (f"the text is over the script limit of {self.max_bytes} bytes: the take ends with "
                                 "what was complete")
                 raise UserError(self.refused)
@@ -91,7 +91,7 @@ class IncomingScript:
     def close(self) -> int:
         """The text has ended: its last sentence is complete and the take finishes after it."""
         with self._lock:
-            return self._finish(final=True)
+            return self._finish()
 
     def fail(self, exc: BaseException) -> None:
         """End the take with ``exc`` (the writer went away)."""
@@ -99,11 +99,11 @@ class IncomingScript:
             self.closed = True
             self._queue.put(exc)
 
-    def _finish(self, final: bool) -> int:
+    def _finish(self) -> int:
         if self.closed:
             return 0
         try:
-            done = self._complete(final)
+            done = self._complete(final=True)
         except UserError as exc:
             self._queue.put(exc)
             done = 0
