@@ -59,7 +59,7 @@ def test_the_file_equals_the_whole_text_rendered_at_once(tiny_engine: Any, tmp_p
     link = LocalEngine(tiny_engine)
     whole = tmp_path / "whole.wav"
     take = build_take(link, SCRIPT + ending, OPTIONS)
-    take.run([FileSink(whole)])
+    played = take.run([FileSink(whole)]).pcm
 
     arrived = tmp_path / "arrived.wav"
     script = IncomingScript(OPTIONS, take.base_seed)
@@ -75,6 +75,9 @@ def test_the_file_equals_the_whole_text_rendered_at_once(tiny_engine: Any, tmp_p
     a, rate_a = sf.read(whole, dtype="float32")
     b, rate_b = sf.read(arrived, dtype="float32")
     assert rate_a == rate_b and a.shape == b.shape and (a == b).all()
+    # as played too: each sentence's pause goes out before the next one, so a text ending in a line break
+    # does not play one pause more than the file
+    assert result.pcm.shape == played.shape and (result.pcm == played).all()
 
 
 def test_the_first_sentence_renders_while_the_rest_is_still_being_written(tiny_engine: Any) -> None:

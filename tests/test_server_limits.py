@@ -85,6 +85,30 @@ def test_websocket_without_a_key_is_refused_with_403(keyed: Server) -> None:
         assert asyncio.run(connect(headers)) == 403
 
 
+def test_an_agent_frameworks_xi_api_key_is_a_key_too(keyed: Server) -> None:
+    """ElevenLabs' clients send ``xi-api-key``: the server's key there is let in (HTTP and its WebSocket),
+    a wrong one is refused like a wrong Bearer."""
+    import asyncio
+
+    import websockets
+
+    url = f"{keyed.url}/v1/text-to-speech/ruby?output_format=pcm_24000"
+    body = {"text": "Hi.", "model_id": "eleven_flash_v2_5"}
+    assert httpx.post(url, json=body, headers={"xi-api-key": "wrong-key-0123456789abcdef"}).status_code == 401
+    answer = httpx.post(url, json=body, headers={"xi-api-key": KEY}, timeout=HANG_S)
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("audio/pcm") and answer.content
+
+    async def connect(key: str) -> int:
+        try:
+            async with websockets.connect(f"ws://127.0.0.1:{keyed.port}/v1/text-to-speech/ruby/multi-stream-input",
+                                          additional_headers={"xi-api-key": key}):
+                return 101
+        except websockets.InvalidStatus as exc:
+            return exc.response.status_code
+
+    assert asyncio.run(connect("wrong-key-0123456789abcdef")) == 403 and asyncio.run(connect(KEY)) == 101
+
+
 def test_full_queue_gets_429_with_retry_after(keyed: Server) -> None:
     good = {"Authorization": f"Bearer {KEY}"}
     long = " ".join(f"Sentence {i} keeps the engine busy." for i in range(40))

@@ -214,6 +214,13 @@ class Stitcher:
                                              self._rng)[:length]
         return gap
 
+    def pause_after_last(self, piece: np.ndarray) -> int:
+        """Where in ``piece`` (the last push's output) the last sentence ended: what follows is its pause."""
+        if not self.spans:
+            return len(piece)
+        end = int(round(self.spans[-1].end_s * self.sample_rate))
+        return min(len(piece), max(0, end - (self._pos - len(piece))))
+
     def finish(self) -> np.ndarray:
         """Flush the last held tail (faded out)."""
         if self._held is None:

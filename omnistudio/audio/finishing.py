@@ -305,7 +305,7 @@ def _stitched(chunks: Iterable[SentenceChunk], sample_rate: int, options: Finish
     (after the conversion, as the file will be read), and plan the finishing."""
     stitcher = file_stitcher(sample_rate, options)
     rate = options.delivery.sample_rate
-    convert = _converter(sample_rate, rate)
+    convert = rate_converter(sample_rate, rate)
     with PcmSpool(spool_dir) as speech:
         meter = _Metered(rate, options.mono_as)
         for chunk in chunks:
@@ -314,7 +314,7 @@ def _stitched(chunks: Iterable[SentenceChunk], sample_rate: int, options: Finish
         yield speech, stitcher, _plan(speech, meter.report(), rate, options)
 
 
-def _converter(rate: int, to: int) -> Callable[[np.ndarray, bool], np.ndarray]:
+def rate_converter(rate: int, to: int) -> Callable[[np.ndarray, bool], np.ndarray]:
     """Blocks at ``rate`` to blocks at ``to`` (libsoxr's very high quality, phase-aligned: a sentence
     starting at t s starts at t s after it), fed in order; ``last`` flushes it."""
     if rate == to:

@@ -53,7 +53,7 @@ def build_server(config: ServerConfig) -> FastAPI:
     from omnistudio.server.app import HTTPError, ServerState, error_response, validation_line
     from omnistudio.server.middleware import Guard
     from omnistudio.server.pipeline import TakeCache
-    from omnistudio.server.routers import compat, consents, ops, speech, text, voices, ws
+    from omnistudio.server.routers import compat, consents, elevenlabs, ops, speech, text, voices, ws
 
     state = ServerState(max_queue=config.max_queue, time_limit_s=config.time_limit_s, keys=config.keys,
                         cache=TakeCache(config.cache_mb * 2**20), max_voices=config.max_voices)
@@ -76,7 +76,8 @@ def build_server(config: ServerConfig) -> FastAPI:
     async def _invalid(_r: Request, exc: RequestValidationError) -> JSONResponse:
         return error_response(400, validation_line(exc))
 
-    for router in (speech.router, voices.router, consents.router, text.router, ops.router, compat.router, ws.router):
+    for router in (speech.router, voices.router, consents.router, text.router, ops.router, compat.router, ws.router,
+                   elevenlabs.router):
         app.include_router(router)
     if config.mcp:
         # lazy: start-up (asyncio)

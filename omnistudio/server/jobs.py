@@ -24,6 +24,7 @@ from omnistudio.protocol import (
     WsPrepare,
     WsRequest,
 )
+from omnistudio.protocol.elevenlabs import XiSpeechRequest
 from omnistudio.script import parse_tag
 from omnistudio.server.pipeline import PlannedSentence, TakeOptions, VoiceRef, parse_voice, plan
 from omnistudio.take.incoming import IncomingScript
@@ -93,7 +94,13 @@ def plan_job(text: str, voice: str, language: str | None, req: TakeFields, ref: 
     if any(line.lstrip().startswith("[") for line in text.splitlines()):  # speaker tags: known anchors only
         speakers = set(load_roster().anchors)
     sentences = plan(text, options, None, speakers)
-    if req.profile is not None:  # the rule's target (target_lufs still overrides it) and its ceiling
+    return _job(sentences, options, req)
+
+
+def _job(sentences: list[PlannedSentence], options: TakeOptions, req: TakeFields) -> SpeechJob:
+    """The job of ``sentences``: a ``profile`` gives the loudness target (``target_lufs`` still overrides it)
+    and its true-peak ceiling."""
+    if req.profile is not None:
         rule = check_profile(req.profile)
         target = check_target(req.target_lufs) if req.target_lufs is not None else rule.target_lufs
         return SpeechJob(sentences, options, True, target, req.timestamps, rule.true_peak_dbtp)
@@ -149,14 +156,15 @@ def stream_job(req: WsRequest) -> tuple[SpeechJob, IncomingScript]:
     arrives (the same voice, language, seed policy and script rules as a whole text's)."""
     if req.text is not None or req.script is not None or req.items:
         raise UserError("input 'stream' takes its text in text messages: leave text, script and items out")
-    ref, voice_lang = _known_voice(req.voice)
-    options = _options(req, check_language(req.language or voice_lang or "en"), ref)
-    job = SpeechJob([], options, True, check_target(req.target_lufs), req.timestamps)
-    if req.profile is not None:
-        rule = check_profile(req.profile)
-        target = check_target(req.target_lufs) if req.target_lufs is not None else rule.target_lufs
-        job = SpeechJob([], options, True, target, req.timestamps, rule.true_peak_dbtp)
-    return job, IncomingScript(options, options.seed, set(load_roster().anchors))
+    return incoming_job(req.voice, req.language, req)
+
+
+def incoming_job(voice: str, language: str | None, req: TakeFields) -> tuple[SpeechJob, IncomingScript]:
+    """A take whose text arrives later (the WebSocket's streamed input, ElevenLabs' stream-input contexts):
+    ``voice``, ``language`` and the options checked now; the script that plans each sentence as it completes."""
+    ref, voice_lang = _known_voice(voice)
+    options = _options(req, check_language(language or voice_lang or "en"), ref)
+    return _job([], options, req), IncomingScript(options, options.seed, set(load_roster().anchors))
 
 
 def prepare_voices(message: WsPrepare) -> list[tuple[VoiceRef, str]]:
@@ -166,3 +174,12 @@ def prepare_voices(message: WsPrepare) -> list[tuple[VoiceRef, str]]:
         ref, voice_lang = _known_voice(entry.voice)
         voices.append((ref, check_language(entry.lang or voice_lang or "en")))
     return voices
+
+
+def xi_job(voice: str, req: XiSpeechRequest) -> SpeechJob:
+    """ElevenLabs' ``POST /v1/text-to-speech/{voice_id}``: the text in ``voice`` (the path's), its language
+    ``language_code`` (else the voice's), ``voice_settings.speed`` the take's speed, ``seed`` its seed;
+    ``apply_text_normalization: "off"`` sends the text to the model as written."""
+    speed = req.voice_settings.speed if req.voice_settings is not None else None
+    fields = TakeFields(speed=speed, seed=req.seed or 0, normalize=req.apply_text_normalization != "off")
+    return plan_job(_text(req.text, MAX_SCRIPT_CHARS, "text"), voice, req.language_code, fields)

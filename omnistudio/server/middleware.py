@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from omnistudio.server.auth import OPEN_ROUTES, authorised
+from omnistudio.protocol.elevenlabs import XI_ROUTE
 from omnistudio.protocol import CONSENTS_ROUTE, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, VOICES_ROUTE, WS_ROUTE, error_json
 
 log = logging.getLogger("omnistudio.server")
@@ -25,6 +26,25 @@ def request_line(method: str, path: str, status: int, wall_s: float, take: Any) 
     audio = f"{take.audio_s:.2f}s" if take is not None and take.audio_s else "-"
     ttfa = f"{take.ttfa_s * 1000:.0f}ms" if take is not None and take.ttfa_s is not None else "-"
     return f"{method} {path} {status} audio={audio} wall={wall_s:.3f}s ttfa={ttfa}"
+
+
+def _bearer(headers: dict[str, str]) -> str | None:
+    """The request's key as an Authorization header: its own, or ElevenLabs' ``xi-api-key`` (agent frameworks
+    send that one)."""
+    if "authorization" in headers or "xi-api-key" not in headers:
+        return headers.get("authorization")
+    return f"Bearer {headers['xi-api-key']}"
+
+
+def _route_label(path: str) -> str:
+    """The route a path counts under: one label whatever the voice or consent id."""
+    for prefix in (VOICES_ROUTE, CONSENTS_ROUTE):
+        if path.startswith(prefix + "/"):
+            return prefix + "/{id}"
+    if path.startswith(XI_ROUTE + "/"):
+        tail = path[len(XI_ROUTE) + 1:].partition("/")[2]
+        return XI_ROUTE + "/{voice_id}" + (f"/{tail}" if tail else "")
+    return path
 
 
 class Guard:
@@ -52,12 +72,13 @@ class Guard:
 
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         try:
-            if path not in OPEN_ROUTES and not authorised(self.state.keys, headers.get("authorization")):
+            if path not in OPEN_ROUTES and not authorised(self.state.keys, _bearer(headers)):
                 if scope["type"] == "websocket":
                     await watched({"type": "websocket.close", "code": 1008})
                     status[0] = 401
                 else:
-                    await _refuse(watched, 401, "missing or wrong API key: send Authorization: Bearer KEY",
+                    await _refuse(watched, 401, "missing or wrong API key: send Authorization: Bearer KEY "
+                                  "(or xi-api-key: KEY)",
                                   [(b"www-authenticate", b"Bearer")])
                 return
             length = headers.get("content-length", "0")
@@ -71,7 +92,7 @@ class Guard:
             raise
         finally:
             take = scope.get("state", {}).get("take")
-            route = next((r + "/{id}" for r in (VOICES_ROUTE, CONSENTS_ROUTE) if path.startswith(r + "/")), path)
+            route = _route_label(path)
             self.state.metrics.requests.labels(route=route if route in KNOWN_ROUTES else "other",
                                                status=str(status[0])).inc()
             if path not in ("/health", "/metrics"):
@@ -81,3 +102,4 @@ class Guard:
 KNOWN_ROUTES = frozenset({"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/health", "/metrics",
                           "/tts/generate", "/tts/generate-shm", "/v1/text/normalize", "/v1/lexicon", "/mcp", WS_ROUTE})
 KNOWN_ROUTES |= {VOICES_ROUTE + "/{id}", CONSENTS_ROUTE, CONSENTS_ROUTE + "/{id}"}  # one label whatever the id
+KNOWN_ROUTES |= {XI_ROUTE + "/{voice_id}" + tail for tail in ("", "/stream", "/stream-input", "/multi-stream-input")}

@@ -24,7 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from omnistudio.audio.finishing import PAUSE_IN_LINE_S, PAUSE_NEW_LINE_S
 from omnistudio.errors import UserError
@@ -33,6 +35,9 @@ from omnistudio.take.link import CancelFlag, EngineLink, RenderItem
 from omnistudio.take.options import TakeOptions, sentence_seed, spoken_text
 from omnistudio.take.pipeline import PlannedSentence, Take, TakeCache, TakeResult
 from omnistudio.take.stream import Chunk, Stream, sentence_voice
+
+if TYPE_CHECKING:
+    from omnistudio.audio.dsp import Stitcher
 
 ENDS_RE = re.compile(r"[.!?…;:。\]\n\r\u2028\u2029]")  # a chunk without these ends no sentence: nothing to re-read
 WAIT_S = 0.05  # how often a waiting stream looks at its cancel flag
@@ -197,6 +202,20 @@ class IncomingTake(Take):
     def __init__(self, link: EngineLink, script: IncomingScript, cache: TakeCache | None = None) -> None:
         super().__init__(link, [], script.options, cache, script.base_seed)
         self.script = script
+        self._pause = np.zeros(0, dtype=np.float32)  # the last sentence's pause, played when the next one comes
+
+    def _played(self, piece: np.ndarray, stitcher: Stitcher) -> np.ndarray:
+        """A sentence's pause is played before the next sentence, not after its own: whether the text goes on
+        (and so which pause it is) is known only then. The take as played is the file's, pauses and all."""
+        end = stitcher.pause_after_last(piece)
+        played = np.concatenate([self._pause, piece[:end]])
+        self._pause = piece[end:]
+        return played
+
+    def _played_tail(self, tail: np.ndarray) -> np.ndarray:
+        """The last sentence's pause as the file has it (its ``[pause]``, else none), then the stitcher's tail."""
+        keep = int(round(self.script.final_pause * self.link.sample_rate))
+        return np.concatenate([self._pause[:keep], tail])
 
     def _chunks(self, todo: list[PlannedSentence], hits: Mapping[int, Any], started: float, cancel: CancelFlag,
                 prepare: Callable[[list[RenderItem]], None] | None = None) -> Iterator[Chunk]:

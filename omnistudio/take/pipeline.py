@@ -19,7 +19,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from omnistudio.audio.finishing import live_stitcher, sentence_pauses
 from omnistudio.audio.spool import ChunkSpool, PcmSpool
@@ -32,6 +34,9 @@ from omnistudio.take.rows import SentenceRow
 from omnistudio.take.sinks import Sink
 from omnistudio.take.stream import Chunk, Stream, sentence_voice
 from omnistudio.voices.resolve import VoiceRef
+
+if TYPE_CHECKING:
+    from omnistudio.audio.dsp import Stitcher
 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024  # about 45 minutes of float32 audio at 24 kHz
 
@@ -280,7 +285,8 @@ class Take:
                 self.cache.put(cache_key(self.link, sentence, self.options),
                                Rendered(sentence.id, chunk.pcm, chunk.timings, chunk.steps))
             chunks.add(chunk.pcm, sentence.pause_s, sentence.id, sentence.breath)
-            piece = stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id, breathe=sentence.breath)
+            piece = self._played(stitcher.push(chunk.pcm, sentence.pause_s, sentence_id=sentence.id,
+                                               breathe=sentence.breath), stitcher)
             stitched.append(piece)
             for sink in sinks:
                 sink.chunk(chunk, piece)
@@ -288,7 +294,7 @@ class Take:
             raise Cancelled("take cancelled")
         if skipped and len(skipped) == len(self.sentences):
             raise UserError(f"every sentence failed ({rows[-1].error}); nothing written")
-        tail = stitcher.finish()
+        tail = self._played_tail(stitcher.finish())
         stitched.append(tail)
         for sink in sinks:
             sink.tail(tail)
@@ -296,6 +302,13 @@ class Take:
         return TakeResult(stitched, stitched.frames, self.link.sample_rate, chunks, rows, self.base_seed, rendered,
                           len(hits), steps, ttfa or 0.0, time.perf_counter() - started, 0.0, skipped=skipped,
                           engine=link_record(self.link), options=self.record())
+
+    def _played(self, piece: np.ndarray, stitcher: Stitcher) -> np.ndarray:
+        """What of the stitcher's piece plays now (all of it: every pause of a planned take is known)."""
+        return piece
+
+    def _played_tail(self, tail: np.ndarray) -> np.ndarray:
+        return tail
 
     def record(self) -> dict[str, object]:
         """The take's options as its sidecar records them (the base seed, not the options' seed)."""
