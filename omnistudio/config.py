@@ -19,7 +19,9 @@ import platformdirs
 APP_NAME = "omnistudio"
 DEFAULT_MODEL = "k2-fsa/OmniVoice"
 SAMPLE_RATE = 24_000
-QUANTIZE = ("none", "int8")  # --quantize: int8 linear layers in the backbone (engine/quantize.py)
+# --quantize: int8 linear layers in the backbone (engine/quantize.py); auto: int8 allowed, the CPU calibration
+# decides (engine/calibration.py)
+QUANTIZE = ("none", "int8", "auto")
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def link_info_from_wire(health: wire.Health, address: ServerAddress) -> LinkInfo
     """``GET /health`` -> LinkInfo; the device names the server too (``cuda:0 @ gpu-box:8005``)."""
     engine = health.engine or wire.EngineInfo()
     return LinkInfo(engine.model, f"{engine.device} @ {urlsplit(address.base).netloc}", engine.dtype, engine.sampler,
-                    engine.threads, engine.quantisation, engine.compile, engine.graphs)
+                    engine.threads, engine.quantisation, engine.compile, engine.graphs, engine.path)
 
 
 def voice_list_from_wire(listing: wire.VoiceListing) -> VoiceList:

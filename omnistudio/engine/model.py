@@ -81,7 +81,8 @@ class LoadedModel:
     @property
     def label(self) -> str:
         """A few words for the studio's telemetry: where the backbone runs, in which dtype."""
-        return f"{self.device} · {self.dtype_name}" + (f" · {self.quantize}" if self.quantize != "none" else "")
+        return (f"{self.device} · {self.dtype_name}" + (f" · {self.quantize}" if self.quantize != "none" else "")
+                + (" · calibrated" if self.dtype_reason.startswith("calibrated") else ""))
 
     def describe(self) -> dict[str, str]:
         """What --json outputs and sidecars record about the model."""

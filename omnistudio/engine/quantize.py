@@ -9,7 +9,9 @@ saturates), int32 accumulation, fp32 out. The audio embeddings, the audio heads 
 and the vocoder are left as they are (the vocoder fp32). On a bf16 backbone the layer takes bf16 in and
 gives bf16 out (its arithmetic is int8 with fp32 scales either way).
 
-Why these kernels and not torchao's int8 configs, and what "int8 acceleration" means: docs/decisions.md
+Which of torch's two x86 int8 kernels packs the weights is measured once a process (:func:`int8_kernel`:
+FBGEMM's, or oneDNN's, which reaches AMX-INT8 and VNNI; ``OMNISTUDIO_INT8_KERNEL`` pins one): the faster on
+a backbone-shaped product wins. Why these kernels and not torchao's int8 configs, and what "int8 acceleration" means: docs/decisions.md
 ("int8 backbone"). The rule (:func:`int8_feature`): a CPU whose flags name AMX-INT8, AVX512-VNNI or
 AVX-VNNI (native int8 dot products), or AVX2 (fbgemm's ``vpmaddubsw`` path: measured 1.7-2.3x faster than
 fp32 on the backbone's matrix shapes on an AVX2-only EPYC). Anything else is refused with one line;
@@ -18,9 +20,11 @@ so is any device but the CPU.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +38,7 @@ from omnistudio.errors import UserError
 INT8_CPU_FLAGS = (("amx_int8", "AMX-INT8"), ("avx512_vnni", "AVX512-VNNI"), ("avx_vnni", "AVX-VNNI"),
                   ("avx2", "AVX2"))
 QMAX = 127  # the largest int8 weight: a channel's largest |w| maps to it
+log = logging.getLogger("omnistudio.engine")
 
 
 def cpu_flags() -> frozenset[str]:
@@ -61,8 +66,8 @@ def check_quantize(value: str | None, device: str, flags: frozenset[str] | None 
     name = str(value or "none").strip().lower()
     if name not in QUANTIZE:
         raise UserError(f"unknown --quantize '{value}': use {' or '.join(QUANTIZE)}")
-    if name == "none":
-        return name
+    if name in ("none", "auto"):  # auto is decided above the loader (engine/calibration.py): here it is none
+        return "none"
     if not device.startswith("cpu"):
         raise UserError(f"--quantize int8 runs on the CPU (PyTorch's x86 int8 kernels), not on {device}: "
                         "use --device cpu, or --quantize none")
@@ -73,6 +78,55 @@ def check_quantize(value: str | None, device: str, flags: frozenset[str] | None 
         raise UserError("--quantize int8: this torch build has no x86 int8 kernels (fbgemm/oneDNN); "
                         "use --quantize none")
     return name
+
+
+INT8_KERNELS = ("fbgemm", "onednn")  # torch's x86 int8 CPU kernels: FBGEMM's, oneDNN's (AMX-INT8 / VNNI where there)
+_CHOSEN_KERNEL: list[str] = []  # this process's choice, measured once
+
+
+def time_int8_kernel(kernel: str, in_features: int, out_features: int, rows: int = 256, repeats: int = 8) -> float:
+    """Seconds per product of a ``rows`` x ``in_features`` input with an int8 ``out_features`` x ``in_features``
+    weight packed for ``kernel`` (the median of ``repeats``, after one untimed call)."""
+    generator = torch.Generator().manual_seed(0)
+    linear = torch.nn.Linear(in_features, out_features, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(out_features, in_features, generator=generator) * 0.02)
+    layer = int8_linear(linear, kernel)
+    x = torch.randn(rows, in_features, generator=generator)
+    times = []
+    with torch.inference_mode():
+        layer(x)
+        for _ in range(repeats):
+            started = time.perf_counter()
+            layer(x)
+            times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
+
+
+def choose_int8_kernel(time_kernel: Callable[[str], float], kernels: Sequence[str] = INT8_KERNELS,
+                       pinned: str | None = None) -> tuple[str, dict[str, float]]:
+    """The int8 kernel to pack with: ``pinned`` (``OMNISTUDIO_INT8_KERNEL``) if given, else the fastest of
+    ``kernels`` by ``time_kernel`` (seconds); and what each took (empty when pinned)."""
+    if pinned:
+        name = pinned.strip().lower()
+        if name not in INT8_KERNELS:
+            raise UserError(f"OMNISTUDIO_INT8_KERNEL '{pinned}': use {' or '.join(INT8_KERNELS)}")
+        return name, {}
+    timed = {kernel: time_kernel(kernel) for kernel in kernels if kernel in torch.backends.quantized.supported_engines}
+    if not timed:
+        raise UserError("--quantize int8: this torch build has none of the x86 int8 kernels (fbgemm, onednn)")
+    return min(timed, key=lambda k: timed[k]), timed
+
+
+def int8_kernel(in_features: int = 1024, out_features: int = 3072) -> str:
+    """This process's int8 kernel: pinned, or measured once on a backbone-shaped product (logged)."""
+    if not _CHOSEN_KERNEL:
+        name, timed = choose_int8_kernel(lambda k: time_int8_kernel(k, in_features, out_features),
+                                         pinned=os.environ.get("OMNISTUDIO_INT8_KERNEL"))
+        if timed:
+            log.info("int8 kernel: %s (%s)", name, ", ".join(f"{k} {t * 1e3:.2f} ms" for k, t in timed.items()))
+        _CHOSEN_KERNEL.append(name)
+    return _CHOSEN_KERNEL[0]
 
 
 def weight_scales(weight: torch.Tensor) -> torch.Tensor:
@@ -102,37 +156,47 @@ class CastLinear(torch.nn.Module):
         return self.inner(x.float()).to(x.dtype)  # type: ignore[no-any-return]
 
 
-def int8_linear(linear: torch.nn.Linear) -> CastLinear:
-    """``linear`` as an int8 dynamic quantized Linear that takes and gives ``linear``'s dtype."""
+def int8_linear(linear: torch.nn.Linear, kernel: str = "fbgemm") -> CastLinear:
+    """``linear`` as an int8 dynamic quantized Linear that takes and gives ``linear``'s dtype, its weight
+    packed for ``kernel`` (a packed weight keeps its kernel whatever torch's quantized engine is later)."""
     weight = linear.weight.detach().float()
     scales = weight_scales(weight)
+    engine = torch.backends.quantized.engine
     with warnings.catch_warnings():  # quantized tensors are deprecated in favour of torchao's (decisions.md)
         warnings.simplefilter("ignore")
         qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.long), 0,
                                              torch.qint8)
         inner = _dynamic_linear()(linear.in_features, linear.out_features, bias_=linear.bias is not None,
                                   dtype=torch.qint8)
-        inner.set_weight_bias(qweight, None if linear.bias is None else linear.bias.detach().float())  # type: ignore[operator]
+        torch.backends.quantized.engine = kernel
+        try:
+            inner.set_weight_bias(qweight, None if linear.bias is None else linear.bias.detach().float())  # type: ignore[operator]
+        finally:
+            torch.backends.quantized.engine = engine
     return CastLinear(inner, linear.in_features, linear.out_features)
 
 
 @dataclass(frozen=True)
 class QuantizeReport:
-    """What :func:`quantize_backbone` did: layers replaced, their weights' size before and after, its time."""
+    """What :func:`quantize_backbone` did: layers replaced, their weights' size before and after, its time,
+    and the kernel they were packed for."""
 
     layers: int
     float_mb: float  # the replaced layers' weights in their float dtype
     int8_mb: float  # the same weights in int8, with their scales
     seconds: float
+    kernel: str = "fbgemm"
 
     def describe(self) -> str:
-        return (f"int8: {self.layers} linear layers of the backbone, weights {self.float_mb:.0f} -> "
+        return (f"int8 ({self.kernel}): {self.layers} linear layers of the backbone, weights {self.float_mb:.0f} -> "
                 f"{self.int8_mb:.0f} MB, in {self.seconds:.1f} s")
 
 
 def quantize_backbone(llm: torch.nn.Module) -> QuantizeReport:
     """Replace every ``nn.Linear`` inside ``llm`` (the backbone) by its int8 version, in place."""
     started = time.perf_counter()
+    first = next((m for m in llm.modules() if type(m) is torch.nn.Linear), None)
+    kernel = int8_kernel(first.in_features, first.out_features) if first is not None else "fbgemm"
     layers, float_bytes, int8_bytes = 0, 0, 0
     for parent in list(llm.modules()):
         for name, child in list(parent.named_children()):
@@ -142,6 +206,6 @@ def quantize_backbone(llm: torch.nn.Module) -> QuantizeReport:
             float_bytes += weight.numel() * weight.element_size()
             int8_bytes += weight.numel() + 8 * weight.size(0)
             with torch.inference_mode():
-                setattr(parent, name, int8_linear(child))
+                setattr(parent, name, int8_linear(child, kernel))
             layers += 1
-    return QuantizeReport(layers, float_bytes / 2**20, int8_bytes / 2**20, time.perf_counter() - started)
+    return QuantizeReport(layers, float_bytes / 2**20, int8_bytes / 2**20, time.perf_counter() - started, kernel)

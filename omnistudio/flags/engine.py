@@ -27,10 +27,12 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         "(random weights: noise, not speech); default $OMNISTUDIO_MODEL or k2-fsa/OmniVoice")
     parser.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda > mps > cpu)")
     parser.add_argument("--dtype", help="backbone dtype: auto (default), fp32, bf16 or fp16; auto is fp16 on "
-                        "CUDA, bf16 on a CPU with AMX-BF16 or AVX512-BF16, else fp32 (the vocoder stays fp32)")
-    parser.add_argument("--quantize", metavar="none|int8", help="int8: the backbone's linear layers in int8 "
+                        "CUDA; on a CPU, the fastest measured at the model's first start there (bf16 only where "
+                        "the CPU has AMX-BF16 or AVX512-BF16; tiny: that rule, unmeasured); the vocoder stays fp32")
+    parser.add_argument("--quantize", metavar="none|int8|auto", help="int8: the backbone's linear layers in int8 "
                         "(CPU only, refused without AVX2/VNNI/AMX int8; opt-in; quality on the real weights "
-                        "unmeasured); default none; bench takes a list, e.g. none,int8")
+                        "unmeasured); auto: int8 where the CPU calibration finds it faster; default none; "
+                        "bench takes a list, e.g. none,int8")
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ class EngineInfo(BaseModel):
     quantisation: str = "none"
     compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | switching | compiled | failed (eager)
     graphs: str = "off"  # the diffusion step's CUDA graphs: off, or "N captured in S s"
+    path: str = ""  # how the CPU path (dtype, int8) was chosen: a flag, the static rule, or a calibration
     max_batch: int = 1
 
 

@@ -81,6 +81,7 @@ class LinkInfo:
     quantisation: str = "none"  # none | int8 (the backbone's linear layers, --quantize)
     compile: str = "off"  # the backbone: off | compiling (eager meanwhile) | switching | compiled | failed (eager)
     graphs: str = "off"  # the diffusion step's CUDA graphs: off, or "N captured in S s" (engine/cuda_graphs.py)
+    path: str = ""  # how the dtype and int8 were chosen: a flag, the static rule, or this CPU's calibration
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,7 @@ class LocalEngine:
                         "fast" if self.engine.sampler is not None else "stock", self.threads or torch_threads(),
                         quantisation=str(getattr(loaded, "quantize", "none")),
                         compile=str(getattr(self.engine, "compile_state", "off")),
-                        graphs=graph_status(self.engine))
+                        graphs=graph_status(self.engine), path=str(getattr(loaded, "dtype_reason", "")))
 
     @property
     def splits_decode(self) -> bool:

@@ -4,6 +4,7 @@ it: what every client does first (the CLI, the studio, the server, MCP and each 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from omnistudio.config import compile_backbone as compile_setting
@@ -27,8 +28,16 @@ def open_engine(config: EngineConfig, progress: Callable[[str], None] | None = N
         import torch
 
         torch.set_num_threads(config.threads)
+    config, reason = cpu_path(config, progress)
     engine = Engine.load(config.model, device=config.device, dtype=config.dtype, progress=progress,
                          quantize=config.quantize)
+    if reason is not None:
+        engine.loaded.dtype_reason = reason
+    return with_sampler(engine, config)
+
+
+def with_sampler(engine: Engine, config: EngineConfig) -> Engine:
+    """``engine`` with ``config``'s sampler installed (the fast one when its package is there)."""
     if config.sampler == "fast":
         try:
             # lazy: an optional dependency
@@ -37,6 +46,42 @@ def open_engine(config: EngineConfig, progress: Callable[[str], None] | None = N
             return engine
         engine.sampler = FastSampler(engine.model)
     return engine
+
+
+def cpu_path(config: EngineConfig, progress: Callable[[str], None] | None = None) -> tuple[EngineConfig, str | None]:
+    """``config`` with its CPU path decided (engine/calibration.py): left to the machine (``--dtype auto``,
+    ``--quantize auto``) on the CPU, the fastest measured here (stored, or calibrated now); else as given.
+    Also how it was decided (None: as given, or not the CPU)."""
+    # lazy: start-up (torch)
+    from omnistudio.engine import calibration
+    from omnistudio.engine.model import choose_dtype, cpu_bf16_feature, pick_device, resolve_model
+    from omnistudio.engine.quantize import cpu_flags, int8_feature
+
+    auto_dtype = (config.dtype or "auto").strip().lower() == "auto"
+    auto_int8 = config.quantize == "auto"
+    if not (auto_dtype or auto_int8) or pick_device(config.device) != "cpu":
+        return (replace(config, quantize="none") if auto_int8 else config), None
+    model = resolve_model(config.model).name
+    if not calibration.calibrates(model):
+        return replace(config, quantize="none" if auto_int8 else config.quantize), None
+    # lazy: start-up (torch)
+    import torch
+
+    flags = cpu_flags()
+    dtype = "auto" if auto_dtype else choose_dtype("cpu", config.dtype).name
+    paths = calibration.candidates(cpu_bf16_feature() is not None, int8_feature(flags) is not None, dtype,
+                                   config.quantize)
+    if len(paths) == 1:  # one path here: nothing to measure (the static rule's reason stands)
+        return replace(config, dtype=paths[0].dtype, quantize=paths[0].quantize), None
+
+    def timed(path: calibration.CpuPath) -> float:
+        chosen = replace(config, dtype=path.dtype, quantize=path.quantize)
+        return calibration.time_steps(lambda p: with_sampler(
+            Engine.load(model, device="cpu", dtype=p.dtype, quantize=p.quantize), chosen), path)
+
+    key = calibration.cpu_key(torch.get_num_threads(), flags, str(torch.__version__))
+    result = calibration.stored_or_calibrated(key, model, paths, timed, progress)
+    return replace(config, dtype=result.chosen.dtype, quantize=result.chosen.quantize), result.describe()
 
 
 def warm_engine(engine: Engine, progress: Callable[[str], None] | None = None,
