@@ -256,3 +256,15 @@ def test_stream_input_mode_types_the_script_and_compares_it_with_the_whole(capsy
     assert 0 < result["first_audio_after_sentence_p50_ms"] <= result["first_audio_after_sentence_p95_ms"]
     assert result["engine_gaps"] >= 0 and result["writer_waits"] >= 0
     assert 0 < result["whole_ttfa_s"] <= result["whole_total_s"] and result["streamed_total_s"] >= result["typing_s"]
+
+
+def test_step_profile_splits_a_step_into_parts_that_add_up(capsys: pytest.CaptureFixture[str]) -> None:
+    """``probe --profile``: each part of the step timed by hooks; the parts are the step (issue 52)."""
+    from omnistudio.bench.probe import main
+
+    assert main(["--profile", "--model", "tiny", "--quantize", "int8"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    parts = report["parts_ms"]
+    assert set(parts) == {"attention projections", "attention core", "mlp", "backbone other", "outside the backbone"}
+    assert report["quantisation"] == "int8" and all(parts[k] > 0 for k in ("attention projections", "mlp"))
+    assert abs(sum(parts.values()) - report["ms_per_step"]) <= 0.5  # rounded to 0.1 ms each

@@ -140,9 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-step", type=int, default=10, help="diffusion steps a sentence (default 10)")
     add_model_options(parser)
     parser.add_argument("--ops", action="store_true", help="count the aten ops of one step instead")
+    parser.add_argument("--profile", action="store_true", help="where one step's time goes instead (attention "
+                        "projections and core, MLP, the rest of the backbone, outside it)")
     parser.set_defaults(model="tiny", device="cpu")
     args = parser.parse_args(argv)
 
+    if args.profile:
+        # lazy: start-up (the model stack)
+        from omnistudio.bench.step_profile import step_profile
+        from omnistudio.flags.engine import engine_from_args
+
+        print(json.dumps({**step_profile(engine_from_args(args)), "provenance": provenance()}))
+        return 0
     if args.ops:
         print(json.dumps({**ops_per_step(args.model, args.device, args.dtype), "provenance": provenance()}))
         return 0

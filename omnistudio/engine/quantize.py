@@ -84,7 +84,11 @@ INT8_KERNELS = ("fbgemm", "onednn")  # torch's x86 int8 CPU kernels: FBGEMM's, o
 _CHOSEN_KERNEL: list[str] = []  # this process's choice, measured once
 
 
-def time_int8_kernel(kernel: str, in_features: int, out_features: int, rows: int = 256, repeats: int = 8) -> float:
+PROBE_ROWS = 640  # about a guided step's packed rows on `full` (a short sentence, its prompt and both halves)
+
+
+def time_int8_kernel(kernel: str, in_features: int, out_features: int, rows: int = PROBE_ROWS,
+                     repeats: int = 8) -> float:
     """Seconds per product of a ``rows`` x ``in_features`` input with an int8 ``out_features`` x ``in_features``
     weight packed for ``kernel`` (the median of ``repeats``, after one untimed call)."""
     generator = torch.Generator().manual_seed(0)
