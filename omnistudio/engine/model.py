@@ -362,7 +362,7 @@ def load_model(
         # lazy: start-up (torch)
         from omnistudio.engine.quantize import check_quantize
 
-        quant = check_quantize(quantize, dev)
+        quant = "int8" if check_quantize(quantize, dev) == "int8" else "none"  # auto reaching here: none
     path = checkpoint_path(spec, say)
     torch_dtype = choice.dtype
     set_backend_flags(dev)

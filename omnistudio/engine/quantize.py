@@ -66,8 +66,8 @@ def check_quantize(value: str | None, device: str, flags: frozenset[str] | None 
     name = str(value or "none").strip().lower()
     if name not in QUANTIZE:
         raise UserError(f"unknown --quantize '{value}': use {' or '.join(QUANTIZE)}")
-    if name in ("none", "auto"):  # auto is decided above the loader (engine/calibration.py): here it is none
-        return "none"
+    if name in ("none", "auto"):  # auto: int8 allowed, decided by the calibration (engine/calibration.py)
+        return name
     if not device.startswith("cpu"):
         raise UserError(f"--quantize int8 runs on the CPU (PyTorch's x86 int8 kernels), not on {device}: "
                         "use --device cpu, or --quantize none")
