@@ -11,6 +11,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from omnistudio.errors import UserError, describe, first_line, os_error_line
+from omnistudio.protocol.base import first_problem
 
 
 def error_line(exc: BaseException) -> str:
@@ -18,9 +19,7 @@ def error_line(exc: BaseException) -> str:
     if isinstance(exc, UserError):
         return first_line(exc)
     if isinstance(exc, ValidationError):  # the tool's typed arguments: "field: what is wrong"
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "arguments"
-        return f"{where}: {first.get('msg', 'invalid')}"
+        return first_problem(exc, "arguments")
     line = os_error_line(exc)
     if line is not None:
         return line

@@ -102,11 +102,17 @@ def error_message(body: bytes | str) -> str:
 Body = TypeVar("Body", bound=BaseModel)
 
 
+def first_problem(exc: Any, whole: str = "body", skip: int = 0, omit: tuple[object, ...] = ()) -> str:
+    """A pydantic validation error's first problem as ``where: what`` (``where``: its location, less the first
+    ``skip`` parts and any in ``omit``; ``whole`` when nothing is left)."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in tuple(first.get("loc", ()))[skip:] if part not in omit) or whole
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
 def parse_response(model: type[Body], data: Any, route: str) -> Body:
     """A JSON response body as ``model``; a body that is not that shape is a ProtocolError naming the route."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise ProtocolError(f"{route} answered a body this client cannot read ({where}: {first['msg']})") from None
+        raise ProtocolError(f"{route} answered a body this client cannot read ({first_problem(exc)})") from None

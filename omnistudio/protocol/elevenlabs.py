@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from omnistudio.protocol.base import ProtocolError, loads_object
+from omnistudio.protocol.base import ProtocolError, first_problem, loads_object
 
 XI_ROUTE = "/v1/text-to-speech"
 XI_RATES = (8000, 16000, 22050, 24000, 32000, 44100, 48000)
@@ -133,6 +133,4 @@ def parse_xi_message(raw: str | bytes) -> XiMessage:
     try:
         return XiMessage.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "message"
-        raise ProtocolError(f"the message's {where}: {first['msg']}") from None
+        raise ProtocolError(f"the message's {first_problem(exc, 'message')}") from None

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from omnistudio.protocol.base import PROTOCOL, ProtocolError, loads_object
+from omnistudio.protocol.base import PROTOCOL, ProtocolError, first_problem, loads_object
 from omnistudio.protocol.requests import ClientMessage
 from omnistudio.protocol.timestamps import SentenceTime
 
@@ -104,9 +104,7 @@ def _parse(raw: str | bytes | dict[str, Any], adapter: TypeAdapter[Any], types: 
     try:
         return adapter.validate_python({**message, "type": kind})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"][1:]) or "message"
-        raise ProtocolError(f"{kind} message: {where}: {first['msg']}") from None
+        raise ProtocolError(f"{kind} message: {first_problem(exc, 'message', skip=1)}") from None
 
 
 def parse_client_message(raw: str | bytes | dict[str, Any]) -> ClientMessage:

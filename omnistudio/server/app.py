@@ -9,6 +9,7 @@ take (:class:`TakeRun` over the shared :class:`BatchingLink`) and turn the take'
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +20,13 @@ from pydantic import ValidationError
 from starlette.requests import ClientDisconnect, HTTPConnection
 
 from omnistudio.protocol import MAX_BODY_BYTES, ProtocolError, error_body, error_kind, loads_object
-from omnistudio.protocol.base import Body
+from omnistudio.protocol.base import Body, first_problem
 from omnistudio.server.admission import Admission
 from omnistudio.server.jobs import SpeechJob
 from omnistudio.server.metrics import Metrics
 from omnistudio.server.pipeline import TakeCache
 from omnistudio.server.scheduler import BatchingLink
-from omnistudio.server.serving import Failed, TakeRun
+from omnistudio.server.serving import Done, Failed, TakeRun
 
 if TYPE_CHECKING:
     from omnistudio.engine.engine import Engine
@@ -80,9 +81,7 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 
 
 def validation_line(exc: ValidationError | RequestValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or "request"
-    return f"{where}: {first.get('msg', 'invalid')}"
+    return first_problem(exc, "request", omit=("body",))
 
 
 async def read_json(request: Request, model: type[Body]) -> Body:
@@ -156,6 +155,40 @@ async def first_events(state: ServerState, request: Request, run: TakeRun,
             return seen, events
 
 
+class StoppedMidway(Exception):
+    """The take failed after its response had begun: the status is sent, a short body tells the client."""
+
+
+async def events_after(seen: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """A streamed response's events: those :func:`first_events` saw, then the rest up to ``Done``; a
+    ``Failed`` on the way raises :class:`StoppedMidway`."""
+    for event in seen:
+        yield event
+    if seen and isinstance(seen[-1], Done):
+        return
+    async for event in events:
+        if isinstance(event, Failed):
+            raise StoppedMidway(event.message)
+        yield event
+
+
+async def streamed(state: ServerState, run: TakeRun, body: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    """``body`` as a response streams it, the take finished after it; a client that leaves before its end,
+    or a take that stops midway, cancels the take (and counts as cancelled)."""
+    completed = False
+    try:
+        async for piece in body:
+            yield piece
+        completed = True
+    except StoppedMidway:
+        pass
+    finally:
+        if not completed:
+            run.cancel.set()
+            state.count_cancel()
+        finish(state, run)
+
+
 def link_info(state: ServerState) -> dict[str, object]:
     if state.link is None:
         return {}
@@ -163,4 +196,4 @@ def link_info(state: ServerState) -> dict[str, object]:
 
 
 __all__ = ["ServerState", "HTTPError", "error_response", "read_json", "server_state", "current_link", "start_take",
-           "finish", "first_events", "link_info"]
+           "finish", "first_events", "events_after", "streamed", "StoppedMidway", "link_info"]

@@ -12,8 +12,9 @@ from fastapi.responses import StreamingResponse
 
 from omnistudio.protocol.elevenlabs import XI_ROUTE, XiSpeechRequest, parse_xi_format
 from omnistudio.server import jobs
-from omnistudio.server.app import current_link, finish, first_events, read_json, server_state, start_take
-from omnistudio.server.serving import Audio, Done, Failed
+from omnistudio.server.app import (current_link, events_after, finish, first_events, read_json, server_state,
+                                   start_take, streamed)
+from omnistudio.server.serving import Audio, Done
 from omnistudio.server.xi_audio import XiEncoder
 from omnistudio.server.xi_session import serve_xi
 
@@ -44,23 +45,9 @@ async def speech(request: Request, voice_id: str, output_format: str | None = No
     encoder = XiEncoder(fmt, run.link.sample_rate)
 
     async def body() -> AsyncIterator[bytes]:
-        completed = False
-        try:
-            for event in seen:
-                if isinstance(event, Audio):
-                    yield encoder.audio(event.pcm)
-            if not isinstance(seen[-1], Done):
-                async for event in events:
-                    if isinstance(event, Failed):
-                        return  # the status is sent; a short body tells the client
-                    if isinstance(event, Audio):
-                        yield encoder.audio(event.pcm)
-            yield encoder.end()
-            completed = True
-        finally:
-            if not completed:
-                run.cancel.set()
-                state.count_cancel()
-            finish(state, run)
+        async for event in events_after(seen, events):
+            if isinstance(event, Audio):
+                yield encoder.audio(event.pcm)
+        yield encoder.end()
 
-    return StreamingResponse(body(), media_type=fmt.media_type)
+    return StreamingResponse(streamed(state, run, body()), media_type=fmt.media_type)

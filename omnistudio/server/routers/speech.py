@@ -19,8 +19,9 @@ from omnistudio.errors import UserError
 from omnistudio.server import encode
 from omnistudio import protocol as wire
 from omnistudio.server import jobs
-from omnistudio.server.app import ServerState, finish, first_events, link_info, read_json, server_state, start_take
-from omnistudio.server.serving import Audio, Done, Failed, SentenceEnd, TakeRun
+from omnistudio.server.app import (ServerState, events_after, finish, first_events, link_info, read_json, server_state,
+                                   start_take, streamed)
+from omnistudio.server.serving import Audio, Done, SentenceEnd, TakeRun
 from omnistudio.server.timestamps import sentence_time
 from omnistudio.server.voice_admin import design_voice
 
@@ -44,30 +45,16 @@ async def speech(request: Request) -> Response:
     seen, events = await first_events(state, request, run, (Audio, Done) if streaming else (Done,))
 
     async def chunks() -> Any:  # bytes, and with SSE timestamps wire.SseSentence too
-        completed = False
         stream = encode.StreamEncoder(fmt, run.link.sample_rate) if streaming else None
-        try:
-            if stream is not None and (head := stream.start()):
-                yield head
-            for event in seen:
-                if piece := _piece(event, fmt, stream, run.link.sample_rate, job.timestamps):
-                    yield piece
-            if not isinstance(seen[-1], Done):
-                async for event in events:
-                    if isinstance(event, Failed):
-                        return  # the status is sent; a short body tells the client
-                    if piece := _piece(event, fmt, stream, run.link.sample_rate, job.timestamps):
-                        yield piece
-            completed = True
-        finally:
-            if not completed:
-                run.cancel.set()
-                state.count_cancel()
-            finish(state, run)
+        if stream is not None and (head := stream.start()):
+            yield head
+        async for event in events_after(seen, events):
+            if piece := _piece(event, fmt, stream, run.link.sample_rate, job.timestamps):
+                yield piece
 
     if req.stream_format == "sse":
-        return StreamingResponse(_sse(chunks()), media_type="text/event-stream", headers=headers)
-    return StreamingResponse(chunks(), media_type=encode.MEDIA_TYPES[fmt], headers=headers)
+        return StreamingResponse(_sse(streamed(state, run, chunks())), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(streamed(state, run, chunks()), media_type=encode.MEDIA_TYPES[fmt], headers=headers)
 
 
 async def _timed(state: ServerState, request: Request, run: TakeRun, fmt: str, mode: wire.Timestamps,
@@ -105,7 +92,7 @@ def _piece(event: object, fmt: str, stream: encode.StreamEncoder | None, sample_
     return encode.encode(event.pcm, sample_rate, fmt) if isinstance(event, Done) else b""
 
 
-async def _sse(chunks: AsyncGenerator[bytes | wire.SseSentence, None]) -> AsyncGenerator[bytes, None]:
+async def _sse(chunks: AsyncGenerator[Any, None]) -> AsyncGenerator[bytes, None]:
     started = time.perf_counter()
     try:
         async for chunk in chunks:
