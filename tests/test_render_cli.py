@@ -169,7 +169,7 @@ def test_sidecar_json_and_project_takes_record_what_the_audio_depends_on(
     said = json.loads(capsys.readouterr().out)
     sidecar = json.loads(Path(said["sidecar"]).read_text())
     engine = {"model": "tiny", "device": "cpu", "dtype": "fp32", "sampler": "fast", "threads": 2,
-              "quantisation": "none", "compile": "off"}
+              "quantisation": "none", "compile": "off", "path": "auto: CPU without native bf16"}  # path: how chosen
     assert sidecar["engine"] == engine and {k: said[k] for k in engine} == engine
     take = {"seed": 7, "num_step": 2, "guidance": 2.0, "speed": 1.0, "batch": 1, "lang": "en"}
     assert {k: sidecar["take"][k] for k in take} == take and {k: said[k] for k in take} == take
