@@ -17,35 +17,43 @@ TEXT = "Good evening. The price rose to 3.5 dollars.\n[:es] Buenas noches.\nBack
 FLAGS = ["--voice", "ruby", "--model", "tiny", "--device", "cpu", "--num-step", "2", "--seed", "9"]
 
 
-def _piped(args: list[str], pieces: list[str]) -> subprocess.CompletedProcess[str]:
-    """Run the CLI with ``pieces`` written to its standard input one at a time, as a model writes."""
-    proc = subprocess.Popen([*CLI, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stdin is not None
+def _piped(runs: list[list[str]], pieces: list[str]) -> list[subprocess.CompletedProcess[str]]:
+    """Run the CLI once per ``runs`` entry, all at once, with ``pieces`` written to each one's standard input
+    one at a time, as a model writes."""
+    procs = [subprocess.Popen([*CLI, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for args in runs]
     for piece in pieces:
-        proc.stdin.write(piece)
-        proc.stdin.flush()
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write(piece)
+            proc.stdin.flush()
         time.sleep(0.05)  # pieces, not one read: the pipe gives them as they come
-    proc.stdin.close()
-    proc.stdin = None  # closed: communicate only reads
-    out, err = proc.communicate(timeout=600)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    done = []
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.stdin = None  # closed: communicate only reads
+        out, err = proc.communicate(timeout=600)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
 
 
 def test_say_and_render_from_a_pipe_write_the_file_of_the_whole_text(omnistudio_home: Path, tmp_path: Path) -> None:
+    """``render FILE`` and both pipes run side by side (each its own process, the same thread count)."""
     script = tmp_path / "news.txt"
     script.write_text(TEXT, encoding="utf-8")
     whole = tmp_path / "whole.wav"
-    done = subprocess.run([*CLI, "render", str(script), "-o", str(whole), *FLAGS], capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr
-    expected = sf.read(whole, dtype="float32")[0]
+    reference = subprocess.Popen([*CLI, "render", str(script), "-o", str(whole), *FLAGS], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
     pieces = [TEXT[i:i + 5] for i in range(0, len(TEXT), 5)]
-    for command in ("say", "render"):
-        out = tmp_path / f"{command}.wav"
-        done = _piped([command, "-", "-o", str(out), *FLAGS], pieces)
+    piped = _piped([[command, "-", "-o", str(tmp_path / f"{command}.wav"), *FLAGS] for command in ("say", "render")],
+                   pieces)
+    _, err = reference.communicate(timeout=600)
+    assert reference.returncode == 0, err
+    expected = sf.read(whole, dtype="float32")[0]
+    for command, done in zip(("say", "render"), piped):
         assert done.returncode == 0, done.stderr
-        assert (sf.read(out, dtype="float32")[0] == expected).all()
+        assert (sf.read(tmp_path / f"{command}.wav", dtype="float32")[0] == expected).all()
         assert (tmp_path / f"{command}.wav.json").is_file()  # finished like every render: its sidecar too
 
 
