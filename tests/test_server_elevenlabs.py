@@ -221,3 +221,21 @@ def test_http_route_answers_mp3_and_a_bad_format_in_one_line(shared_server: Serv
     bad = httpx.post(f"{shared_server.url}/v1/text-to-speech/ruby/stream?output_format=pcm_11025",
                      json={"text": "Hi."}, timeout=HANG_S)
     assert bad.status_code == 400 and "pcm_11025" in bad.json()["error"]["message"]
+
+
+def test_http_with_timestamps_streams_lines_of_audio_and_character_times(shared_server: Server) -> None:
+    """Pipecat's HTTP service's route: a JSON line a sentence, audio = the server's own render, every
+    character timed from the take's start, in order."""
+    with httpx.stream("POST", f"{shared_server.url}/v1/text-to-speech/ruby/stream/with-timestamps",
+                      params={"output_format": "pcm_24000"}, json={"text": TEXT, "model_id": "eleven_flash_v2_5"},
+                      timeout=HANG_S) as answer:
+        assert answer.status_code == 200
+        lines = [json.loads(line) for line in answer.iter_lines() if line.strip()]
+    own = _speech_pcm(shared_server, TEXT)
+    audio = np.frombuffer(b"".join(base64.b64decode(line["audio_base64"]) for line in lines), "<i2")
+    assert np.array_equal(audio, own)
+    timed = [line["alignment"] for line in lines if "alignment" in line]
+    assert "".join("".join(a["characters"]) for a in timed) == TEXT + " "
+    starts = [t for a in timed for t in a["character_start_times_seconds"]]
+    ends = [t for a in timed for t in a["character_end_times_seconds"]]
+    assert starts == sorted(starts) and all(e >= s for s, e in zip(starts, ends)) and ends[-1] <= len(own) / RATE

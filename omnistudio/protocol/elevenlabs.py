@@ -6,7 +6,8 @@ take, named by ``context_id``; Pipecat's and LiveKit's ElevenLabs clients use it
 text follows, ``flush`` speaks what is buffered, ``close_context`` ends a context, ``close_socket`` the
 socket; on ``stream-input`` an empty text ends the input). The server answers :class:`XiAudio` (base64
 audio and each character's time), :class:`XiFinal` once a context's audio is all sent, or :class:`XiError`.
-``POST /v1/text-to-speech/{voice_id}[/stream]`` takes :class:`XiSpeechRequest` and answers the audio bytes.
+``POST /v1/text-to-speech/{voice_id}[/stream]`` takes :class:`XiSpeechRequest` and answers the audio bytes;
+``.../stream/with-timestamps`` answers a :class:`XiTimedChunk` a line (base64 audio and character times).
 ``output_format`` (a query parameter everywhere) is one of :data:`XI_FORMATS`' patterns.
 """
 
@@ -83,6 +84,22 @@ class XiError(BaseModel):
     message: str
     code: int = 1008
     contextId: str | None = None  # noqa: N815
+
+
+class XiTimedAlignment(BaseModel):
+    """``/stream/with-timestamps``' alignment: each character's start and end in seconds from the take's start."""
+
+    characters: list[str]
+    character_start_times_seconds: list[float]
+    character_end_times_seconds: list[float]
+
+
+class XiTimedChunk(BaseModel):
+    """One line of ``POST .../stream/with-timestamps``' answer (newline-delimited JSON)."""
+
+    audio_base64: str
+    alignment: XiTimedAlignment | None = None
+    normalized_alignment: XiTimedAlignment | None = None
 
 
 class XiSpeechRequest(BaseModel):

@@ -102,4 +102,5 @@ class Guard:
 KNOWN_ROUTES = frozenset({"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/health", "/metrics",
                           "/tts/generate", "/tts/generate-shm", "/v1/text/normalize", "/v1/lexicon", "/mcp", WS_ROUTE})
 KNOWN_ROUTES |= {VOICES_ROUTE + "/{id}", CONSENTS_ROUTE, CONSENTS_ROUTE + "/{id}"}  # one label whatever the id
-KNOWN_ROUTES |= {XI_ROUTE + "/{voice_id}" + tail for tail in ("", "/stream", "/stream-input", "/multi-stream-input")}
+KNOWN_ROUTES |= {XI_ROUTE + "/{voice_id}" + tail for tail in ("", "/stream", "/stream/with-timestamps", "/stream-input",
+                                                                "/multi-stream-input")}

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from omnistudio.audio.finishing import rate_converter
-from omnistudio.protocol.elevenlabs import XiAlignment, XiFormat
+from omnistudio.protocol.elevenlabs import XiAlignment, XiFormat, XiTimedAlignment
 from omnistudio.server.encode import pcm16
 
 
@@ -22,7 +22,7 @@ class XiEncoder:
     """One take's pieces at ``rate`` as ``fmt``'s bytes; :meth:`end` gives what the converter held back."""
 
     def __init__(self, fmt: XiFormat, rate: int) -> None:
-        self.fmt = fmt
+        self.fmt, self.rate = fmt, rate  # rate: the take's (what comes in)
         self._convert = rate_converter(rate, fmt.sample_rate)
         self._mp3: Any = None
         self._pts = 0
@@ -70,3 +70,12 @@ def char_alignment(text: str, seconds: float) -> XiAlignment:
     edges = [round(total * k / len(chars)) for k in range(len(chars) + 1)] if chars else [0]
     return XiAlignment(chars=chars, charStartTimesMs=edges[:-1],
                        charDurationsMs=[b - a for a, b in zip(edges[:-1], edges[1:])])
+
+
+def timed_alignment(text: str, seconds: float, offset_s: float) -> XiTimedAlignment:
+    """:func:`char_alignment` in seconds from the take's start (``offset_s``: where this piece begins)."""
+    spread = char_alignment(text, seconds)
+    starts = [offset_s + ms / 1000 for ms in spread.charStartTimesMs]
+    ends = [start + ms / 1000 for start, ms in zip(starts, spread.charDurationsMs)]
+    return XiTimedAlignment(characters=spread.chars, character_start_times_seconds=starts,
+                            character_end_times_seconds=ends)
