@@ -4,6 +4,8 @@ embeddings), and everything outside the backbone (the sampler, the audio heads' 
 
 Each part is timed by forward hooks on the backbone's modules (a synchronised device on CUDA), summed
 over a render of one sentence and divided by its steps; the first render (two steps) warms the kernels.
+Where the static step runs the backbone itself (engine/step_backbone.py: no module call for the whole
+backbone or its attention), only the projections and the MLP are split out, the rest is "everything else".
 
     python -m omnistudio.bench.probe --profile --model full --device cpu [--dtype fp32 --quantize int8]
 """
@@ -60,10 +62,14 @@ def step_profile(engine: Any, num_step: int = 6) -> dict[str, Any]:
         for hook in hooks:
             hook.remove()
     ms = {name: sums.get(name, 0.0) / num_step * 1e3 for name in ("backbone", "attention", "mlp", "projections")}
-    split = {"attention projections": ms["projections"], "attention core": ms["attention"] - ms["projections"],
-             "mlp": ms["mlp"], "backbone other": ms["backbone"] - ms["attention"] - ms["mlp"],
-             "outside the backbone": total / num_step * 1e3 - ms["backbone"]}
     step = total / num_step * 1e3
+    if ms["backbone"] and ms["attention"]:  # the backbone's own forward: every part has its module
+        split = {"attention projections": ms["projections"], "attention core": ms["attention"] - ms["projections"],
+                 "mlp": ms["mlp"], "backbone other": ms["backbone"] - ms["attention"] - ms["mlp"],
+                 "outside the backbone": step - ms["backbone"]}
+    else:  # the static step's backbone calls the projections and the MLP alone (engine/step_backbone.py)
+        split = {"attention projections": ms["projections"], "mlp": ms["mlp"],
+                 "everything else": step - ms["projections"] - ms["mlp"]}
     return {"model": engine.loaded.spec.name, "device": str(engine.model.device), "dtype": engine.loaded.dtype_name,
             "quantisation": engine.loaded.quantize, "num_step": num_step, "ms_per_step": round(step, 1),
             "parts_ms": {k: round(v, 1) for k, v in split.items()},
