@@ -59,7 +59,7 @@ def test_gpu_sh_stops_at_the_preflight_naming_every_missing_package_before_loadi
     last = lines[-1]
     assert last.startswith("gpu.sh: preflight: missing "), proc.stderr[-2000:]
     assert "num2words" in last and "mcp" in last, last
-    assert sum(line.startswith("gpu.sh: preflight") for line in lines) == 1  # one line for both
+    assert sum(line.startswith("gpu.sh: preflight: missing") for line in lines) == 1  # one line for both
     assert (tmp_path / "results.jsonl").read_text() == ""
     assert not (tmp_path / "home").exists()  # nothing built
 
