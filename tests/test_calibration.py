@@ -51,14 +51,17 @@ def test_a_calibration_is_kept_per_cpu_and_model(tmp_path: Path, monkeypatch: py
     again = calibration.stored_or_calibrated("cpu A", "full", [FP32, BF16], time_step)
     assert again.chosen == BF16 and len(timed) == 2  # stored: nothing timed again
     calibration.stored_or_calibrated("cpu B", "full", [FP32, BF16], time_step)  # another CPU: measured
-    calibration.stored_or_calibrated("cpu A", "full", [FP32, BF16, FP32_INT8, BF16_INT8],  # int8 now allowed
-                                     lambda p: {"fp32": 0.03, "bf16": 0.01}.get(p.label, 0.005))
-    assert len(timed) == 4
+    allowed = calibration.stored_or_calibrated("cpu A", "full", [FP32, BF16, FP32_INT8, BF16_INT8],  # int8 allowed
+                                               lambda p: timed.append(p.label) or 0.005)  # type: ignore[func-returns-value]
+    assert allowed.chosen == FP32_INT8 and timed[-2:] == ["fp32 + int8", "bf16 + int8"]  # only what was new
+    assert len(timed) == 6
+    back = calibration.stored_or_calibrated("cpu A", "full", [FP32, BF16], time_step)  # int8 off again: all known
+    assert back.chosen == BF16 and len(timed) == 6 and set(back.step_ms) == {"fp32", "bf16"}
     stored = json.loads(calibration.store_path().read_text())
     assert len(stored) == 2 and {e["cpu"] for e in stored.values()} == {"cpu A", "cpu B"}
     calibration.store_path().write_text("{not json")  # a damaged file: calibrated again, rewritten
     assert calibration.stored_or_calibrated("cpu A", "full", [FP32, BF16], time_step).chosen == BF16
-    assert len(timed) == 6 and json.loads(calibration.store_path().read_text())
+    assert len(timed) == 8 and json.loads(calibration.store_path().read_text())
 
 
 def _open(monkeypatch: pytest.MonkeyPatch, **config: Any) -> Any:
@@ -120,7 +123,7 @@ def test_the_int8_kernel_is_the_fastest_measured_or_the_pinned_one() -> None:
         return {"fbgemm": 0.004, "onednn": 0.002}[kernel]
 
     assert choose_int8_kernel(stub) == ("onednn", {"fbgemm": 0.004, "onednn": 0.002})
-    assert choose_int8_kernel(stub, pinned="fbgemm") == ("fbgemm", {}) and len(timed) == 2
+    assert choose_int8_kernel(stub, pinned="fbgemm") == ("fbgemm", {}) and len(timed) == 2  # pinned: not timed
     with pytest.raises(UserError, match="OMNISTUDIO_INT8_KERNEL 'avx'"):
         choose_int8_kernel(stub, pinned="avx")
 
@@ -136,7 +139,7 @@ def test_int8_tokens_are_the_same_run_after_run(kernel: str, monkeypatch: pytest
     from support.audio import REF_TEXT
 
     monkeypatch.setenv("OMNISTUDIO_INT8_KERNEL", kernel)
-    monkeypatch.setattr(quantize, "_CHOSEN_KERNEL", [])
+    monkeypatch.setattr(quantize, "_CHOSEN_KERNEL", {})
     runs = []
     for _ in range(2):
         engine = Engine.load("tiny", device="cpu", dtype="fp32", quantize="int8")

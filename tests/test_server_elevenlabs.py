@@ -163,16 +163,40 @@ def test_stream_input_single_context_ends_on_empty_text(shared_server: Server) -
     assert np.array_equal(_pcm(replies), _speech_pcm(shared_server, TEXT))
 
 
-def test_a_context_closed_before_its_flush_is_an_interruption(shared_server: Server) -> None:
-    """Text, then close_context with no flush: the take stops (isFinal all the same); the socket goes on."""
+def test_a_context_closed_without_a_closing_flush_is_an_interruption(shared_server: Server) -> None:
+    """A barge-in as the clients send it: close_context alone after text (Pipecat), or after a flushed sentence
+    (LiveKit's auto mode): the take stops (isFinal all the same). A flush of no text, then close_context, is a
+    context's end: its audio comes. The socket goes on."""
     before = _cancelled(shared_server)
     replies, code = asyncio.run(_socket(shared_server, [
         {"text": " ", "context_id": "x"}, {"text": "This will be interrupted. And", "context_id": "x"},
         {"context_id": "x", "close_context": True},
+        {"text": " ", "context_id": "z"}, {"text": "A sentence said in full. ", "context_id": "z", "flush": True},
+        {"context_id": "z", "close_context": True},
         {"text": " ", "context_id": "y"}, {"text": "Next.", "context_id": "y", "flush": True},
-        {"context_id": "y", "close_context": True}, {"close_socket": True}]))
-    assert code == 1000 and {r["contextId"] for r in replies if r.get("isFinal")} == {"x", "y"}
-    assert len(_pcm(replies, "y")) and _cancelled(shared_server) == before + 1
+        {"text": "", "context_id": "y", "flush": True}, {"context_id": "y", "close_context": True},
+        {"close_socket": True}]))
+    assert code == 1000 and {r["contextId"] for r in replies if r.get("isFinal")} == {"x", "y", "z"}
+    assert len(_pcm(replies, "y")) and _cancelled(shared_server) == before + 2
+    assert not [r for r in replies if "error" in r]
+
+
+def test_a_context_without_text_ends_with_isfinal_alone_and_a_bad_line_is_its_error(shared_server: Server) -> None:
+    """A turn with nothing to say (a tool call) gets isFinal and no error; an unknown speaker tag in a context's
+    text is that context's error (once), the socket and the other context go on."""
+    replies, code = asyncio.run(_socket(shared_server, [
+        {"text": " ", "context_id": "quiet"}, {"text": "", "context_id": "quiet", "flush": True},
+        {"context_id": "quiet", "close_context": True},
+        {"text": " ", "context_id": "bad"}, {"text": "[nobody] Hello there.", "context_id": "bad", "flush": True},
+        {"text": "More words. ", "context_id": "bad"}, {"text": "And more. ", "context_id": "bad"},
+        {"text": " ", "context_id": "ok"}, {"text": "Good evening.", "context_id": "ok", "flush": True,
+                                            "close_context": True},
+        {"context_id": "bad", "close_context": True}, {"close_socket": True}],
+        query="output_format=pcm_24000&auto_mode=true"))
+    assert code == 1000 and {r["contextId"] for r in replies if r.get("isFinal")} == {"quiet", "bad", "ok"}
+    errors = [r for r in replies if "error" in r]
+    assert len(errors) == 1 and errors[0]["contextId"] == "bad" and "nobody" in errors[0]["message"], errors
+    assert len(_pcm(replies, "ok"))
 
 
 def _cancelled(server: Server) -> float:

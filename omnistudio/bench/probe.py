@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         from omnistudio.bench.step_profile import step_profile
         from omnistudio.flags.engine import engine_from_args
 
-        print(json.dumps({**step_profile(engine_from_args(args)), "provenance": provenance()}))
+        print(json.dumps({**step_profile(engine_from_args(args), args.num_step), "provenance": provenance()}))
         return 0
     if args.ops:
         print(json.dumps({**ops_per_step(args.model, args.device, args.dtype), "provenance": provenance()}))

@@ -32,8 +32,9 @@ def quantize_list(value: str | None) -> list[str]:
     """``"none,int8"`` -> ["none", "int8"] (default ["none"])."""
 
     names = [v.strip().lower() for v in (value or "none").split(",") if v.strip()]
-    if not names or any(n not in QUANTIZE for n in names) or len(set(names)) != len(names):
-        raise UserError(f"--quantize {value}: give a comma-separated list of {', '.join(QUANTIZE)}, each once")
+    axis = [q for q in QUANTIZE if q != "auto"]  # rows are named by what they ran: auto would hide it
+    if not names or any(n not in axis for n in names) or len(set(names)) != len(names):
+        raise UserError(f"--quantize {value}: give a comma-separated list of {', '.join(axis)}, each once")
     return names
 
 

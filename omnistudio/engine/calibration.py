@@ -3,7 +3,7 @@
 A CPU path is the backbone's dtype (``fp32``, or ``bf16`` where the CPU has native bf16) and whether its
 linear layers are int8 (only where the user allows it: ``--quantize auto``; int8 stays opt-in while its
 quality on the real weights cannot be measured). At the first start of a model on a CPU, with ``--dtype
-auto`` (the default) or ``--quantize auto``, :func:`calibrate` loads each candidate and times a few
+auto`` (the default) or ``--quantize auto``, :func:`stored_or_calibrated` loads each candidate not yet timed and times a few
 diffusion steps of one sentence (:func:`time_steps`), and the fastest is used from then on: the choice is
 kept in the cache folder (``calibration.json``), keyed by the CPU (model name, the flags that matter, torch's
 version, the thread count) and the model, so a new CPU, another torch or another thread count calibrates
@@ -16,6 +16,7 @@ tokens: a path is a configuration of the reproducibility contract (README).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -147,21 +148,6 @@ def _entries(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def calibrate(cpu: str, model: str, paths: Sequence[CpuPath], time_step: Callable[[CpuPath], float],
-              progress: Callable[[str], None] | None = None) -> Calibration:
-    """Time every path, keep the fastest (stored), and say so."""
-    def timed(path: CpuPath) -> float:
-        if progress is not None:
-            progress(f"calibrating the CPU path: timing {path.label}")
-        return time_step(path)
-
-    chosen, step_ms = pick(paths, timed)
-    result = Calibration(cpu, model, chosen, step_ms, time.strftime("%Y-%m-%dT%H:%M:%S"))
-    save(result)
-    log.info("%s", result.describe())
-    return result
-
-
 def time_steps(load: Callable[[CpuPath], Any], path: CpuPath, steps: int = STEPS) -> float:
     """Seconds per diffusion step of ``path``'s engine (``load(path)``): one sentence rendered at ``steps``
     steps with the fast sampler, a voice prompt from a test signal, the first step left out (warm-up)."""
@@ -186,8 +172,32 @@ def time_steps(load: Callable[[CpuPath], Any], path: CpuPath, steps: int = STEPS
 
 def stored_or_calibrated(cpu: str, model: str, paths: Sequence[CpuPath], time_step: Callable[[CpuPath], float],
                          progress: Callable[[str], None] | None = None) -> Calibration:
-    """The stored calibration when it timed the same candidates, else a new one (stored)."""
+    """The fastest of ``paths`` on ``cpu`` for ``model``: from the stored timings where they cover every path,
+    else the missing ones are timed now and kept beside the others (``--quantize auto`` and ``none`` share
+    one entry: each switch times nothing it already knows). A path that cannot be loaded here (out of
+    memory, say) is logged and never chosen."""
     stored = load(cpu, model)
-    if stored is not None and set(stored.step_ms) == {p.label for p in paths}:
-        return stored
-    return calibrate(cpu, model, paths, time_step, progress)
+    known = dict(stored.step_ms) if stored is not None else {}
+    missing = [p for p in paths if p.label not in known]
+
+    def timed(path: CpuPath) -> float:
+        if progress is not None:
+            progress(f"calibrating the CPU path: timing {path.label}")
+        try:
+            return time_step(path)
+        except (Exception, MemoryError) as exc:  # noqa: BLE001 - that path is out; the others stand
+            log.warning("calibration: %s could not be timed here (%s)", path.label, exc)
+            return float("inf")
+        finally:
+            gc.collect()  # the candidate's engine goes before the next one loads
+
+    if missing:
+        _, step_ms = pick(missing, timed)
+        known.update(step_ms)
+    chosen = min(paths, key=lambda p: known[p.label])
+    result = Calibration(cpu, model, chosen, {p.label: known[p.label] for p in paths},
+                         stored.when if stored is not None and not missing else time.strftime("%Y-%m-%dT%H:%M:%S"))
+    if missing:
+        save(Calibration(cpu, model, chosen, known, result.when))
+        log.info("%s", result.describe())
+    return result

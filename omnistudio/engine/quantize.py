@@ -81,7 +81,7 @@ def check_quantize(value: str | None, device: str, flags: frozenset[str] | None 
 
 
 INT8_KERNELS = ("fbgemm", "onednn")  # torch's x86 int8 CPU kernels: FBGEMM's, oneDNN's (AMX-INT8 / VNNI where there)
-_CHOSEN_KERNEL: list[str] = []  # this process's choice, measured once
+_CHOSEN_KERNEL: dict[tuple[int, int], str] = {}  # this process's choice per weight shape, measured once each
 
 
 PROBE_ROWS = 640  # about a guided step's packed rows on `full` (a short sentence, its prompt and both halves)
@@ -115,6 +115,8 @@ def choose_int8_kernel(time_kernel: Callable[[str], float], kernels: Sequence[st
         name = pinned.strip().lower()
         if name not in INT8_KERNELS:
             raise UserError(f"OMNISTUDIO_INT8_KERNEL '{pinned}': use {' or '.join(INT8_KERNELS)}")
+        if name not in torch.backends.quantized.supported_engines:
+            raise UserError(f"OMNISTUDIO_INT8_KERNEL '{pinned}': this torch build has no {name} kernels")
         return name, {}
     timed = {kernel: time_kernel(kernel) for kernel in kernels if kernel in torch.backends.quantized.supported_engines}
     if not timed:
@@ -123,14 +125,15 @@ def choose_int8_kernel(time_kernel: Callable[[str], float], kernels: Sequence[st
 
 
 def int8_kernel(in_features: int = 1024, out_features: int = 3072) -> str:
-    """This process's int8 kernel: pinned, or measured once on a backbone-shaped product (logged)."""
-    if not _CHOSEN_KERNEL:
+    """The int8 kernel for a backbone of this shape: pinned, or measured once a process (logged)."""
+    shape = (in_features, out_features)
+    if shape not in _CHOSEN_KERNEL:
         name, timed = choose_int8_kernel(lambda k: time_int8_kernel(k, in_features, out_features),
                                          pinned=os.environ.get("OMNISTUDIO_INT8_KERNEL"))
         if timed:
             log.info("int8 kernel: %s (%s)", name, ", ".join(f"{k} {t * 1e3:.2f} ms" for k, t in timed.items()))
-        _CHOSEN_KERNEL.append(name)
-    return _CHOSEN_KERNEL[0]
+        _CHOSEN_KERNEL[shape] = name
+    return _CHOSEN_KERNEL[shape]
 
 
 def weight_scales(weight: torch.Tensor) -> torch.Tensor:

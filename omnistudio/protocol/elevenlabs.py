@@ -80,7 +80,7 @@ class XiFinal(BaseModel):
 
 
 class XiError(BaseModel):
-    error: str  # a short kind: invalid_request, voice_not_found, max_active_conversations, input_timeout_exceeded...
+    error: str  # a short kind: invalid_request, max_active_conversations, too_many_concurrent_requests, unavailable
     message: str
     code: int = 1008
     contextId: str | None = None  # noqa: N815

@@ -177,6 +177,10 @@ class IncomingScript:
                 raise item
             yield item
 
+    def followed(self, sentence_id: int) -> bool:
+        """Whether a sentence after ``sentence_id`` has been handed on (then its pause is the one it keeps)."""
+        return self._given > sentence_id + 1
+
     @property
     def final_pause(self) -> float:
         """The pause after the last sentence in the file: its ``[pause]``, else none (a whole script's)."""
@@ -205,12 +209,17 @@ class IncomingTake(Take):
         self._pause = np.zeros(0, dtype=np.float32)  # the last sentence's pause, played when the next one comes
 
     def _played(self, piece: np.ndarray, stitcher: Stitcher) -> np.ndarray:
-        """A sentence's pause is played before the next sentence, not after its own: whether the text goes on
-        (and so which pause it is) is known only then. The take as played is the file's, pauses and all."""
-        end = stitcher.pause_after_last(piece)
-        played = np.concatenate([self._pause, piece[:end]])
-        self._pause = piece[end:]
-        return played
+        """A sentence's pause plays at once when the next sentence is already known (so a slow render never
+        adds it to the wait), else before the next sentence: whether the text goes on, and so which pause it
+        is, is known only then. The take as played is the file's, pauses and all."""
+        played = np.concatenate([self._pause, piece]) if len(self._pause) else piece
+        self._pause = played[:0]
+        last = stitcher.spans[-1].sentence_id if stitcher.spans else None
+        if isinstance(last, int) and self.script.followed(last):
+            return played
+        end = len(played) - (len(piece) - stitcher.pause_after_last(piece))
+        self._pause = played[end:]
+        return played[:end]
 
     def _played_tail(self, tail: np.ndarray) -> np.ndarray:
         """The last sentence's pause as the file has it (its ``[pause]``, else none), then the stitcher's tail."""

@@ -71,8 +71,8 @@ def cpu_path(config: EngineConfig, progress: Callable[[str], None] | None = None
     dtype = "auto" if auto_dtype else choose_dtype("cpu", config.dtype).name
     paths = calibration.candidates(cpu_bf16_feature() is not None, int8_feature(flags) is not None, dtype,
                                    config.quantize)
-    if len(paths) == 1:  # one path here: nothing to measure (the static rule's reason stands)
-        return replace(config, dtype=paths[0].dtype, quantize=paths[0].quantize), None
+    if len(paths) == 1:  # one path here: nothing to measure (the dtype as given: the static rule's reason stands)
+        return replace(config, quantize=paths[0].quantize), None
 
     def timed(path: calibration.CpuPath) -> float:
         chosen = replace(config, dtype=path.dtype, quantize=path.quantize)
