@@ -156,8 +156,11 @@ class Engine:
         dtype: str | None = None,
         progress: Progress | None = None,
         quantize: str | None = None,
+        reason: str | None = None,
     ) -> Engine:
-        return cls(load_model(model, device=device, dtype=dtype, progress=progress, quantize=quantize))
+        """``reason``: how ``dtype`` and ``quantize`` were chosen, when not by the caller's flags (a calibration)."""
+        return cls(load_model(model, device=device, dtype=dtype, progress=progress, quantize=quantize,
+                              reason=reason))
 
     # ---------------------------------------------------------------- prompts
     def prompt_from_audio(self, wave: np.ndarray, sample_rate: int, text: str) -> VoicePrompt:

@@ -17,7 +17,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -350,6 +350,7 @@ def load_model(
     dtype: str | None = None,
     progress: Progress | None = None,
     quantize: str | None = None,
+    reason: str | None = None,
 ) -> LoadedModel:
     """Resolve, fetch or build, and load a model onto the best device (``quantize="int8"``: int8 linear
     layers in the backbone, refused with one line where the CPU has no int8 acceleration)."""
@@ -357,6 +358,8 @@ def load_model(
     spec = resolve_model(name)
     dev = pick_device(device)
     choice = choose_dtype(dev, dtype)
+    if reason is not None:  # chosen by a calibration, not by the flags: said as such in the log and the records
+        choice = replace(choice, reason=reason)
     quant, report = "none", None
     if (quantize or "none").strip().lower() != "none":
         # lazy: start-up (torch)

@@ -30,9 +30,7 @@ def open_engine(config: EngineConfig, progress: Callable[[str], None] | None = N
         torch.set_num_threads(config.threads)
     config, reason = cpu_path(config, progress)
     engine = Engine.load(config.model, device=config.device, dtype=config.dtype, progress=progress,
-                         quantize=config.quantize)
-    if reason is not None:
-        engine.loaded.dtype_reason = reason
+                         quantize=config.quantize, reason=reason)
     return with_sampler(engine, config)
 
 
