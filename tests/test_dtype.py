@@ -44,8 +44,10 @@ def test_cpu_probe_asks_torch_then_cpuinfo(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f\n")
-    real_path = model_mod.Path
-    monkeypatch.setattr(model_mod, "Path", lambda p: cpuinfo if p == "/proc/cpuinfo" else real_path(p))
+    from omnistudio.engine import cpuinfo as cpuinfo_mod  # where /proc/cpuinfo is read
+
+    real_path = cpuinfo_mod.Path
+    monkeypatch.setattr(cpuinfo_mod, "Path", lambda p: cpuinfo if p == "/proc/cpuinfo" else real_path(p))
     assert cpu_bf16_feature() is None
     assert choose_dtype("cpu").name == "fp32"
     cpuinfo.write_text("processor : 0\nflags : fpu avx512f amx_tile amx_bf16\n")

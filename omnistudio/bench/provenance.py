@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TypedDict
 
+from omnistudio.engine.cpuinfo import cpuinfo_field
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,13 +33,7 @@ def _commit() -> str:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
+    return cpuinfo_field("model name") or platform.processor() or platform.machine() or "unknown"
 
 
 def _gpu() -> str | None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from omnistudio.commit import write_json
 from omnistudio.config import locations
+from omnistudio.engine.cpuinfo import cpuinfo_field
 from omnistudio.errors import UserError
 
 log = logging.getLogger("omnistudio.engine")
@@ -96,14 +97,7 @@ def pick(paths: Sequence[CpuPath], time_step: Callable[[CpuPath], float]) -> tup
 
 def cpu_key(threads: int, flags: frozenset[str] | set[str], torch_version: str) -> str:
     """What a calibration holds for: the CPU's model name and the flags that matter, torch, the threads."""
-    name = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    name = cpuinfo_field("model name") or "unknown CPU"
     relevant = " ".join(f for f in RELEVANT_FLAGS if f in flags)
     return f"{name} [{relevant}] torch {torch_version} threads {threads}"
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from omnistudio import tempfiles
 from omnistudio.config import default_model
 from omnistudio.engine import checkpoints
+from omnistudio.engine.cpuinfo import cpuinfo_flags
 from omnistudio.engine.upstream import OmniVoiceModel
 from omnistudio.errors import UserError, describe, first_line, out_of_memory
 
@@ -212,14 +213,7 @@ def cpu_bf16_feature() -> str | None:
                 return label
         except Exception:  # a torch without the probe: fall through to cpuinfo
             pass
-    try:
-        flags = set()
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags.update(line.split(":", 1)[1].split())
-                break
-    except OSError:
-        return None
+    flags = cpuinfo_flags()
     return next((label for flag, label in BF16_CPU_FLAGS if flag in flags), None)
 
 

@@ -26,12 +26,12 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.ao.nn.quantized.dynamic as nnqd
 
 from omnistudio.config import QUANTIZE
+from omnistudio.engine.cpuinfo import cpuinfo_flags
 from omnistudio.errors import UserError
 
 # /proc/cpuinfo flags that give int8 matrix products an edge over fp32, best first.
@@ -47,13 +47,7 @@ def cpu_flags() -> frozenset[str]:
     forced = os.environ.get("OMNISTUDIO_CPU_FLAGS")
     if forced is not None:
         return frozenset(forced.split())
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
+    return cpuinfo_flags()
 
 
 def int8_feature(flags: frozenset[str] | set[str]) -> str | None:
