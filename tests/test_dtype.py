@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from omnistudio.cli import main
-from omnistudio.engine import model as model_mod
 from omnistudio.engine.model import choose_dtype, cpu_bf16_feature
 from omnistudio.engine.reference import Reference
 from omnistudio.engine.sampler import LOSSLESS, TECHNIQUES, FastSampler, SamplerOptions
