@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from omnistudio.engine.reference_voice import REF_SR, reference_wave
+from omnistudio.engine.reference_voice import REF_TEXT as REF_TEXT  # re-exported: the benches import them from here
+from omnistudio.engine.reference_voice import reference_prompt as reference_prompt
+
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import numpy as np
-
-    from omnistudio.engine.engine import Engine
-    from omnistudio.engine.upstream import VoicePrompt
 
 # News sentences of a dozen words (sentence synthesis, the compiled-length warm-up).
 NEWS = [
@@ -52,8 +51,6 @@ SWEEP_WORDS = ("the council met on monday to discuss the budget for new schools 
 # One request's text for the server benches.
 SERVE_TEXT = "Good evening. Here is the news from the desk tonight."
 
-REF_TEXT = "This is the reference voice for our test."
-REF_SR = 24_000
 
 
 def take(lines: list[str], n: int) -> list[str]:
@@ -64,22 +61,6 @@ def take(lines: list[str], n: int) -> list[str]:
 def serve_text(i: int) -> str:
     """Request ``i``'s text for the speech-server bench (distinct per request)."""
     return f"Bulletin item {i + 1} opens tonight's programme. The details follow after a short break."
-
-
-def reference_wave(seconds: float = 3.0, sr: int = REF_SR) -> np.ndarray:
-    """The benches' voice: a voiced-like test signal (harmonics under a syllable envelope), float32."""
-    # lazy: start-up (numpy)
-    import numpy as np
-
-    t = np.arange(int(seconds * sr)) / sr
-    phase = 2 * np.pi * np.cumsum(130 + 25 * np.sin(2 * np.pi * 0.6 * t)) / sr
-    wave = sum(np.sin(k * phase) / k for k in range(1, 9)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3.5 * t)) ** 2
-    return (0.12 * wave).astype(np.float32)
-
-
-def reference_prompt(engine: Engine, seconds: float = 3.0) -> VoicePrompt:
-    """``reference_wave`` encoded as ``engine``'s voice prompt (with ``REF_TEXT`` as its transcript)."""
-    return engine.prompt_from_audio(reference_wave(seconds), REF_SR, REF_TEXT)
 
 
 def write_reference(path: Path | str, seconds: float = 3.0) -> None:

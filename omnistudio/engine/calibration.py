@@ -31,6 +31,7 @@ from typing import Any
 from omnistudio.commit import write_json
 from omnistudio.config import locations
 from omnistudio.engine.cpuinfo import cpuinfo_field
+from omnistudio.engine.reference_voice import reference_prompt
 from omnistudio.errors import UserError
 
 log = logging.getLogger("omnistudio.engine")
@@ -144,15 +145,9 @@ def _entries(path: Path) -> dict[str, Any]:
 
 def time_steps(load: Callable[[CpuPath], Any], path: CpuPath, steps: int = STEPS) -> float:
     """Seconds per diffusion step of ``path``'s engine (``load(path)``): one sentence rendered at ``steps``
-    steps with the fast sampler, a voice prompt from a test signal, the first step left out (warm-up)."""
-    # lazy: start-up (numpy, torch)
-    import numpy as np
-
+    steps with the fast sampler, the benches' synthetic voice, the first step left out (warm-up)."""
     engine = load(path)
-    rate = 24_000
-    t = np.arange(3 * rate) / rate
-    wave = (0.1 * np.sin(2 * np.pi * 130 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3.5 * t)) ** 2).astype(np.float32)
-    prompt = engine.prompt_from_audio(wave, rate, "A test signal for timing.")
+    prompt = reference_prompt(engine)
     marks: list[float] = []
     hook = engine.model.llm.register_forward_pre_hook(lambda *_: marks.append(time.perf_counter()))
     try:
