@@ -160,11 +160,11 @@ class XiSession:
             if context is None:
                 return True
         if message.text:
-            self._append(context, message.text)
+            self._feed(context, lambda: context.incoming.append(message.text or ""))
         elif message.text == "" and not self.socket.multi:
             return False  # stream-input: the end of the input
         if message.flush or (self.socket.auto_mode and message.text and message.text.strip()):
-            self._flush(context)
+            self._feed(context, context.incoming.flush)
         # a client ends a context with a flush of no text (or a flush in the closing message); text, or a
         # flushed sentence, then close_context alone is a barge-in: the take stops
         if message.close_context:
@@ -173,25 +173,19 @@ class XiSession:
             context.flushed_last = message.flush and not message.text
         return True
 
-    def _append(self, context: XiContext, text: str) -> None:
-        if context.incoming.closed:
-            return  # after close_context, a failed line or the limit: nothing more is read
-        try:
-            context.incoming.append(text)
-        except UserError as exc:
-            self._refused(context, exc)
-
-    def _flush(self, context: XiContext) -> None:
+    def _feed(self, context: XiContext, write: Callable[[], object]) -> None:
+        """``write`` (an append or a flush of the context's script), unless its text has ended (after
+        close_context, a failed line or the limit nothing more is read). What the script refuses: over the
+        limit, said (413) and the take finished with what was complete; a bad line (an unknown speaker tag),
+        the context's take ends with that line as its error."""
         if context.incoming.closed:
             return
         try:
-            context.incoming.flush()
+            write()
         except UserError as exc:
             self._refused(context, exc)
 
     def _refused(self, context: XiContext, exc: UserError) -> None:
-        """Text the context's script refused: over the limit, said (413) and the take finished with what was
-        complete; a bad line (an unknown speaker tag), the context's take ends with that line as its error."""
         if context.incoming.refused:
             context.run.notices.append((str(exc), 413))
         else:
@@ -215,7 +209,7 @@ class XiSession:
         return context
 
     def _close(self, context: XiContext, interrupted: bool = False) -> None:
-        if interrupted:
+        if interrupted and not context.failed:  # a failed context ends with its error, not as cancelled
             context.run.cancel.set()
         context.incoming.close()
 
